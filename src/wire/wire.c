@@ -1,0 +1,267 @@
+/* Table-driven MetaRoCE header codec (spec section 3). */
+#include "wire/wire.h"
+
+#include <string.h>
+
+#include "wire/be.h"
+#include "wire/crc32c.h"
+
+#define OP(code, nm, hdrs, len)                                                \
+    [code] = {.name = nm, .headers = (hdrs), .hdr_len = (len)}
+
+/* R-HDR-4: the opcode table; hdr_len is MTH plus the extension headers
+ * (the unit test checks the sums). */
+static const struct mroce_op_info op_tab[256] = {
+    OP(MROCE_OP_WRITE, "WRITE", MROCE_H_DXH | MROCE_H_RETH | MROCE_H_PAYLOAD,
+       48),
+    OP(MROCE_OP_WRITE_IMM, "WRITE_IMM",
+       MROCE_H_DXH | MROCE_H_RETH | MROCE_H_IMM | MROCE_H_PAYLOAD, 52),
+    OP(MROCE_OP_SEND, "SEND", MROCE_H_DXH | MROCE_H_SNH | MROCE_H_PAYLOAD, 40),
+    OP(MROCE_OP_SEND_IMM, "SEND_IMM",
+       MROCE_H_DXH | MROCE_H_SNH | MROCE_H_IMM | MROCE_H_PAYLOAD, 44),
+    OP(MROCE_OP_READ_REQ, "READ_REQ", MROCE_H_DXH | MROCE_H_RETH, 48),
+    OP(MROCE_OP_READ_RESP, "READ_RESP", MROCE_H_DXH | MROCE_H_PAYLOAD, 36),
+    OP(MROCE_OP_ACK, "ACK", MROCE_H_AKH, 68),
+    OP(MROCE_OP_NACK, "NACK", MROCE_H_NKH, 32),
+    OP(MROCE_OP_PROBE, "PROBE", 0, 16),
+    OP(MROCE_OP_PROBE_ACK, "PROBE_ACK", MROCE_H_PRH, 20),
+    OP(MROCE_OP_CLOSE, "CLOSE", 0, 16),
+    OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
+};
+
+/* One extension header: its flag, size and codec pair. */
+struct ext_codec {
+    uint8_t flag;
+    uint8_t len;
+    void (*put)(const struct mroce_hdr *h, uint8_t *p);
+    void (*get)(struct mroce_hdr *h, const uint8_t *p);
+};
+
+static void dxh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->dsn);
+    mroce_be16_put(p + 4, h->stream);
+    mroce_be16_put(p + 6, 0);
+    mroce_be32_put(p + 8, h->msn);
+    mroce_be32_put(p + 12, h->msg_len);
+    mroce_be32_put(p + 16, h->offset);
+}
+
+static void dxh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->dsn = mroce_be32_get(p);
+    h->stream = mroce_be16_get(p + 4);
+    h->msn = mroce_be32_get(p + 8);
+    h->msg_len = mroce_be32_get(p + 12);
+    h->offset = mroce_be32_get(p + 16);
+}
+
+static void reth_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be64_put(p, h->va);
+    mroce_be32_put(p + 8, h->rkey);
+}
+
+static void reth_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->va = mroce_be64_get(p);
+    h->rkey = mroce_be32_get(p + 8);
+}
+
+static void snh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->ssn);
+}
+
+static void snh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->ssn = mroce_be32_get(p);
+}
+
+static void imm_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->imm);
+}
+
+static void imm_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->imm = mroce_be32_get(p);
+}
+
+static void akh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->sack_high);
+    mroce_be32_put(p + 4, h->dsn_cum);
+    mroce_be32_put(p + 8, h->echo_ts);
+    mroce_be32_put(p + 12, h->rate_mbps);
+    mroce_be16_put(p + 16, h->ce_count);
+    mroce_be16_put(p + 18, h->rx_count);
+    for (int i = 0; i < 4; i++)
+        mroce_be64_put(p + 20 + 8 * i, h->sack[i]);
+}
+
+static void akh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->sack_high = mroce_be32_get(p);
+    h->dsn_cum = mroce_be32_get(p + 4);
+    h->echo_ts = mroce_be32_get(p + 8);
+    h->rate_mbps = mroce_be32_get(p + 12);
+    h->ce_count = mroce_be16_get(p + 16);
+    h->rx_count = mroce_be16_get(p + 18);
+    for (int i = 0; i < 4; i++)
+        h->sack[i] = mroce_be64_get(p + 20 + 8 * i);
+}
+
+static void nkh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->dsn);
+    mroce_be16_put(p + 4, h->stream);
+    p[6] = h->nak_code;
+    p[7] = 0;
+    mroce_be32_put(p + 8, h->msn);
+    mroce_be32_put(p + 12, h->nak_info);
+}
+
+static void nkh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->dsn = mroce_be32_get(p);
+    h->stream = mroce_be16_get(p + 4);
+    h->nak_code = p[6];
+    h->msn = mroce_be32_get(p + 8);
+    h->nak_info = mroce_be32_get(p + 12);
+}
+
+static void prh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->echo_ts);
+}
+
+static void prh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->echo_ts = mroce_be32_get(p);
+}
+
+/* Wire order of the extension headers (R-HDR-5). */
+static const struct ext_codec ext_tab[] = {
+    {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
+    {MROCE_H_RETH, MROCE_RETH_LEN, reth_put, reth_get},
+    {MROCE_H_SNH, MROCE_SNH_LEN, snh_put, snh_get},
+    {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
+    {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
+    {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
+    {MROCE_H_PRH, MROCE_PRH_LEN, prh_put, prh_get},
+};
+#define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
+
+const struct mroce_op_info *mroce_wire_op_info(uint8_t opcode)
+{
+    const struct mroce_op_info *oi = &op_tab[opcode];
+    return oi->name ? oi : NULL;
+}
+
+const char *mroce_wire_op_name(uint8_t opcode)
+{
+    const struct mroce_op_info *oi = mroce_wire_op_info(opcode);
+    return oi ? oi->name : "UNKNOWN";
+}
+
+const char *mroce_wire_nak_name(uint8_t code)
+{
+    static const char *const names[] = {
+        "NONE",      "RNR",         "REMOTE_ACCESS", "INVALID_REQUEST",
+        "REMOTE_OP", "CONN_CLOSED",
+    };
+    return code < sizeof(names) / sizeof(names[0]) ? names[code] : "UNKNOWN";
+}
+
+size_t mroce_wire_hdr_len(uint8_t opcode)
+{
+    const struct mroce_op_info *oi = mroce_wire_op_info(opcode);
+    return oi ? oi->hdr_len : 0;
+}
+
+static void mth_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    p[0] = (uint8_t)(MROCE_WIRE_VERSION << 4 | (h->flags & MROCE_HF_MASK));
+    p[1] = h->opcode;
+    mroce_be16_put(p + 2, h->path);
+    mroce_be32_put(p + 4, h->conn);
+    mroce_be32_put(p + 8, h->psn);
+    mroce_be32_put(p + 12, h->ts);
+}
+
+int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
+{
+    const struct mroce_op_info *oi = mroce_wire_op_info(h->opcode);
+    if (!oi)
+        return MROCE_WIRE_EOPCODE;
+    if (cap < oi->hdr_len)
+        return MROCE_WIRE_ENOSPC;
+    mth_put(h, buf);
+    uint8_t *p = buf + MROCE_MTH_LEN;
+    for (size_t i = 0; i < N_EXT; i++) {
+        if (!(oi->headers & ext_tab[i].flag))
+            continue;
+        ext_tab[i].put(h, p);
+        p += ext_tab[i].len;
+    }
+    return oi->hdr_len;
+}
+
+size_t mroce_wire_seal(uint8_t *buf, size_t len)
+{
+    mroce_be32_put(buf + len, mroce_crc32c(0, buf, len)); /* R-CRC-1 */
+    return len + MROCE_ICRC_LEN;
+}
+
+int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
+                      uint32_t payload_len, uint8_t *buf, size_t cap)
+{
+    int hl = mroce_wire_write_hdr(h, buf, cap);
+    if (hl < 0)
+        return hl;
+    if (payload_len &&
+        !(mroce_wire_op_info(h->opcode)->headers & MROCE_H_PAYLOAD))
+        return MROCE_WIRE_EPAYLOAD;
+    if ((size_t)hl + payload_len + MROCE_ICRC_LEN > cap)
+        return MROCE_WIRE_ENOSPC;
+    if (payload_len)
+        memcpy(buf + hl, payload, payload_len);
+    return (int)mroce_wire_seal(buf, (size_t)hl + payload_len);
+}
+
+/* R-RX-1: version, opcode, length, CRC, then the payload rule. */
+int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
+{
+    memset(h, 0, sizeof(*h));
+    if (len < MROCE_MTH_LEN + MROCE_ICRC_LEN)
+        return MROCE_WIRE_ETRUNC;
+    if (buf[0] >> 4 != MROCE_WIRE_VERSION)
+        return MROCE_WIRE_EVERSION;
+    const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
+    if (!oi)
+        return MROCE_WIRE_EOPCODE;
+    if (len < (size_t)oi->hdr_len + MROCE_ICRC_LEN)
+        return MROCE_WIRE_ETRUNC;
+    size_t body = len - MROCE_ICRC_LEN;
+    if (mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
+        return MROCE_WIRE_ECRC;
+    if (body > oi->hdr_len && !(oi->headers & MROCE_H_PAYLOAD))
+        return MROCE_WIRE_EPAYLOAD;
+    h->flags = buf[0] & MROCE_HF_MASK;
+    h->opcode = buf[1];
+    h->path = mroce_be16_get(buf + 2);
+    h->conn = mroce_be32_get(buf + 4);
+    h->psn = mroce_be32_get(buf + 8);
+    h->ts = mroce_be32_get(buf + 12);
+    const uint8_t *p = buf + MROCE_MTH_LEN;
+    for (size_t i = 0; i < N_EXT; i++) {
+        if (!(oi->headers & ext_tab[i].flag))
+            continue;
+        ext_tab[i].get(h, p);
+        p += ext_tab[i].len;
+    }
+    h->payload = buf + oi->hdr_len;
+    h->payload_len = (uint32_t)(body - oi->hdr_len);
+    return MROCE_WIRE_OK;
+}
