@@ -1,0 +1,359 @@
+/* mroce public API -- see docs/spec.md for the protocol. */
+#ifndef MROCE_MROCE_H
+#define MROCE_MROCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Addressing and packet metadata (the sans-I/O boundary) ---- */
+
+#define MROCE_AF_NONE 0
+#define MROCE_AF_INET 4
+#define MROCE_AF_INET6 6
+
+/* An IP address: family MROCE_AF_INET uses ip[0..3], MROCE_AF_INET6 all 16. */
+struct mroce_addr {
+    uint8_t family;
+    uint8_t ip[16];
+};
+
+/* IP ECN codepoints (RFC 3168). */
+#define MROCE_ECN_NOT_ECT 0
+#define MROCE_ECN_ECT1 1
+#define MROCE_ECN_ECT0 2
+#define MROCE_ECN_CE 3
+
+/* What a datapath tells the engine about a received UDP datagram, and what
+ * the engine tells the datapath about one to send. The UDP payload itself
+ * travels separately as (buf, len). */
+struct mroce_pkt_meta {
+    struct mroce_addr src;
+    struct mroce_addr dst;
+    uint16_t src_port; /* path entropy (R-ENC-3) */
+    uint16_t dst_port;
+    uint8_t ecn; /* MROCE_ECN_* */
+};
+
+/* ---- Errors ---- */
+
+/* Every function returning int returns 0 (or a count) on success and one
+ * of these on failure. */
+enum mroce_err {
+    MROCE_OK = 0,
+    MROCE_EINVAL = -1,  /* bad argument */
+    MROCE_ENOMEM = -2,  /* allocation failed */
+    MROCE_EAGAIN = -3,  /* queue or window full; retry after progress */
+    MROCE_ENOENT = -4,  /* unknown key, path or stream */
+    MROCE_ESTATE = -5,  /* object in the wrong state for this call */
+    MROCE_ERANGE = -6,  /* buffer outside its memory region */
+    MROCE_EACCES = -7,  /* key lacks the access right */
+    MROCE_EBUSY = -8,   /* object still in use */
+    MROCE_ENOBUFS = -9, /* caller's buffer too small */
+    MROCE_EPROTO = -10, /* packet dropped: malformed or not for us */
+};
+
+/* Static English text for an error code; never NULL. Thread-safe. */
+const char *mroce_strerror(int err);
+
+/* ---- Hooks: how the engine gets memory, randomness and logging ---- */
+
+#define MROCE_LOG_ERR 0
+#define MROCE_LOG_INFO 1
+#define MROCE_LOG_DEBUG 2
+
+/* Any NULL member gets a default (malloc/free, a splitmix64 generator
+ * seeded from mroce_ctx_attr.seed, no logging). The engine calls alloc
+ * only when objects are created, never per packet. */
+struct mroce_hooks {
+    void *ud;
+    void *(*alloc)(void *ud, size_t size); /* zeroed memory or NULL */
+    void (*free)(void *ud, void *p);
+    uint64_t (*rand64)(void *ud);
+    void (*log)(void *ud, int level, const char *msg);
+};
+
+/* ---- Context (one endpoint: an address and a UDP port) ---- */
+
+struct mroce_ctx;
+struct mroce_pd;
+struct mroce_mr;
+struct mroce_cq;
+struct mroce_conn;
+
+struct mroce_ctx_attr {
+    struct mroce_hooks hooks;
+    uint64_t seed;          /* for the default rand64 */
+    struct mroce_addr addr; /* this endpoint's IP address */
+    uint16_t udp_port;      /* 0: MROCE_UDP_PORT (4797) */
+    uint32_t mtu;           /* payload bytes per packet; 0: 4096 */
+    uint32_t link_mbps;     /* line rate for the fair-share hint;
+                               0: 100000 */
+};
+
+#define MROCE_UDP_PORT 4797
+
+/* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000), ENOMEM.
+ * Not thread-safe: one thread drives a context at a time. */
+int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
+/* Destroys the context and everything created from it. */
+void mroce_ctx_close(struct mroce_ctx *ctx);
+
+/* ---- Sans-I/O driving: the datapath calls these ---- */
+
+/* Largest UDP payload this context emits (size of tx buffers). */
+size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx);
+
+/* Feeds one received UDP payload. buf stays the caller's. Returns 0 if
+ * accepted, or MROCE_EPROTO if dropped (counted by reason in
+ * mroce_ctx_counters). Never writes outside registered memory. */
+int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
+                 const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                 size_t len);
+
+/* Writes the next packet to send into buf (cap bytes, at least
+ * mroce_ctx_max_pkt) and its addressing into *meta. Returns its length,
+ * 0 if there is nothing to send now, or ENOBUFS if cap is too small. */
+int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
+                 size_t cap, struct mroce_pkt_meta *meta);
+
+/* Earliest time on_expiry must be called; UINT64_MAX if none. */
+uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx);
+/* Runs due timers (retransmission, probes, delayed ACKs). */
+void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now_ns);
+
+/* Drops at the endpoint, by reason (R-RX-1). */
+struct mroce_ctx_counters {
+    uint64_t rx_pkts;
+    uint64_t tx_pkts;
+    uint64_t drop_truncated;
+    uint64_t drop_bad_version;
+    uint64_t drop_bad_opcode;
+    uint64_t drop_bad_crc;
+    uint64_t drop_bad_payload;
+    uint64_t drop_unknown_conn;
+    uint64_t drop_bad_src;
+};
+void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
+                            struct mroce_ctx_counters *out);
+
+/* ---- Protection domains and memory regions ---- */
+
+int mroce_pd_alloc(struct mroce_ctx *ctx, struct mroce_pd **out);
+/* Errors: EBUSY while memory regions or connections use it. */
+int mroce_pd_free(struct mroce_pd *pd);
+
+#define MROCE_ACCESS_LOCAL_WRITE 0x1
+#define MROCE_ACCESS_REMOTE_WRITE 0x2
+#define MROCE_ACCESS_REMOTE_READ 0x4
+
+/* Registers [addr, addr+len). The memory stays the caller's and must stay
+ * valid until mroce_dereg_mr. Keys are 32-bit random values, unique in
+ * the context (R-SEC-2). The local and remote key are the same value.
+ * Errors: EINVAL (len 0, unknown flags, remote write without local
+ * write), ENOMEM. */
+int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
+                 struct mroce_mr **out);
+uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
+uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
+/* Errors: EBUSY while a posted work request refers to it. */
+int mroce_dereg_mr(struct mroce_mr *mr);
+
+/* ---- Completion queues ---- */
+
+enum mroce_wc_status {
+    MROCE_WC_SUCCESS = 0,
+    MROCE_WC_LOC_LEN_ERR,       /* message longer than the receive */
+    MROCE_WC_LOC_PROT_ERR,      /* local key or bounds */
+    MROCE_WC_REM_ACCESS_ERR,    /* peer refused key/bounds/permission */
+    MROCE_WC_REM_INV_REQ_ERR,   /* peer found the request invalid */
+    MROCE_WC_REM_OP_ERR,        /* peer could not execute */
+    MROCE_WC_RETRY_EXC_ERR,     /* retry limit: peer or paths gone */
+    MROCE_WC_RNR_RETRY_EXC_ERR, /* peer never posted a receive */
+    MROCE_WC_WR_FLUSH_ERR,      /* flushed: connection in error/closed */
+};
+const char *mroce_wc_status_str(int status);
+
+enum mroce_wc_opcode {
+    MROCE_WC_SEND,
+    MROCE_WC_RDMA_WRITE,
+    MROCE_WC_RDMA_READ,
+    MROCE_WC_RECV,               /* a SEND or SEND_IMM arrived */
+    MROCE_WC_RECV_RDMA_WITH_IMM, /* a WRITE_IMM arrived */
+};
+
+struct mroce_wc {
+    uint64_t wr_id;
+    struct mroce_conn *conn;
+    uint16_t stream;
+    uint8_t status; /* mroce_wc_status */
+    uint8_t opcode; /* mroce_wc_opcode */
+    uint8_t has_imm;
+    uint32_t byte_len; /* receives: bytes placed */
+    uint32_t imm;
+};
+
+/* A CQ holds `depth` completions; connections reserve room for every work
+ * request they can have outstanding, so a CQ never overflows.
+ * Errors: EINVAL (depth 0), ENOMEM. */
+int mroce_cq_create(struct mroce_ctx *ctx, uint32_t depth,
+                    struct mroce_cq **out);
+/* Errors: EBUSY while a connection uses it. */
+int mroce_cq_destroy(struct mroce_cq *cq);
+/* Moves up to n completions into wc[]; returns how many (>= 0). */
+int mroce_poll_cq(struct mroce_cq *cq, int n, struct mroce_wc *wc);
+
+/* ---- Connections (the queue pair of MetaRoCE) ---- */
+
+/* Zero fields take the default in brackets. */
+struct mroce_conn_attr {
+    struct mroce_cq *send_cq;    /* required */
+    struct mroce_cq *recv_cq;    /* required (may equal send_cq) */
+    uint16_t n_streams;          /* ordered message streams [1] */
+    uint16_t n_paths;            /* 1..256 [16] */
+    uint32_t sq_depth;           /* send WRs per stream [64] */
+    uint32_t rq_depth;           /* receive WRs per stream [64] */
+    uint32_t dsn_window;         /* packets in flight, power of 2 [4096] */
+    uint32_t path_window;        /* PSNs in flight per path, pow2<=256 [256]*/
+    uint32_t max_rd;             /* outstanding READs [16] */
+    uint8_t retry_cnt;           /* retransmissions per packet [7] */
+    uint8_t rnr_retry;           /* RNR retries, 7 = infinite [7] */
+    uint64_t min_rto_ns;         /* [100000] */
+    uint64_t max_rto_ns;         /* [100000000] */
+    uint32_t ack_every;          /* ACK every n packets per path [1] */
+    uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
+    uint32_t init_cwnd_pkts;     /* per path [16] */
+    uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
+};
+
+/* What the two sides exchange out of band before connecting (R-CONN-2). */
+struct mroce_conn_params {
+    uint32_t conn_id;
+    struct mroce_addr addr;
+    uint16_t udp_port;
+    uint16_t n_paths;
+    uint16_t n_streams;
+    uint32_t mtu;
+    uint32_t dsn_window;
+    uint32_t msg_window; /* messages in flight per stream it accepts */
+    uint32_t max_rd;
+};
+
+enum mroce_conn_state {
+    MROCE_CONN_INIT,      /* created, not connected */
+    MROCE_CONN_CONNECTED, /* sending and receiving */
+    MROCE_CONN_CLOSING,   /* disconnect called, waiting for CLOSE_ACK */
+    MROCE_CONN_CLOSED,
+    MROCE_CONN_ERROR, /* retry limit or fatal NACK; WRs flushed */
+};
+const char *mroce_conn_state_str(int state);
+
+/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM, EAGAIN
+ * (a CQ is too small for the connection's queues). */
+int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
+                      struct mroce_conn **out);
+void mroce_conn_get_params(const struct mroce_conn *conn,
+                           struct mroce_conn_params *out);
+/* Errors: ESTATE (not INIT), EINVAL (params out of range). */
+int mroce_conn_connect(struct mroce_conn *conn,
+                       const struct mroce_conn_params *remote);
+/* Graceful close: sends CLOSE, flushes outstanding work (R-CONN-6).
+ * Errors: ESTATE if not connected. */
+int mroce_conn_disconnect(struct mroce_conn *conn);
+/* Frees the connection; outstanding WRs are dropped without completion. */
+void mroce_conn_destroy(struct mroce_conn *conn);
+int mroce_conn_state(const struct mroce_conn *conn);
+
+/* ---- Work requests ---- */
+
+struct mroce_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+struct mroce_send_wr {
+    uint64_t wr_id;
+    uint16_t stream;
+    struct mroce_sge sge; /* local buffer (READ: destination) */
+    uint64_t remote_addr; /* WRITE, WRITE_IMM, READ */
+    uint32_t rkey;        /* WRITE, WRITE_IMM, READ */
+    uint32_t imm;         /* WRITE_IMM, SEND with post_send_imm */
+};
+
+struct mroce_recv_wr {
+    uint64_t wr_id;
+    uint16_t stream;
+    struct mroce_sge sge;
+};
+
+/* Post calls copy the WR; the buffers stay the caller's and must stay
+ * valid until the completion. Completions of a stream come in post order.
+ * Errors: ENOENT (stream), EACCES/ERANGE (lkey or bounds), EINVAL
+ * (length above 2^31), EAGAIN (queue full), ESTATE (not connected). */
+int mroce_post_write(struct mroce_conn *conn, const struct mroce_send_wr *wr);
+int mroce_post_write_imm(struct mroce_conn *conn,
+                         const struct mroce_send_wr *wr);
+int mroce_post_send(struct mroce_conn *conn, const struct mroce_send_wr *wr);
+int mroce_post_send_imm(struct mroce_conn *conn,
+                        const struct mroce_send_wr *wr);
+int mroce_post_read(struct mroce_conn *conn, const struct mroce_send_wr *wr);
+/* Receives may be posted before connect. */
+int mroce_post_recv(struct mroce_conn *conn, const struct mroce_recv_wr *wr);
+
+/* ---- Counters and path extensions ---- */
+
+struct mroce_conn_counters {
+    uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+    uint64_t tx_data_pkts, rx_data_pkts;
+    uint64_t retx_pkts; /* data packets sent again */
+    uint64_t tlp_pkts;  /* tail-loss probes */
+    uint64_t rto_events;
+    uint64_t tx_acks, rx_acks, tx_nacks, rx_nacks;
+    uint64_t rx_dup_pkts; /* DSN already received */
+    uint64_t rx_ecn_ce;   /* CE-marked packets received */
+    uint64_t rnr_naks;
+    uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
+    uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
+    uint64_t drop_bad_msg; /* inconsistent message fields */
+    uint64_t drop_state;   /* data while closed/in error */
+    uint64_t drop_stale;   /* ACK/NACK for nothing outstanding */
+    uint64_t repaths;
+    uint64_t msgs_tx, msgs_rx;
+};
+void mroce_conn_get_counters(const struct mroce_conn *conn,
+                             struct mroce_conn_counters *out);
+
+enum mroce_path_state {
+    MROCE_PATH_ACTIVE,
+    MROCE_PATH_SUSPECT,
+    MROCE_PATH_FAILED,
+    MROCE_PATH_PROBING,
+    MROCE_PATH_DISABLED, /* switched off by mroce_path_enable(.., 0) */
+};
+const char *mroce_path_state_str(int state);
+
+struct mroce_path_info {
+    uint8_t state;
+    uint16_t src_port;
+    uint64_t srtt_ns, min_rtt_ns, rto_ns;
+    uint32_t cwnd_bytes, inflight_bytes;
+    uint64_t tx_pkts, tx_bytes, retx_pkts, acked_pkts, lost_pkts;
+    uint64_t ecn_marks, timeouts, repaths;
+};
+/* Errors: ENOENT (path >= n_paths). */
+int mroce_path_query(const struct mroce_conn *conn, uint16_t path,
+                     struct mroce_path_info *out);
+/* Moves a path to a fresh random UDP source port (R-PATH-4). */
+int mroce_path_repath(struct mroce_conn *conn, uint16_t path);
+/* Takes a path out of (0) or back into (1) use. Errors: ENOENT, EINVAL
+ * (disabling the last enabled path). */
+int mroce_path_enable(struct mroce_conn *conn, uint16_t path, int on);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/* ECN-driven AIMD per path and per connection (R-CC-3..6).
+ * priv[0] = time of the last multiplicative decrease (one per RTT),
+ * priv[1] = smoothed RTT seen by the controller, priv[2] = cap (bytes). */
+#include "engine/cc.h"
+
+#define AIMD_BETA_ECN 4  /* ECN: cwnd -= cwnd / 4 */
+#define AIMD_BETA_LOSS 2 /* loss: cwnd -= cwnd / 2 */
+
+static uint32_t aimd_clamp(uint64_t v, uint32_t lo, uint32_t hi)
+{
+    if (v < lo)
+        return lo;
+    return v > hi ? hi : (uint32_t)v;
+}
+
+static void aimd_init(struct cc_conn *cc, struct cc_path *pc, uint32_t n,
+                      const struct cc_params *prm)
+{
+    cc->cwnd = prm->max_conn;
+    cc->priv[0] = 0;
+    cc->priv[1] = 0;
+    cc->priv[2] = prm->max_conn;
+    for (uint32_t i = 0; i < n; i++) {
+        pc[i].cwnd = prm->init_cwnd;
+        pc[i].priv[0] = 0;
+        pc[i].priv[1] = 0;
+        pc[i].priv[2] = ((uint64_t)prm->mtu << 32) | prm->max_path;
+    }
+}
+
+static uint32_t aimd_mtu(const struct cc_path *pc)
+{
+    return (uint32_t)(pc->priv[2] >> 32);
+}
+
+static uint32_t aimd_max(const struct cc_path *pc)
+{
+    return (uint32_t)pc->priv[2];
+}
+
+/* One decrease per RTT: marks within the same RTT are the same event. */
+static void aimd_cut(struct cc_path *pc, unsigned beta, uint64_t now)
+{
+    uint64_t rtt = pc->priv[1] ? pc->priv[1] : 10000;
+    if (pc->priv[0] && now - pc->priv[0] < rtt)
+        return;
+    pc->priv[0] = now;
+    pc->cwnd =
+        aimd_clamp(pc->cwnd - pc->cwnd / beta, aimd_mtu(pc), aimd_max(pc));
+}
+
+static void aimd_on_ack(struct cc_conn *cc, struct cc_path *pc, uint32_t bytes,
+                        bool ce, uint64_t rtt, uint64_t now)
+{
+    (void)cc;
+    if (rtt)
+        pc->priv[1] = pc->priv[1] ? (pc->priv[1] * 7 + rtt) / 8 : rtt;
+    if (ce) {
+        aimd_cut(pc, AIMD_BETA_ECN, now);
+        return;
+    }
+    /* additive increase: one MTU per window's worth of ACKed bytes */
+    uint64_t inc = (uint64_t)aimd_mtu(pc) * bytes / pc->cwnd;
+    pc->cwnd =
+        aimd_clamp(pc->cwnd + (inc ? inc : 1), aimd_mtu(pc), aimd_max(pc));
+}
+
+static void aimd_on_loss(struct cc_conn *cc, struct cc_path *pc, uint64_t now)
+{
+    (void)cc;
+    aimd_cut(pc, AIMD_BETA_LOSS, now);
+}
+
+static void aimd_on_timeout(struct cc_conn *cc, struct cc_path *pc,
+                            uint64_t now)
+{
+    (void)cc;
+    pc->priv[0] = now;
+    pc->cwnd = aimd_mtu(pc);
+}
+
+/* R-CC-6: the connection may keep hint * RTT bytes in flight, never less
+ * than a few packets so the hint cannot starve it. */
+static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
+                              uint64_t rtt_ns)
+{
+    if (!mbps || !rtt_ns) {
+        cc->cwnd = (uint32_t)cc->priv[2];
+        return;
+    }
+    uint64_t bdp = (uint64_t)mbps * rtt_ns / 8000; /* Mbit/s * ns -> B */
+    cc->cwnd = aimd_clamp(bdp * 2, 16384, (uint32_t)cc->priv[2]);
+}
+
+const struct cc_ops mroce_cc_aimd = {
+    .name = "aimd",
+    .init = aimd_init,
+    .on_ack = aimd_on_ack,
+    .on_loss = aimd_on_loss,
+    .on_timeout = aimd_on_timeout,
+    .on_rate_hint = aimd_on_rate_hint,
+};

@@ -1,0 +1,275 @@
+/* Completer: consumes ACKs and NACKs, detects loss from the per-path SACK,
+ * retires work requests in stream order (R-SACK-*, R-LOSS-*, R-ORD-*). */
+#include "engine/eng.h"
+
+static struct txp *comp_txp(struct mroce_conn *c, uint32_t dsn)
+{
+    if (seq_lt(dsn, c->snd_una) || !seq_lt(dsn, c->snd_next))
+        return NULL;
+    struct txp *x = &c->txp[dsn & (c->dsn_window - 1)];
+    return x->dsn == dsn ? x : NULL;
+}
+
+static uint8_t comp_wc_opcode(uint8_t op)
+{
+    switch (op) {
+    case MROCE_OP_READ_REQ:
+        return MROCE_WC_RDMA_READ;
+    case MROCE_OP_SEND:
+    case MROCE_OP_SEND_IMM:
+        return MROCE_WC_SEND;
+    default:
+        return MROCE_WC_RDMA_WRITE;
+    }
+}
+
+static bool comp_done(const struct sq_slot *q)
+{
+    if (q->acked < q->npkts)
+        return false;
+    return q->op != MROCE_OP_READ_REQ || q->read_got >= q->wr.sge.length;
+}
+
+/* R-ORD-5: sender completions in post order per stream. */
+void eng_comp_retire(struct mroce_conn *c, struct stream *s)
+{
+    uint32_t d = c->attr.sq_depth;
+    while (s->msn_una != s->sq_next &&
+           s->sq[s->msn_una % d].acked >= s->sq[s->msn_una % d].npkts)
+        s->msn_una++;
+    while (s->sq_head != s->sq_next && comp_done(&s->sq[s->sq_head % d])) {
+        struct sq_slot *q = &s->sq[s->sq_head % d];
+        struct mroce_wc wc = {.wr_id = q->wr.wr_id,
+                              .conn = c,
+                              .stream = (uint16_t)(s - c->streams),
+                              .opcode = comp_wc_opcode(q->op),
+                              .byte_len = q->wr.sge.length};
+        if (q->op == MROCE_OP_READ_REQ)
+            c->reads_out--;
+        if (q->mr)
+            q->mr->refs--;
+        s->sq_head++;
+        eng_cq_push(c->scq, &wc);
+    }
+}
+
+static void comp_resp_acked(struct mroce_conn *c, struct rd_resp *r)
+{
+    if (++r->acked < r->npkts)
+        return;
+    r->used = false; /* a deferred READ may now start (R-MSG-8) */
+    for (uint32_t i = 0; i < c->n_streams; i++)
+        eng_resp_retire(c, &c->streams[i]);
+}
+
+void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
+{
+    struct txp *x = comp_txp(c, dsn);
+    if (!x || x->state == TXP_ACKED || x->state == TXP_FREE)
+        return;
+    if (x->state == TXP_RNR)
+        c->n_rnr--;
+    x->state = TXP_ACKED;
+    if (x->kind == TXK_RESP) {
+        comp_resp_acked(c, &c->resp[x->msn]);
+    } else {
+        struct stream *s = &c->streams[x->stream];
+        s->sq[x->msn % c->attr.sq_depth].acked++;
+        eng_comp_retire(c, s);
+    }
+    while (c->snd_una != c->snd_next &&
+           c->txp[c->snd_una & (c->dsn_window - 1)].state == TXP_ACKED)
+        c->txp[c->snd_una++ & (c->dsn_window - 1)].state = TXP_FREE;
+}
+
+/* R-LOSS-2: a lost packet is queued for retransmission with its DSN. */
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, uint64_t now)
+{
+    (void)now;
+    struct txp *x = comp_txp(c, dsn);
+    if (!x || x->state != TXP_OUT)
+        return;
+    x->state = TXP_LOST;
+    c->retx[(c->retx_head + c->retx_count++) & (c->dsn_window - 1)] = dsn;
+}
+
+static void comp_advance_una(struct mroce_conn *c, struct path_tx *pt)
+{
+    while (pt->una != pt->next_psn &&
+           !pt->psn_len[pt->una & (c->path_window - 1)])
+        pt->una++;
+}
+
+void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                          bool acked, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint32_t i = psn & (c->path_window - 1);
+    uint32_t charge = pt->psn_len[i];
+    if (!charge || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
+        return;
+    pt->psn_len[i] = 0;
+    pt->inflight -= charge;
+    if (acked) {
+        pt->st.acked_pkts++;
+        eng_comp_dsn_acked(c, pt->psn_dsn[i]);
+    } else {
+        pt->st.lost_pkts++;
+        eng_comp_lost(c, pt->psn_dsn[i], now);
+    }
+    comp_advance_una(c, pt);
+}
+
+/* ---- ACK processing ---- */
+
+struct ack_sum {
+    uint32_t bytes;
+    bool lost, high_new;
+};
+
+/* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
+ * is lost, because a path does not reorder. */
+static void comp_sack(struct mroce_conn *c, uint16_t p, uint64_t now,
+                      const struct mroce_hdr *h, struct ack_sum *sum)
+{
+    struct path_tx *pt = &c->ptx[p];
+    if (!seq_lt(h->sack_high, pt->next_psn))
+        return; /* acknowledges something never sent: ignore */
+    for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
+        uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
+        uint32_t charge = pt->psn_len[i];
+        if (!charge)
+            continue;
+        bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
+        if (got) {
+            sum->bytes += charge;
+            sum->high_new |= back == 0;
+        } else {
+            sum->lost = true;
+        }
+        eng_comp_resolve_psn(c, p, psn, got, now);
+    }
+}
+
+static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+{
+    if (seq_lt(c->snd_next, dsn_cum))
+        return;
+    for (uint32_t d = c->snd_una; seq_lt(d, dsn_cum); d++)
+        eng_comp_dsn_acked(c, d);
+}
+
+static void comp_path_progress(struct path_tx *pt, uint64_t now)
+{
+    pt->last_progress = now;
+    pt->n_rto = 0;
+    pt->tlp_done = false;
+    if (pt->state == PATH_SUSPECT)
+        pt->state = PATH_ACTIVE; /* R-PATH-3 */
+    pt->rto_at = pt->una == pt->next_psn ? ENG_NEVER : now + pt->rto;
+}
+
+static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
+                    const struct mroce_hdr *h, const struct ack_sum *sum)
+{
+    uint64_t rtt = 0;
+    if (sum->high_new) {
+        rtt = (uint32_t)(eng_ts(now) - h->echo_ts); /* R-RTT-1 */
+        eng_path_rtt_sample(c, pt, rtt);
+    }
+    uint16_t ce = (uint16_t)(h->ce_count - pt->ce_seen);
+    pt->ce_seen = h->ce_count;
+    pt->st.ecn_marks += ce;
+    if (sum->lost)
+        mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
+    if (sum->bytes || ce)
+        mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
+    if (h->rate_mbps != c->rate_hint_mbps) {
+        c->rate_hint_mbps = h->rate_mbps;
+        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps,
+                                   pt->min_rtt ? pt->min_rtt : pt->srtt);
+    }
+}
+
+void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
+{
+    c->cnt.rx_acks++;
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        return;
+    }
+    struct path_tx *pt = &c->ptx[h->path];
+    struct ack_sum sum = {0};
+    comp_sack(c, h->path, now, h, &sum);
+    comp_cum(c, h->dsn_cum);
+    if (sum.bytes)
+        comp_path_progress(pt, now);
+    comp_cc(c, pt, now, h, &sum);
+}
+
+/* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */
+
+static uint8_t comp_nak_status(uint8_t code)
+{
+    switch (code) {
+    case MROCE_NAK_REMOTE_ACCESS:
+        return MROCE_WC_REM_ACCESS_ERR;
+    case MROCE_NAK_INVALID_REQUEST:
+        return MROCE_WC_REM_INV_REQ_ERR;
+    default:
+        return MROCE_WC_REM_OP_ERR;
+    }
+}
+
+static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
+                     uint32_t delay_us)
+{
+    if (c->attr.rnr_retry != 7 && ++x->rnr_retries > c->attr.rnr_retry) {
+        eng_conn_error(c, x->stream, x->msn, MROCE_WC_RNR_RETRY_EXC_ERR);
+        return;
+    }
+    x->state = TXP_RNR;
+    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    c->n_rnr++;
+}
+
+void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
+{
+    c->cnt.rx_nacks++;
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        return;
+    }
+    /* the refused PSN was not acknowledged; stop counting it in flight */
+    uint32_t i = h->psn & (c->path_window - 1);
+    struct path_tx *pt = &c->ptx[h->path];
+    if (pt->psn_dsn[i] == h->dsn && pt->psn_len[i]) {
+        pt->inflight -= pt->psn_len[i];
+        pt->psn_len[i] = 0;
+        comp_advance_una(c, pt);
+    }
+    struct txp *x = comp_txp(c, h->dsn);
+    if (!x || x->state == TXP_ACKED || x->state == TXP_RNR) {
+        c->cnt.drop_stale++;
+        return;
+    }
+    if (h->nak_code == MROCE_NAK_RNR)
+        comp_rnr(c, x, now, h->nak_info);
+    else if (x->kind == TXK_MSG)
+        eng_conn_error(c, x->stream, x->msn, comp_nak_status(h->nak_code));
+    else
+        eng_conn_error(c, 0, 0, 0);
+}
+
+/* RNR waits that are over go back to the retransmission queue. */
+void eng_comp_timers(struct mroce_conn *c, uint64_t now)
+{
+    for (uint32_t d = c->snd_una; c->n_rnr && d != c->snd_next; d++) {
+        struct txp *x = &c->txp[d & (c->dsn_window - 1)];
+        if (x->state != TXP_RNR || x->rnr_at > now)
+            continue;
+        c->n_rnr--;
+        x->state = TXP_OUT;
+        eng_comp_lost(c, d, now);
+    }
+}

@@ -1,0 +1,331 @@
+/* Connection life cycle: create, parameter exchange, connect, close,
+ * error (R-CONN-*). */
+#include <string.h>
+
+#include "engine/eng.h"
+
+#define DEF(v, d) ((v) ? (v) : (d))
+
+static bool conn_pow2(uint32_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+static int conn_fill_attr(struct mroce_conn_attr *a)
+{
+    a->n_streams = DEF(a->n_streams, 1);
+    a->n_paths = DEF(a->n_paths, 16);
+    a->sq_depth = DEF(a->sq_depth, 64);
+    a->rq_depth = DEF(a->rq_depth, 64);
+    a->dsn_window = DEF(a->dsn_window, 4096);
+    a->path_window = DEF(a->path_window, MROCE_SACK_BITS);
+    a->max_rd = DEF(a->max_rd, 16);
+    a->retry_cnt = DEF(a->retry_cnt, 7);
+    a->rnr_retry = DEF(a->rnr_retry, 7);
+    a->min_rto_ns = DEF(a->min_rto_ns, 100000);
+    a->max_rto_ns = DEF(a->max_rto_ns, 100000000);
+    a->ack_every = DEF(a->ack_every, 1);
+    a->ack_delay_ns = DEF(a->ack_delay_ns, 2000);
+    a->init_cwnd_pkts = DEF(a->init_cwnd_pkts, 16);
+    a->max_conn_cwnd_pkts = DEF(a->max_conn_cwnd_pkts, a->dsn_window);
+    if (!a->send_cq || !a->recv_cq || a->n_paths > ENG_MAX_PATHS ||
+        !conn_pow2(a->dsn_window) || a->dsn_window > (1u << 20) ||
+        !conn_pow2(a->path_window) || a->path_window > MROCE_SACK_BITS ||
+        a->sq_depth > 65536 || a->rq_depth > 65536 || a->max_rd > 1024 ||
+        a->min_rto_ns > a->max_rto_ns)
+        return MROCE_EINVAL;
+    return 0;
+}
+
+static int conn_alloc_streams(struct mroce_conn *c)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    c->streams = eng_alloc(ctx, c->attr.n_streams * sizeof(*c->streams));
+    if (!c->streams)
+        return MROCE_ENOMEM;
+    for (uint32_t i = 0; i < c->attr.n_streams; i++) {
+        struct stream *s = &c->streams[i];
+        s->sq = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->sq));
+        s->rq = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq));
+        s->rq_mr = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq_mr));
+        s->in = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->in));
+        if (!s->sq || !s->rq || !s->rq_mr || !s->in)
+            return MROCE_ENOMEM;
+    }
+    return 0;
+}
+
+static int conn_alloc_paths(struct mroce_conn *c)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    uint32_t n = c->attr.n_paths, w = c->attr.path_window;
+    c->ptx = eng_alloc(ctx, n * sizeof(*c->ptx));
+    c->prx = eng_alloc(ctx, n * sizeof(*c->prx));
+    c->ack_pending = eng_alloc(ctx, n);
+    c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
+    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue)
+        return MROCE_ENOMEM;
+    for (uint32_t p = 0; p < n; p++) {
+        c->ptx[p].psn_dsn = eng_alloc(ctx, w * sizeof(uint32_t));
+        c->ptx[p].psn_len = eng_alloc(ctx, w * sizeof(uint16_t));
+        if (!c->ptx[p].psn_dsn || !c->ptx[p].psn_len)
+            return MROCE_ENOMEM;
+    }
+    return 0;
+}
+
+static int conn_alloc(struct mroce_conn *c)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    uint32_t w = c->attr.dsn_window;
+    c->txp = eng_alloc(ctx, w * sizeof(*c->txp));
+    c->retx = eng_alloc(ctx, w * sizeof(*c->retx));
+    c->rcv_bits = eng_alloc(ctx, w / 8 + 8);
+    c->resp = eng_alloc(ctx, c->attr.max_rd * sizeof(*c->resp));
+    if (!c->txp || !c->retx || !c->rcv_bits || !c->resp)
+        return MROCE_ENOMEM;
+    int err = conn_alloc_streams(c);
+    return err ? err : conn_alloc_paths(c);
+}
+
+static void conn_free(struct mroce_conn *c)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    for (uint32_t i = 0; c->streams && i < c->attr.n_streams; i++) {
+        eng_free(ctx, c->streams[i].sq);
+        eng_free(ctx, c->streams[i].rq);
+        eng_free(ctx, c->streams[i].rq_mr);
+        eng_free(ctx, c->streams[i].in);
+    }
+    for (uint32_t p = 0; c->ptx && p < c->attr.n_paths; p++) {
+        eng_free(ctx, c->ptx[p].psn_dsn);
+        eng_free(ctx, c->ptx[p].psn_len);
+    }
+    void *bufs[] = {c->streams,   c->ptx, c->prx,  c->ack_pending,
+                    c->ack_queue, c->txp, c->retx, c->rcv_bits,
+                    c->resp,      c};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        eng_free(ctx, bufs[i]);
+}
+
+static void conn_init_local(struct mroce_conn *c)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    c->local.addr = ctx->addr;
+    c->local.udp_port = ctx->udp_port;
+    c->local.n_paths = c->attr.n_paths;
+    c->local.n_streams = c->attr.n_streams;
+    c->local.mtu = ctx->mtu;
+    c->local.dsn_window = c->attr.dsn_window;
+    c->local.msg_window = c->attr.sq_depth;
+    c->local.max_rd = c->attr.max_rd;
+    c->n_streams = c->attr.n_streams;
+    c->deadline = ENG_NEVER;
+}
+
+int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
+                      struct mroce_conn **out)
+{
+    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_conn_attr a = *attr;
+    if (conn_fill_attr(&a) || a.send_cq->ctx != ctx || a.recv_cq->ctx != ctx)
+        return MROCE_EINVAL;
+    struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
+    if (!c)
+        return MROCE_ENOMEM;
+    c->ctx = ctx;
+    c->pd = pd;
+    c->attr = a;
+    if (conn_alloc(c)) {
+        conn_free(c);
+        return MROCE_ENOMEM;
+    }
+    c->scq = a.send_cq;
+    c->rcq = a.recv_cq;
+    conn_init_local(c);
+    eng_conn_link(ctx, c);
+    pd->refs++;
+    c->scq->users++;
+    c->rcq->users++;
+    *out = c;
+    return 0;
+}
+
+void mroce_conn_get_params(const struct mroce_conn *c,
+                           struct mroce_conn_params *out)
+{
+    *out = c->local;
+}
+
+static uint32_t conn_min(uint32_t a, uint32_t b)
+{
+    return a < b ? a : b;
+}
+
+/* R-CONN-3: effective values are the minimum of both sides. */
+int mroce_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
+{
+    if (c->state != MROCE_CONN_INIT)
+        return MROCE_ESTATE;
+    if (!r->conn_id || !r->n_paths || !r->n_streams || r->mtu < 256 ||
+        !conn_pow2(r->dsn_window) || !r->msg_window ||
+        (r->addr.family != MROCE_AF_INET && r->addr.family != MROCE_AF_INET6))
+        return MROCE_EINVAL;
+    c->remote = *r;
+    c->n_paths = conn_min(c->attr.n_paths, r->n_paths);
+    c->n_streams = conn_min(c->attr.n_streams, r->n_streams);
+    c->mtu = conn_min(c->ctx->mtu, r->mtu);
+    c->dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
+    c->path_window = c->attr.path_window;
+    c->peer_msg_window = r->msg_window;
+    c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
+    for (uint16_t p = 0; p < c->n_paths; p++)
+        eng_path_init(c, p);
+    struct cc_params prm = {
+        .mtu = c->mtu,
+        .init_cwnd = c->attr.init_cwnd_pkts * c->mtu,
+        .max_path = c->path_window * c->mtu,
+        .max_conn =
+            conn_min(c->attr.max_conn_cwnd_pkts, c->dsn_window) * c->mtu,
+    };
+    mroce_cc_aimd.init(&c->cc, NULL, 0, &prm);
+    for (uint16_t p = 0; p < c->n_paths; p++)
+        mroce_cc_aimd.init(&c->cc, &c->ptx[p].cc, 1, &prm);
+    c->state = MROCE_CONN_CONNECTED;
+    return 0;
+}
+
+int mroce_conn_state(const struct mroce_conn *c)
+{
+    return c->state;
+}
+
+void mroce_conn_get_counters(const struct mroce_conn *c,
+                             struct mroce_conn_counters *out)
+{
+    *out = c->cnt;
+}
+
+/* ---- error and flush (R-RETRY-3, R-CONN-6) ---- */
+
+static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
+                              uint16_t sid, uint32_t bad_msn, uint8_t status)
+{
+    uint32_t d = c->attr.sq_depth;
+    for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
+        struct sq_slot *q = &s->sq[m % d];
+        struct mroce_wc wc = {.wr_id = q->wr.wr_id, .conn = c, .stream = sid};
+        wc.status = (status && m == bad_msn) ? status : MROCE_WC_WR_FLUSH_ERR;
+        wc.opcode = q->op == MROCE_OP_READ_REQ ? MROCE_WC_RDMA_READ
+                    : q->op == MROCE_OP_SEND || q->op == MROCE_OP_SEND_IMM
+                        ? MROCE_WC_SEND
+                        : MROCE_WC_RDMA_WRITE;
+        if (q->mr)
+            q->mr->refs--;
+        eng_cq_push(c->scq, &wc);
+    }
+    s->sq_head = s->sq_next = s->sq_tail;
+    for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
+        uint32_t i = n % c->attr.rq_depth;
+        struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
+                              .conn = c,
+                              .stream = sid,
+                              .opcode = MROCE_WC_RECV,
+                              .status = MROCE_WC_WR_FLUSH_ERR};
+        if (s->rq_mr[i])
+            s->rq_mr[i]->refs--;
+        eng_cq_push(c->rcq, &wc);
+    }
+    s->rq_head = s->rq_tail;
+}
+
+/* Moves the connection to `state` and completes every outstanding WR:
+ * the one at (stream, msn) with `status`, the others with FLUSH_ERR. */
+static void conn_flush(struct mroce_conn *c, uint8_t state, uint16_t stream,
+                       uint32_t msn, uint8_t status)
+{
+    c->state = state;
+    for (uint32_t i = 0; i < c->attr.n_streams; i++)
+        conn_flush_stream(c, &c->streams[i], (uint16_t)i, msn,
+                          i == stream ? status : 0);
+    for (uint32_t i = 0; i < c->attr.max_rd; i++)
+        c->resp[i].used = false;
+    c->retx_count = 0;
+    c->n_rnr = 0;
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        c->ptx[p].rto_at = c->ptx[p].tlp_at = ENG_NEVER;
+}
+
+void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
+                    uint8_t status)
+{
+    if (c->state == MROCE_CONN_ERROR || c->state == MROCE_CONN_CLOSED)
+        return;
+    conn_flush(c, MROCE_CONN_ERROR, stream, msn, status);
+}
+
+/* The peer closed: flush and stop (R-CONN-7). */
+void eng_conn_close(struct mroce_conn *c)
+{
+    conn_flush(c, MROCE_CONN_CLOSED, 0, 0, 0);
+    c->close_pending = false;
+}
+
+int mroce_conn_disconnect(struct mroce_conn *c)
+{
+    if (c->state != MROCE_CONN_CONNECTED)
+        return MROCE_ESTATE;
+    conn_flush(c, MROCE_CONN_CLOSING, 0, 0, 0);
+    c->close_pending = true;
+    c->close_due = true;
+    c->close_at = ENG_NEVER;
+    return 0;
+}
+
+/* Outstanding WRs vanish without completion: give back their CQ room. */
+static void conn_release(struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < c->attr.n_streams; i++) {
+        struct stream *s = &c->streams[i];
+        for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
+            struct sq_slot *q = &s->sq[m % c->attr.sq_depth];
+            if (q->mr)
+                q->mr->refs--;
+            c->scq->pending--;
+        }
+        for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
+            struct mroce_mr *mr = s->rq_mr[n % c->attr.rq_depth];
+            if (mr)
+                mr->refs--;
+            c->rcq->pending--;
+        }
+    }
+}
+
+void mroce_conn_destroy(struct mroce_conn *c)
+{
+    conn_release(c);
+    eng_conn_unlink(c->ctx, c);
+    c->pd->refs--;
+    c->scq->users--;
+    c->rcq->users--;
+    conn_free(c);
+}
+
+void eng_conn_update_deadline(struct mroce_conn *c)
+{
+    uint64_t t = eng_path_deadline(c);
+    for (uint32_t i = 0; i < c->n_paths; i++)
+        if (c->prx[i].ack_at && c->prx[i].ack_at < t)
+            t = c->prx[i].ack_at;
+    if (c->n_rnr) {
+        for (uint32_t d = c->snd_una; d != c->snd_next; d++) {
+            struct txp *x = &c->txp[d & (c->dsn_window - 1)];
+            if (x->state == TXP_RNR && x->rnr_at < t)
+                t = x->rnr_at;
+        }
+    }
+    if (c->close_pending && c->close_at < t)
+        t = c->close_at;
+    c->deadline = t;
+}

@@ -1,0 +1,281 @@
+/* The endpoint: demultiplexes received packets to connections, schedules
+ * transmission across connections, and runs their timers. */
+#include <string.h>
+
+#include "engine/eng.h"
+#include "engine/fault.h"
+
+void *eng_alloc(struct mroce_ctx *ctx, size_t size)
+{
+    void *p = ctx->hooks.alloc(ctx->hooks.ud, size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void eng_free(struct mroce_ctx *ctx, void *p)
+{
+    if (p)
+        ctx->hooks.free(ctx->hooks.ud, p);
+}
+
+/* The hook, or splitmix64 over the context's seed when there is none. */
+uint64_t eng_rand(struct mroce_ctx *ctx)
+{
+    if (ctx->hooks.rand64)
+        return ctx->hooks.rand64(ctx->hooks.ud);
+    uint64_t z = (ctx->rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* R-PATH-4: source ports come from the dynamic range 49152..65535. */
+uint16_t eng_rand_port(struct mroce_ctx *ctx)
+{
+    return (uint16_t)(49152 + eng_rand(ctx) % 16384);
+}
+
+void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags)
+{
+    ctx->fault = flags;
+}
+
+size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx)
+{
+    return MROCE_MAX_HDR_LEN + ctx->mtu + MROCE_ICRC_LEN;
+}
+
+void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
+                            struct mroce_ctx_counters *out)
+{
+    *out = ctx->cnt;
+}
+
+/* ---- connection table ---- */
+
+static uint32_t ctx_hash(const struct mroce_ctx *ctx, uint32_t id)
+{
+    return (id * 2654435761u) & (ctx->conn_hash_cap - 1);
+}
+
+struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id)
+{
+    struct mroce_conn *c = ctx->conn_hash[ctx_hash(ctx, id)];
+    while (c && c->local.conn_id != id)
+        c = c->hnext;
+    return c;
+}
+
+static uint32_t ctx_fresh_id(struct mroce_ctx *ctx)
+{
+    uint32_t id;
+    do
+        id = (uint32_t)eng_rand(ctx);
+    while (!id || eng_conn_find(ctx, id));
+    return id;
+}
+
+void eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
+{
+    c->local.conn_id = ctx_fresh_id(ctx); /* R-CONN-1 */
+    uint32_t h = ctx_hash(ctx, c->local.conn_id);
+    c->hnext = ctx->conn_hash[h];
+    ctx->conn_hash[h] = c;
+    c->next = ctx->conns;
+    if (ctx->conns)
+        ctx->conns->prev = c;
+    ctx->conns = c;
+    ctx->n_conns++;
+}
+
+void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c)
+{
+    struct mroce_conn **pp = &ctx->conn_hash[ctx_hash(ctx, c->local.conn_id)];
+    while (*pp != c)
+        pp = &(*pp)->hnext;
+    *pp = c->hnext;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        ctx->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (ctx->tx_cursor == c)
+        ctx->tx_cursor = c->next;
+    ctx->n_conns--;
+}
+
+/* ---- receive ---- */
+
+static int ctx_drop_wire(struct mroce_ctx *ctx, int err)
+{
+    switch (err) {
+    case MROCE_WIRE_ETRUNC:
+        ctx->cnt.drop_truncated++;
+        break;
+    case MROCE_WIRE_EVERSION:
+        ctx->cnt.drop_bad_version++;
+        break;
+    case MROCE_WIRE_EOPCODE:
+        ctx->cnt.drop_bad_opcode++;
+        break;
+    case MROCE_WIRE_ECRC:
+        ctx->cnt.drop_bad_crc++;
+        break;
+    default:
+        ctx->cnt.drop_bad_payload++;
+        break;
+    }
+    return MROCE_EPROTO;
+}
+
+static bool ctx_addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
+{
+    size_t n = a->family == MROCE_AF_INET ? 4 : 16;
+    return a->family == b->family && memcmp(a->ip, b->ip, n) == 0;
+}
+
+static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
+                         const struct mroce_pkt_meta *meta,
+                         const struct mroce_hdr *h)
+{
+    switch (h->opcode) {
+    case MROCE_OP_ACK:
+        eng_comp_ack(c, now, h);
+        break;
+    case MROCE_OP_NACK:
+        eng_comp_nak(c, now, h);
+        break;
+    case MROCE_OP_PROBE_ACK:
+        eng_path_probe_ack(c, now, h);
+        break;
+    default:
+        eng_resp_rx(c, now, meta, h);
+        break;
+    }
+}
+
+/* R-RX-1: decode, find the connection, check the source, then dispatch. */
+int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
+                 const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                 size_t len)
+{
+    struct mroce_hdr h;
+    int err = mroce_wire_decode(buf, len, &h);
+
+    ctx->cnt.rx_pkts++;
+    if (err)
+        return ctx_drop_wire(ctx, err);
+    struct mroce_conn *c = eng_conn_find(ctx, h.conn);
+    if (!c || c->state == MROCE_CONN_INIT) {
+        ctx->cnt.drop_unknown_conn++; /* R-SEC-3: no reply */
+        return MROCE_EPROTO;
+    }
+    if (meta->src.family && !ctx_addr_eq(&meta->src, &c->remote.addr)) {
+        ctx->cnt.drop_bad_src++;
+        return MROCE_EPROTO;
+    }
+    c->cnt.rx_pkts++;
+    c->cnt.rx_bytes += len;
+    if (h.path >= c->n_paths) {
+        c->cnt.drop_bad_path++;
+        return MROCE_EPROTO;
+    }
+    ctx_dispatch(c, now, meta, &h);
+    eng_conn_update_deadline(c);
+    return 0;
+}
+
+/* ---- transmit: round-robin over connections ---- */
+
+int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
+                 struct mroce_pkt_meta *meta)
+{
+    if (cap < mroce_ctx_max_pkt(ctx))
+        return MROCE_ENOBUFS;
+    for (uint32_t i = 0; i < ctx->n_conns; i++) {
+        struct mroce_conn *c = ctx->tx_cursor ? ctx->tx_cursor : ctx->conns;
+        ctx->tx_cursor = c->next;
+        if (c->state == MROCE_CONN_INIT)
+            continue;
+        int n = eng_req_tx(c, now, buf, cap, meta);
+        eng_conn_update_deadline(c);
+        if (n > 0) {
+            ctx->cnt.tx_pkts++;
+            c->cnt.tx_pkts++;
+            c->cnt.tx_bytes += (uint64_t)n;
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* ---- timers ---- */
+
+uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
+{
+    uint64_t t = ENG_NEVER;
+    for (const struct mroce_conn *c = ctx->conns; c; c = c->next)
+        if (c->deadline < t)
+            t = c->deadline;
+    return t;
+}
+
+void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
+{
+    struct mroce_conn *c = ctx->conns;
+    while (c) {
+        struct mroce_conn *next = c->next;
+        if (c->deadline <= now) {
+            eng_path_timers(c, now);
+            eng_comp_timers(c, now);
+            if (c->close_pending && c->close_at <= now) {
+                c->close_at = ENG_NEVER;
+                c->close_due = true;
+            }
+            eng_resp_timers(c, now);
+            eng_conn_update_deadline(c);
+        }
+        c = next;
+    }
+}
+
+/* ---- the receiver's fair share (R-CC-7) ---- */
+
+#define SHARE_WINDOW_NS 50000
+
+uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
+{
+    if (now >= ctx->share_at) {
+        uint32_t n = 0;
+        for (struct mroce_conn *c = ctx->conns; c; c = c->next)
+            if (c->last_data_rx && now - c->last_data_rx < SHARE_WINDOW_NS)
+                n++;
+        ctx->active_senders = n ? n : 1;
+        ctx->share_at = now + SHARE_WINDOW_NS / 4;
+    }
+    return ctx->link_mbps / ctx->active_senders;
+}
+
+/* Connections first (they hold references), then regions, CQs, PDs. */
+void eng_ctx_release(struct mroce_ctx *ctx)
+{
+    while (ctx->conns)
+        mroce_conn_destroy(ctx->conns);
+    for (uint32_t i = 0; i < ctx->mr_cap; i++)
+        if (ctx->mrs[i])
+            eng_free(ctx, ctx->mrs[i]);
+    eng_free(ctx, ctx->mrs);
+    while (ctx->cqs) {
+        struct mroce_cq *cq = ctx->cqs;
+        cq->users = 0;
+        mroce_cq_destroy(cq);
+    }
+    while (ctx->pds) {
+        struct mroce_pd *pd = ctx->pds;
+        pd->refs = 0;
+        mroce_pd_free(pd);
+    }
+    eng_free(ctx, ctx->conn_hash);
+}

@@ -1,0 +1,321 @@
+/* Internal state of the MetaRoCE engine. Sans-I/O: libc basics only. */
+#ifndef MROCE_ENGINE_ENG_H
+#define MROCE_ENGINE_ENG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mroce/mroce.h>
+
+#include "engine/cc.h"
+#include "wire/wire.h"
+
+#define ENG_NEVER UINT64_MAX
+#define ENG_MAX_PATHS 256
+
+/* Serial-number comparisons on 32-bit sequence spaces (R-SACK-2). */
+static inline bool seq_lt(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+static inline bool seq_le(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) <= 0;
+}
+
+struct mroce_mr {
+    struct mroce_ctx *ctx;
+    struct mroce_pd *pd;
+    uint8_t *addr;
+    uint64_t len;
+    uint32_t key;
+    unsigned access;
+    uint32_t refs; /* posted WRs pointing into it */
+};
+
+struct mroce_pd {
+    struct mroce_ctx *ctx;
+    struct mroce_pd *next, *prev; /* ctx list */
+    uint32_t refs;
+};
+
+struct mroce_cq {
+    struct mroce_ctx *ctx;
+    struct mroce_cq *next, *prev; /* ctx list */
+    struct mroce_wc *ring;
+    uint32_t depth, head, count;
+    uint32_t pending; /* posted WRs whose completion is not pushed yet */
+    uint32_t users;
+};
+
+/* One packet of data in flight, indexed by DSN (R-DSN-1). */
+enum txp_state { TXP_FREE, TXP_OUT, TXP_LOST, TXP_RNR, TXP_ACKED };
+enum txp_kind { TXK_MSG, TXK_RESP };
+
+struct txp {
+    uint32_t dsn;
+    uint8_t state, kind, retries, rnr_retries;
+    uint16_t stream;
+    uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
+    uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
+    uint32_t offset, len;
+    uint64_t rnr_at;
+};
+
+/* Sender side of one WR (send queue slot). */
+struct sq_slot {
+    struct mroce_send_wr wr;
+    uint8_t op; /* MROCE_OP_* */
+    uint8_t status;
+    bool all_sent, fatal;
+    uint32_t msn, ssn;
+    uint32_t npkts, acked, sent_bytes;
+    uint32_t read_got; /* READ: response bytes placed */
+    struct mroce_mr *mr;
+};
+
+/* Receiver side of one inbound message (R-ORD-2). */
+struct in_msg {
+    bool used, done;
+    uint8_t op, status;
+    uint32_t msn, len, got, imm, ssn;
+    uint64_t va;
+    uint32_t rkey;
+};
+
+struct stream {
+    /* send queue: WRs [sq_head, sq_tail) by msn; sq_next = next to send */
+    struct sq_slot *sq;
+    uint32_t sq_head, sq_next, sq_tail, msn_una, next_ssn;
+    /* receive queue: posted receives [rq_head, rq_tail) by ssn */
+    struct mroce_recv_wr *rq;
+    struct mroce_mr **rq_mr;
+    uint32_t rq_head, rq_tail;
+    /* inbound messages, msn in [in_base, in_base + msg_window) */
+    struct in_msg *in;
+    uint32_t in_base;
+};
+
+/* READ response being served by the responder (R-MSG-7). */
+struct rd_resp {
+    bool used;
+    uint16_t stream;
+    uint32_t msn, len, sent, npkts, acked;
+    uint8_t *src;
+};
+
+enum path_state {
+    PATH_ACTIVE = MROCE_PATH_ACTIVE,
+    PATH_SUSPECT = MROCE_PATH_SUSPECT,
+    PATH_FAILED = MROCE_PATH_FAILED,
+    PATH_PROBING = MROCE_PATH_PROBING,
+    PATH_DISABLED = MROCE_PATH_DISABLED,
+};
+
+/* Sender half of a path (R-SACK-*, R-RTT-*, R-PATH-*). */
+struct path_tx {
+    uint16_t src_port;
+    uint8_t state;
+    uint8_t n_rto; /* consecutive timeouts */
+    uint32_t next_psn, una;
+    uint32_t *psn_dsn; /* path_window entries */
+    uint16_t *psn_len; /* bytes, 0 = resolved */
+    uint32_t inflight; /* bytes outstanding */
+    uint64_t srtt, rttvar, min_rtt, rto;
+    uint64_t last_progress; /* last send into an idle path or last ack */
+    uint64_t last_send;
+    uint64_t tlp_at, rto_at, probe_at;
+    bool tlp_done, probe_due;
+    uint32_t probe_id;
+    uint16_t ce_seen, rx_seen;
+    struct cc_path cc;
+    struct mroce_path_info st; /* counters, exported as is */
+};
+
+/* Receiver half of a path (R-SACK-4). */
+struct path_rx {
+    bool any;
+    uint32_t high;
+    uint64_t bits[4];
+    uint16_t ce_count, rx_count;
+    uint32_t unacked;
+    uint32_t echo_ts;
+    uint64_t ack_at; /* delayed-ACK deadline; 0 = queued, NEVER = none */
+    bool probe_pending;
+    uint32_t probe_id, probe_ts;
+};
+
+struct nak_entry {
+    uint16_t path, stream;
+    uint8_t code;
+    uint32_t psn, dsn, msn, info;
+};
+
+struct mroce_conn {
+    struct mroce_ctx *ctx;
+    struct mroce_pd *pd;
+    struct mroce_cq *scq, *rcq;
+    struct mroce_conn_attr attr;
+    struct mroce_conn_params local, remote;
+    uint8_t state;
+    uint32_t n_paths, n_streams, mtu, dsn_window, path_window;
+    uint32_t peer_msg_window, peer_max_rd;
+    struct mroce_conn *next, *prev; /* ctx list */
+    struct mroce_conn *hnext;       /* id hash chain */
+
+    struct stream *streams;
+    uint32_t rr_stream;
+    uint32_t reads_out;
+
+    /* sender: DSN space */
+    struct txp *txp;
+    uint32_t snd_next, snd_una;
+    uint32_t *retx; /* FIFO of DSNs to resend */
+    uint32_t retx_head, retx_count;
+    uint32_t n_rnr; /* packets waiting out an RNR delay */
+
+    /* receiver: DSN dedup (R-DSN-2) */
+    uint64_t *rcv_bits;
+    uint32_t rcv_cum;
+    uint64_t last_data_rx;
+
+    struct path_tx *ptx;
+    struct path_rx *prx;
+    uint32_t rr_path, rr_ack;
+    uint8_t *ack_pending; /* per path flag */
+    uint16_t *ack_queue;  /* paths with an ACK to send */
+    uint32_t ack_q_head, ack_q_count;
+
+    struct rd_resp *resp;
+    uint32_t rr_resp;
+
+    struct nak_entry naks[16];
+    uint32_t nak_head, nak_count;
+
+    struct cc_conn cc;
+    uint32_t rate_hint_mbps;
+
+    bool close_pending, close_due, close_ack_pending;
+    uint64_t close_at;
+    uint8_t close_tries;
+
+    uint64_t deadline; /* cached earliest timer */
+    struct mroce_conn_counters cnt;
+};
+
+struct mroce_ctx {
+    struct mroce_hooks hooks;
+    uint64_t rng_state;
+    struct mroce_addr addr;
+    uint16_t udp_port;
+    uint32_t mtu, link_mbps;
+    uint32_t fault;
+
+    struct mroce_pd *pds;
+    struct mroce_cq *cqs;
+    struct mroce_mr **mrs; /* open-addressing table by key */
+    uint32_t mr_cap, mr_count;
+
+    struct mroce_conn *conns; /* list of all connections */
+    struct mroce_conn **conn_hash;
+    uint32_t conn_hash_cap, n_conns;
+    struct mroce_conn *tx_cursor;
+
+    uint32_t active_senders;
+    uint64_t share_at;
+
+    struct mroce_ctx_counters cnt;
+};
+
+/* ctx.c */
+void *eng_alloc(struct mroce_ctx *ctx, size_t size);
+void eng_free(struct mroce_ctx *ctx, void *p);
+uint64_t eng_rand(struct mroce_ctx *ctx);
+uint16_t eng_rand_port(struct mroce_ctx *ctx);
+struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
+void eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
+void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
+uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
+
+/* Intrusive doubly linked lists of pds and cqs on the context. */
+#define ENG_LIST_ADD(head, o)                                                  \
+    do {                                                                       \
+        (o)->next = (head);                                                    \
+        if (head)                                                              \
+            (head)->prev = (o);                                                \
+        (head) = (o);                                                          \
+    } while (0)
+#define ENG_LIST_DEL(head, o)                                                  \
+    do {                                                                       \
+        if ((o)->prev)                                                         \
+            (o)->prev->next = (o)->next;                                       \
+        else                                                                   \
+            (head) = (o)->next;                                                \
+        if ((o)->next)                                                         \
+            (o)->next->prev = (o)->prev;                                       \
+    } while (0)
+
+/* ctx teardown: frees everything the context owns. */
+void eng_ctx_release(struct mroce_ctx *ctx);
+
+/* mr.c */
+struct mroce_mr *eng_mr_find(struct mroce_ctx *ctx, uint32_t key);
+/* Resolves [va, va+len) in key's region for access; NULL + *err else. */
+uint8_t *eng_mr_resolve(struct mroce_ctx *ctx, struct mroce_pd *pd,
+                        uint32_t key, uint64_t va, uint64_t len,
+                        unsigned access, int *err, struct mroce_mr **mrp);
+
+/* cq.c */
+bool eng_cq_reserve(struct mroce_cq *cq);
+void eng_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc);
+
+/* conn.c */
+void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
+                    uint8_t status);
+void eng_conn_update_deadline(struct mroce_conn *c);
+void eng_conn_close(struct mroce_conn *c);
+
+/* requester.c */
+int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
+               struct mroce_pkt_meta *meta);
+void eng_req_meta(struct mroce_conn *c, uint16_t path,
+                  struct mroce_pkt_meta *meta);
+
+/* responder.c */
+void eng_resp_rx(struct mroce_conn *c, uint64_t now,
+                 const struct mroce_pkt_meta *meta, const struct mroce_hdr *h);
+void eng_resp_retire(struct mroce_conn *c, struct stream *s);
+int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                    size_t cap, struct mroce_pkt_meta *meta);
+void eng_resp_timers(struct mroce_conn *c, uint64_t now);
+
+/* completer.c */
+void eng_comp_ack(struct mroce_conn *c, uint64_t now,
+                  const struct mroce_hdr *h);
+void eng_comp_nak(struct mroce_conn *c, uint64_t now,
+                  const struct mroce_hdr *h);
+void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn);
+void eng_comp_retire(struct mroce_conn *c, struct stream *s);
+void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                          bool acked, uint64_t now);
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, uint64_t now);
+void eng_comp_timers(struct mroce_conn *c, uint64_t now);
+
+/* path.c */
+void eng_path_init(struct mroce_conn *c, uint16_t p);
+void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
+                         uint64_t rtt);
+void eng_path_timers(struct mroce_conn *c, uint64_t now);
+uint64_t eng_path_deadline(const struct mroce_conn *c);
+int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes);
+void eng_path_repath(struct mroce_conn *c, uint16_t p);
+void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
+                        bool *stale);
+int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                      size_t cap, struct mroce_pkt_meta *meta);
+void eng_path_probe_ack(struct mroce_conn *c, uint64_t now,
+                        const struct mroce_hdr *h);
+uint32_t eng_ts(uint64_t now);
+
+#endif

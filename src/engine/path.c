@@ -1,0 +1,346 @@
+/* Paths: per-path RTT and timers, the path state machine, re-pathing,
+ * probes, path choice, and the receiver's SACK bitmap (R-PATH-*, R-RTT-*,
+ * R-SACK-4). */
+#include "engine/eng.h"
+
+#define PATH_FAIL_RTOS 3   /* consecutive timeouts before re-pathing */
+#define PATH_MIN_PTO 10000 /* ns */
+
+uint32_t eng_ts(uint64_t now)
+{
+    return (uint32_t)now; /* R-HDR-2: ns mod 2^32 */
+}
+
+static bool path_port_used(const struct mroce_conn *c, uint16_t port)
+{
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        if (c->ptx[p].src_port == port)
+            return true;
+    return false;
+}
+
+/* R-PATH-4: a fresh source port, distinct from the connection's others. */
+static uint16_t path_new_port(struct mroce_conn *c)
+{
+    uint16_t port;
+    do
+        port = eng_rand_port(c->ctx);
+    while (path_port_used(c, port));
+    return port;
+}
+
+void eng_path_init(struct mroce_conn *c, uint16_t p)
+{
+    struct path_tx *pt = &c->ptx[p];
+    pt->src_port = path_new_port(c);
+    pt->state = PATH_ACTIVE;
+    pt->rto = c->attr.min_rto_ns * 5;
+    if (pt->rto > c->attr.max_rto_ns)
+        pt->rto = c->attr.max_rto_ns;
+    pt->rto_at = pt->probe_at = ENG_NEVER;
+    c->prx[p].ack_at = ENG_NEVER;
+}
+
+/* R-RTT-2: RFC 6298 estimator with the connection's RTO bounds. */
+void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
+{
+    if (!pt->srtt) {
+        pt->srtt = rtt;
+        pt->rttvar = rtt / 2;
+    } else {
+        uint64_t err = rtt > pt->srtt ? rtt - pt->srtt : pt->srtt - rtt;
+        pt->rttvar = (3 * pt->rttvar + err) / 4;
+        pt->srtt = (7 * pt->srtt + rtt) / 8;
+    }
+    if (!pt->min_rtt || rtt < pt->min_rtt)
+        pt->min_rtt = rtt;
+    uint64_t rto = pt->srtt + 4 * pt->rttvar;
+    if (rto < c->attr.min_rto_ns)
+        rto = c->attr.min_rto_ns;
+    pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
+}
+
+static uint64_t path_pto(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    uint64_t pto = 2 * pt->srtt + c->attr.ack_delay_ns;
+    return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
+}
+
+static uint64_t path_tlp_at(const struct mroce_conn *c,
+                            const struct path_tx *pt)
+{
+    if (pt->una == pt->next_psn || pt->tlp_done || !pt->srtt)
+        return ENG_NEVER;
+    return pt->last_send + path_pto(c, pt);
+}
+
+uint64_t eng_path_deadline(const struct mroce_conn *c)
+{
+    uint64_t t = ENG_NEVER;
+    if (c->state != MROCE_CONN_CONNECTED)
+        return t;
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        const struct path_tx *pt = &c->ptx[p];
+        uint64_t tlp = path_tlp_at(c, pt);
+        if (pt->rto_at < t)
+            t = pt->rto_at;
+        if (tlp < t)
+            t = tlp;
+        if (pt->probe_at < t)
+            t = pt->probe_at;
+    }
+    return t;
+}
+
+void eng_path_repath(struct mroce_conn *c, uint16_t p)
+{
+    struct path_tx *pt = &c->ptx[p];
+    pt->src_port = 0;
+    pt->src_port = path_new_port(c);
+    pt->st.repaths++;
+    c->cnt.repaths++;
+}
+
+/* R-RTT-4: the newest packet of a silent path is sent again on another
+ * path, so the receiver's dsn_cum tells us whether the tail arrived. */
+static void path_tlp(struct mroce_conn *c, struct path_tx *pt, uint64_t now)
+{
+    pt->tlp_done = true;
+    uint32_t psn = pt->next_psn - 1;
+    uint32_t i = psn & (c->path_window - 1);
+    if (!pt->psn_len[i])
+        return;
+    c->cnt.tlp_pkts++;
+    eng_comp_lost(c, pt->psn_dsn[i], now);
+}
+
+/* R-RTT-3, R-PATH-2: all in flight is lost, the path is suspect; after
+ * PATH_FAIL_RTOS timeouts in a row it fails and moves to a new port. */
+static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    for (uint32_t psn = pt->una; psn != pt->next_psn; psn++)
+        eng_comp_resolve_psn(c, p, psn, false, now);
+    pt->rto_at = ENG_NEVER;
+    pt->st.timeouts++;
+    c->cnt.rto_events++;
+    mroce_cc_aimd.on_timeout(&c->cc, &pt->cc, now);
+    pt->rto =
+        pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
+    if (pt->state == PATH_DISABLED)
+        return;
+    if (++pt->n_rto >= PATH_FAIL_RTOS) {
+        pt->state = PATH_FAILED;
+        eng_path_repath(c, p);
+        pt->n_rto = 0;
+        pt->state = PATH_PROBING;
+    } else if (pt->state == PATH_ACTIVE) {
+        pt->state = PATH_SUSPECT;
+    }
+    pt->probe_at = now;
+}
+
+void eng_path_timers(struct mroce_conn *c, uint64_t now)
+{
+    if (c->state != MROCE_CONN_CONNECTED)
+        return;
+    for (uint16_t p = 0; p < c->n_paths; p++) {
+        struct path_tx *pt = &c->ptx[p];
+        if (pt->rto_at <= now)
+            path_rto(c, p, now);
+        else if (path_tlp_at(c, pt) <= now)
+            path_tlp(c, pt, now);
+        if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
+            pt->probe_at = ENG_NEVER;
+            pt->probe_due = true;
+        }
+    }
+}
+
+/* ---- probes (R-PATH-5, R-PATH-6) ---- */
+
+int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                      size_t cap, struct mroce_pkt_meta *meta)
+{
+    if (c->state != MROCE_CONN_CONNECTED)
+        return 0;
+    for (uint16_t p = 0; p < c->n_paths; p++) {
+        struct path_tx *pt = &c->ptx[p];
+        if (!pt->probe_due)
+            continue;
+        pt->probe_due = false;
+        if (pt->state != PATH_SUSPECT && pt->state != PATH_PROBING)
+            continue;
+        if (++pt->n_rto > PATH_FAIL_RTOS) { /* unanswered: move again */
+            eng_path_repath(c, p);
+            pt->n_rto = 0;
+            pt->state = PATH_PROBING;
+        }
+        pt->probe_at = now + pt->rto;
+        pt->rto =
+            pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
+        struct mroce_hdr h = {.opcode = MROCE_OP_PROBE,
+                              .path = p,
+                              .conn = c->remote.conn_id,
+                              .psn = ++pt->probe_id,
+                              .ts = eng_ts(now)};
+        eng_req_meta(c, p, meta);
+        return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    }
+    return 0;
+}
+
+void eng_path_probe_ack(struct mroce_conn *c, uint64_t now,
+                        const struct mroce_hdr *h)
+{
+    struct path_tx *pt = &c->ptx[h->path];
+    if ((pt->state != PATH_SUSPECT && pt->state != PATH_PROBING) ||
+        h->psn != pt->probe_id) {
+        c->cnt.drop_stale++;
+        return;
+    }
+    pt->state = PATH_ACTIVE;
+    pt->n_rto = 0;
+    pt->probe_at = ENG_NEVER;
+    pt->probe_due = false;
+    pt->srtt = 0;
+    eng_path_rtt_sample(c, pt, (uint32_t)(eng_ts(now) - h->echo_ts));
+    pt->cc.cwnd = c->attr.init_cwnd_pkts * c->mtu;
+}
+
+/* ---- path choice (R-LOSS-3, R-PATH-1) ---- */
+
+static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
+                      uint32_t bytes)
+{
+    if (pt->next_psn - pt->una >= c->path_window)
+        return false;
+    return !pt->inflight || pt->inflight + bytes <= pt->cc.cwnd;
+}
+
+static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes,
+                     bool fallback)
+{
+    for (uint32_t i = 0; i < c->n_paths; i++) {
+        uint32_t p = (c->rr_path + i) % c->n_paths;
+        const struct path_tx *pt = &c->ptx[p];
+        if ((int)p == avoid || pt->state == PATH_DISABLED)
+            continue;
+        if (fallback ? pt->inflight != 0 : pt->state != PATH_ACTIVE)
+            continue;
+        if (!path_room(c, pt, bytes))
+            continue;
+        c->rr_path = p + 1;
+        return (int)p;
+    }
+    return -1;
+}
+
+/* Round-robin spray over active paths with window room; a retransmission
+ * avoids the path it was lost on unless nothing else has room. If no path
+ * is active, one packet at a time goes to any idle enabled path so the
+ * connection keeps trying until its retry limits end it. */
+int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes)
+{
+    int p = path_scan(c, avoid, bytes, false);
+    if (p < 0 && avoid >= 0)
+        p = path_scan(c, -1, bytes, false);
+    for (uint32_t i = 0; p < 0 && i < c->n_paths; i++)
+        if (c->ptx[i].state == PATH_ACTIVE)
+            return -1; /* active paths exist, just full: wait */
+    if (p < 0)
+        p = path_scan(c, -1, bytes, true);
+    return p;
+}
+
+/* ---- receiver bitmap (R-SACK-4) ---- */
+
+static void path_shift(uint64_t b[4], uint32_t d)
+{
+    if (d >= MROCE_SACK_BITS) {
+        b[0] = b[1] = b[2] = b[3] = 0;
+        return;
+    }
+    uint32_t ws = d / 64, bs = d % 64;
+    for (int w = 3; w >= 0; w--) {
+        uint64_t hi = w - (int)ws >= 0 ? b[w - ws] : 0;
+        uint64_t lo = w - (int)ws - 1 >= 0 ? b[w - ws - 1] : 0;
+        b[w] = bs ? (hi >> bs) | (lo << (64 - bs)) : hi;
+    }
+}
+
+void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
+                        bool *stale)
+{
+    if (!pr->any) {
+        pr->any = true;
+        pr->high = psn;
+        mroce_sack_set(pr->bits, 0);
+        *gap = psn != 0;
+        return;
+    }
+    if (seq_lt(pr->high, psn)) {
+        uint32_t d = psn - pr->high;
+        path_shift(pr->bits, d);
+        mroce_sack_set(pr->bits, 0);
+        pr->high = psn;
+        *gap = d > 1;
+        return;
+    }
+    uint32_t back = pr->high - psn;
+    if (back >= MROCE_SACK_BITS) {
+        *stale = true;
+        return;
+    }
+    if (mroce_sack_test(pr->bits, back))
+        *dup = true;
+    else
+        *gap = true; /* late on its own path: tell the sender at once */
+    mroce_sack_set(pr->bits, back);
+}
+
+/* ---- extension API ---- */
+
+int mroce_path_query(const struct mroce_conn *c, uint16_t path,
+                     struct mroce_path_info *out)
+{
+    if (path >= c->n_paths)
+        return MROCE_ENOENT;
+    const struct path_tx *pt = &c->ptx[path];
+    *out = pt->st;
+    out->state = pt->state;
+    out->src_port = pt->src_port;
+    out->srtt_ns = pt->srtt;
+    out->min_rtt_ns = pt->min_rtt;
+    out->rto_ns = pt->rto;
+    out->cwnd_bytes = pt->cc.cwnd;
+    out->inflight_bytes = pt->inflight;
+    return 0;
+}
+
+int mroce_path_repath(struct mroce_conn *c, uint16_t path)
+{
+    if (path >= c->n_paths)
+        return MROCE_ENOENT;
+    eng_path_repath(c, path);
+    return 0;
+}
+
+int mroce_path_enable(struct mroce_conn *c, uint16_t path, int on)
+{
+    if (path >= c->n_paths)
+        return MROCE_ENOENT;
+    struct path_tx *pt = &c->ptx[path];
+    if (on) {
+        if (pt->state == PATH_DISABLED)
+            pt->state = PATH_ACTIVE;
+        return 0;
+    }
+    uint32_t enabled = 0;
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        enabled += c->ptx[p].state != PATH_DISABLED;
+    if (enabled <= 1 && pt->state != PATH_DISABLED)
+        return MROCE_EINVAL;
+    pt->state = PATH_DISABLED;
+    return 0;
+}

@@ -1,0 +1,111 @@
+/* Posting work requests: validation against local keys and bounds, then a
+ * copy into the stream's queue (R-MSG-1). */
+#include "engine/eng.h"
+
+static int post_check_conn(struct mroce_conn *c, uint16_t stream)
+{
+    if (c->state != MROCE_CONN_CONNECTED)
+        return MROCE_ESTATE;
+    if (stream >= c->n_streams)
+        return MROCE_ENOENT;
+    return 0;
+}
+
+static int post_local(struct mroce_conn *c, const struct mroce_sge *sge,
+                      unsigned access, struct mroce_mr **mrp)
+{
+    int err = 0;
+    *mrp = NULL;
+    if (sge->length > (1u << 31))
+        return MROCE_EINVAL;
+    if (!sge->length)
+        return 0; /* a zero-length message touches no memory */
+    if (!eng_mr_resolve(c->ctx, c->pd, sge->lkey, sge->addr, sge->length,
+                        access, &err, mrp))
+        return err == MROCE_ENOENT ? MROCE_EACCES : err;
+    return 0;
+}
+
+static uint32_t post_npkts(const struct mroce_conn *c, uint8_t op, uint32_t len)
+{
+    if (op == MROCE_OP_READ_REQ || !len)
+        return 1;
+    return (len + c->mtu - 1) / c->mtu;
+}
+
+static int post_sq(struct mroce_conn *c, uint8_t op,
+                   const struct mroce_send_wr *wr)
+{
+    int err = post_check_conn(c, wr->stream);
+    if (err)
+        return err;
+    struct stream *s = &c->streams[wr->stream];
+    if (s->sq_tail - s->sq_head >= c->attr.sq_depth)
+        return MROCE_EAGAIN;
+    unsigned access = op == MROCE_OP_READ_REQ ? MROCE_ACCESS_LOCAL_WRITE : 0;
+    struct mroce_mr *mr;
+    err = post_local(c, &wr->sge, access, &mr);
+    if (err)
+        return err;
+    if (!eng_cq_reserve(c->scq))
+        return MROCE_EAGAIN;
+    struct sq_slot *q = &s->sq[s->sq_tail % c->attr.sq_depth];
+    *q = (struct sq_slot){.wr = *wr, .op = op, .msn = s->sq_tail, .mr = mr};
+    q->npkts = post_npkts(c, op, wr->sge.length);
+    if (op != MROCE_OP_WRITE && op != MROCE_OP_READ_REQ)
+        q->ssn = s->next_ssn++; /* R-MSG-4: consumes a receive */
+    if (mr)
+        mr->refs++;
+    s->sq_tail++;
+    c->cnt.msgs_tx++;
+    return 0;
+}
+
+int mroce_post_write(struct mroce_conn *c, const struct mroce_send_wr *wr)
+{
+    return post_sq(c, MROCE_OP_WRITE, wr);
+}
+
+int mroce_post_write_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
+{
+    return post_sq(c, MROCE_OP_WRITE_IMM, wr);
+}
+
+int mroce_post_send(struct mroce_conn *c, const struct mroce_send_wr *wr)
+{
+    return post_sq(c, MROCE_OP_SEND, wr);
+}
+
+int mroce_post_send_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
+{
+    return post_sq(c, MROCE_OP_SEND_IMM, wr);
+}
+
+int mroce_post_read(struct mroce_conn *c, const struct mroce_send_wr *wr)
+{
+    return post_sq(c, MROCE_OP_READ_REQ, wr);
+}
+
+int mroce_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
+{
+    if (c->state != MROCE_CONN_CONNECTED && c->state != MROCE_CONN_INIT)
+        return MROCE_ESTATE;
+    if (wr->stream >= c->attr.n_streams)
+        return MROCE_ENOENT;
+    struct stream *s = &c->streams[wr->stream];
+    if (s->rq_tail - s->rq_head >= c->attr.rq_depth)
+        return MROCE_EAGAIN;
+    struct mroce_mr *mr;
+    int err = post_local(c, &wr->sge, MROCE_ACCESS_LOCAL_WRITE, &mr);
+    if (err)
+        return err;
+    if (!eng_cq_reserve(c->rcq))
+        return MROCE_EAGAIN;
+    uint32_t i = s->rq_tail % c->attr.rq_depth;
+    s->rq[i] = *wr;
+    s->rq_mr[i] = mr;
+    if (mr)
+        mr->refs++;
+    s->rq_tail++;
+    return 0;
+}

@@ -1,0 +1,282 @@
+/* Requester: turns work requests, READ responses and retransmissions into
+ * packets, choosing a path for each (R-MSG-*, R-LOSS-3). */
+#include <string.h>
+
+#include "engine/eng.h"
+
+void eng_req_meta(struct mroce_conn *c, uint16_t path,
+                  struct mroce_pkt_meta *meta)
+{
+    meta->src = c->ctx->addr;
+    meta->dst = c->remote.addr;
+    meta->src_port = c->ptx[path].src_port;
+    meta->dst_port = c->remote.udp_port;
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-5 */
+}
+
+static struct sq_slot *req_slot(struct mroce_conn *c, const struct txp *x)
+{
+    return &c->streams[x->stream].sq[x->msn % c->attr.sq_depth];
+}
+
+/* Fills the DXH and the opcode's own headers; returns the payload. */
+static const uint8_t *req_fill(struct mroce_conn *c, const struct txp *x,
+                               struct mroce_hdr *h)
+{
+    h->dsn = x->dsn;
+    h->stream = x->stream;
+    h->offset = x->offset;
+    if (x->kind == TXK_RESP) {
+        const struct rd_resp *r = &c->resp[x->msn];
+        h->opcode = MROCE_OP_READ_RESP;
+        h->msn = r->msn;
+        h->msg_len = r->len;
+        return r->src ? r->src + x->offset : NULL;
+    }
+    const struct sq_slot *q = req_slot(c, x);
+    h->opcode = q->op;
+    h->msn = q->msn;
+    h->msg_len = q->wr.sge.length;
+    h->va = q->wr.remote_addr;
+    h->rkey = q->wr.rkey;
+    h->ssn = q->ssn;
+    h->imm = q->wr.imm;
+    if (q->op == MROCE_OP_READ_REQ || !x->len)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)q->wr.sge.addr + x->offset;
+}
+
+static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
+                        uint32_t charge, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint32_t i = pt->next_psn & (c->path_window - 1);
+    pt->psn_dsn[i] = x->dsn;
+    pt->psn_len[i] = (uint16_t)charge;
+    if (pt->next_psn == pt->una) {
+        pt->last_progress = now;
+        pt->rto_at = now + pt->rto;
+        pt->tlp_done = false;
+    }
+    pt->next_psn++;
+    pt->last_send = now;
+    pt->inflight += charge;
+    pt->st.tx_pkts++;
+    pt->st.tx_bytes += charge;
+    x->last_path = p;
+    x->state = TXP_OUT;
+    c->cnt.tx_data_pkts++;
+}
+
+/* Writes the packet for DSN x on path p (R-SACK-3: fresh PSN each time). */
+static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
+                    uint8_t flags, uint64_t now, uint8_t *buf,
+                    struct mroce_pkt_meta *meta)
+{
+    struct path_tx *pt = &c->ptx[p];
+    struct mroce_hdr h = {0};
+    const uint8_t *payload = req_fill(c, x, &h);
+    h.flags = flags;
+    h.path = p;
+    h.conn = c->remote.conn_id;
+    h.psn = pt->next_psn;
+    h.ts = eng_ts(now);
+    /* R-ACK-2: ask for an ACK when the path window is about to close */
+    if (pt->next_psn - pt->una + 2 >= c->path_window)
+        h.flags |= MROCE_HF_ACKREQ;
+    int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
+    if (x->len)
+        memcpy(buf + hl, payload, x->len);
+    size_t n = mroce_wire_seal(buf, (size_t)hl + x->len);
+    req_account(c, x, p, (uint32_t)n, now);
+    eng_req_meta(c, p, meta);
+    return (int)n;
+}
+
+static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
+{
+    (void)c;
+    return MROCE_MAX_HDR_LEN + len + MROCE_ICRC_LEN;
+}
+
+/* ---- retransmissions first (R-LOSS-3) ---- */
+
+static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                    struct mroce_pkt_meta *meta)
+{
+    while (c->retx_count) {
+        uint32_t dsn = c->retx[c->retx_head];
+        struct txp *x = &c->txp[dsn & (c->dsn_window - 1)];
+        if (x->dsn != dsn || x->state != TXP_LOST) {
+            c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
+            c->retx_count--;
+            continue;
+        }
+        int p = eng_path_pick(c, x->last_path, req_charge(c, x->len));
+        if (p < 0)
+            return 0;
+        c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
+        c->retx_count--;
+        if (++x->retries > c->attr.retry_cnt) {
+            eng_conn_error(c, x->stream, x->msn, MROCE_WC_RETRY_EXC_ERR);
+            return 0;
+        }
+        c->cnt.retx_pkts++;
+        c->ptx[p].st.retx_pkts++;
+        return req_emit(c, x, (uint16_t)p, MROCE_HF_RETX, now, buf, meta);
+    }
+    return 0;
+}
+
+/* ---- new data ---- */
+
+static struct txp *req_new_txp(struct mroce_conn *c, uint8_t kind,
+                               uint16_t stream, uint32_t msn, uint32_t off,
+                               uint32_t len)
+{
+    struct txp *x = &c->txp[c->snd_next & (c->dsn_window - 1)];
+    *x = (struct txp){.dsn = c->snd_next,
+                      .kind = kind,
+                      .stream = stream,
+                      .msn = msn,
+                      .offset = off,
+                      .len = len};
+    c->snd_next++;
+    return x;
+}
+
+static uint32_t req_chunk(const struct mroce_conn *c, uint32_t len,
+                          uint32_t off)
+{
+    uint32_t left = len - off;
+    return left < c->mtu ? left : c->mtu;
+}
+
+/* Next READ response packet, round-robin over the responses in service. */
+static struct txp *req_next_resp(struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < c->attr.max_rd; i++) {
+        uint32_t k = (c->rr_resp + i) % c->attr.max_rd;
+        struct rd_resp *r = &c->resp[k];
+        if (!r->used || r->sent >= r->len)
+            continue;
+        c->rr_resp = k + 1;
+        uint32_t n = req_chunk(c, r->len, r->sent);
+        struct txp *x = req_new_txp(c, TXK_RESP, r->stream, k, r->sent, n);
+        r->sent += n;
+        return x;
+    }
+    return NULL;
+}
+
+static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
+{
+    if (s->sq_next == s->sq_tail)
+        return false;
+    if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-ORD-4 */
+        return false;
+    const struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
+}
+
+static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
+{
+    struct stream *s = &c->streams[sid];
+    struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    uint32_t n = q->op == MROCE_OP_READ_REQ
+                     ? 0
+                     : req_chunk(c, q->wr.sge.length, q->sent_bytes);
+    struct txp *x = req_new_txp(c, TXK_MSG, sid, q->msn, q->sent_bytes, n);
+    q->sent_bytes += n;
+    if (q->op == MROCE_OP_READ_REQ || q->sent_bytes >= q->wr.sge.length) {
+        if (q->op == MROCE_OP_READ_REQ)
+            c->reads_out++;
+        s->sq_next++;
+    }
+    return x;
+}
+
+static struct txp *req_next_msg(struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < c->n_streams; i++) {
+        uint32_t sid = (c->rr_stream + i) % c->n_streams;
+        if (!req_stream_ready(c, &c->streams[sid]))
+            continue;
+        c->rr_stream = sid + 1;
+        return req_from_stream(c, (uint16_t)sid);
+    }
+    return NULL;
+}
+
+static uint32_t req_inflight(const struct mroce_conn *c)
+{
+    uint32_t sum = 0;
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        sum += c->ptx[p].inflight;
+    return sum;
+}
+
+static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                   struct mroce_pkt_meta *meta)
+{
+    if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-3 */
+        return 0;
+    if (req_inflight(c) >= c->cc.cwnd)
+        return 0;
+    int p = eng_path_pick(c, -1, req_charge(c, c->mtu));
+    if (p < 0)
+        return 0;
+    struct txp *x = req_next_resp(c);
+    if (!x)
+        x = req_next_msg(c);
+    if (!x)
+        return 0;
+    uint8_t flags = 0;
+    if (x->offset + x->len >= (x->kind == TXK_RESP
+                                   ? c->resp[x->msn].len
+                                   : req_slot(c, x)->wr.sge.length))
+        flags |= MROCE_HF_ACKREQ; /* R-ACK-2: last packet of a message */
+    return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
+}
+
+/* ---- connection control packets (R-CONN-6) ---- */
+
+static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                     struct mroce_pkt_meta *meta)
+{
+    struct mroce_hdr h = {.conn = c->remote.conn_id};
+    if (c->close_ack_pending) {
+        c->close_ack_pending = false;
+        h.opcode = MROCE_OP_CLOSE_ACK;
+    } else if (c->close_pending && c->close_due) {
+        c->close_due = false;
+        if (c->close_tries++ > c->attr.retry_cnt) {
+            c->close_pending = false;
+            c->state = MROCE_CONN_CLOSED;
+            return 0;
+        }
+        c->close_at = now + c->ptx[0].rto;
+        h.opcode = MROCE_OP_CLOSE;
+    } else {
+        return 0;
+    }
+    h.ts = eng_ts(now);
+    eng_req_meta(c, 0, meta);
+    return mroce_wire_encode(&h, NULL, 0, buf,
+                             MROCE_MAX_HDR_LEN + MROCE_ICRC_LEN);
+}
+
+int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
+               struct mroce_pkt_meta *meta)
+{
+    int n = eng_resp_ack_tx(c, now, buf, cap, meta);
+    if (!n)
+        n = req_close(c, now, buf, meta);
+    if (!n)
+        n = eng_path_probe_tx(c, now, buf, cap, meta);
+    if (!n && c->state == MROCE_CONN_CONNECTED)
+        n = req_retx(c, now, buf, meta);
+    if (!n && c->state == MROCE_CONN_CONNECTED)
+        n = req_new(c, now, buf, meta);
+    return n;
+}

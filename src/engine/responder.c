@@ -1,0 +1,535 @@
+/* Responder: validates every data packet, places it directly in memory,
+ * completes inbound messages in stream order and generates ACKs and
+ * NACKs (R-RX-*, R-MSG-*, R-ORD-*, R-ACK-*). */
+#include <string.h>
+
+#include "engine/eng.h"
+
+/* ---- NACK queue (R-NACK-1) ---- */
+
+static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
+                     uint8_t code, uint32_t info)
+{
+    if (c->nak_count == sizeof(c->naks) / sizeof(c->naks[0]))
+        return; /* the sender's timers recover a NACK we could not queue */
+    struct nak_entry *e = &c->naks[(c->nak_head + c->nak_count++) % 16];
+    *e = (struct nak_entry){.path = h->path,
+                            .stream = h->stream,
+                            .code = code,
+                            .psn = h->psn,
+                            .dsn = h->dsn,
+                            .msn = h->msn,
+                            .info = info};
+}
+
+/* ---- ACK scheduling (R-ACK-1) ---- */
+
+static void resp_ack_now(struct mroce_conn *c, uint16_t p)
+{
+    c->prx[p].ack_at = 0;
+    if (c->ack_pending[p])
+        return;
+    c->ack_pending[p] = 1;
+    c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
+}
+
+static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
+                            bool urgent)
+{
+    struct path_rx *pr = &c->prx[p];
+    if (urgent || ++pr->unacked >= c->attr.ack_every)
+        resp_ack_now(c, p);
+    else if (pr->ack_at == ENG_NEVER)
+        pr->ack_at = now + c->attr.ack_delay_ns;
+}
+
+/* Records the packet on its path (R-SACK-4); returns false if the PSN is
+ * too old for the bitmap. */
+static void resp_record(struct mroce_conn *c, uint64_t now,
+                        const struct mroce_pkt_meta *meta,
+                        const struct mroce_hdr *h)
+{
+    struct path_rx *pr = &c->prx[h->path];
+    bool dup = false, gap = false, stale = false;
+    eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
+    pr->rx_count++;
+    if (meta->ecn == MROCE_ECN_CE) {
+        pr->ce_count++;
+        c->cnt.rx_ecn_ce++;
+    }
+    if (!dup && !stale && pr->high == h->psn)
+        pr->echo_ts = h->ts;
+    resp_ack_policy(c, now, h->path,
+                    (h->flags & MROCE_HF_ACKREQ) || dup || gap || stale);
+}
+
+/* ---- DSN dedup window (R-DSN-2) ---- */
+
+static bool resp_dsn_test(const struct mroce_conn *c, uint32_t dsn)
+{
+    uint32_t i = dsn & (c->dsn_window - 1);
+    return (c->rcv_bits[i >> 6] >> (i & 63)) & 1;
+}
+
+static void resp_dsn_mark(struct mroce_conn *c, uint32_t dsn)
+{
+    uint32_t i = dsn & (c->dsn_window - 1);
+    c->rcv_bits[i >> 6] |= (uint64_t)1 << (i & 63);
+    while (resp_dsn_test(c, c->rcv_cum)) {
+        i = c->rcv_cum & (c->dsn_window - 1);
+        c->rcv_bits[i >> 6] &= ~((uint64_t)1 << (i & 63));
+        c->rcv_cum++;
+    }
+}
+
+/* ---- inbound message tracking (R-ORD-2) ---- */
+
+enum resp_verdict { RV_OK, RV_DUP, RV_RNR, RV_DROP, RV_FATAL };
+
+static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
+                                  const struct mroce_hdr *h, int *v)
+{
+    uint32_t window = c->attr.sq_depth;
+    if (seq_lt(h->msn, s->in_base)) {
+        *v = RV_DUP; /* message already complete */
+        return NULL;
+    }
+    if (h->msn - s->in_base >= window) {
+        c->cnt.drop_msn_window++;
+        *v = RV_DROP;
+        return NULL;
+    }
+    struct in_msg *m = &s->in[h->msn % window];
+    if (!m->used) {
+        *m = (struct in_msg){.used = true,
+                             .op = h->opcode,
+                             .msn = h->msn,
+                             .len = h->msg_len,
+                             .imm = h->imm,
+                             .ssn = h->ssn,
+                             .va = h->va,
+                             .rkey = h->rkey};
+    } else if (m->op != h->opcode || m->len != h->msg_len || m->ssn != h->ssn ||
+               m->va != h->va || m->rkey != h->rkey) {
+        c->cnt.drop_bad_msg++; /* R-MSG-3: fields constant per message */
+        *v = RV_FATAL;
+        return NULL;
+    }
+    *v = RV_OK;
+    return m;
+}
+
+/* R-MSG-3: packet i of a message carries bytes [i*mtu, min(len,(i+1)*mtu))
+ * so byte counts are exact and no two packets overlap. */
+static bool resp_chunk_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    if (h->opcode == MROCE_OP_READ_REQ)
+        return h->offset == 0 && h->payload_len == 0;
+    if (h->msg_len == 0)
+        return h->offset == 0 && h->payload_len == 0;
+    if (h->offset % c->mtu || h->offset >= h->msg_len)
+        return false;
+    uint32_t left = h->msg_len - h->offset;
+    return h->payload_len == (left < c->mtu ? left : c->mtu);
+}
+
+static int resp_access_verdict(struct mroce_conn *c, int err)
+{
+    if (err == MROCE_ENOENT)
+        c->cnt.drop_bad_key++;
+    else if (err == MROCE_EACCES)
+        c->cnt.drop_bad_access++;
+    else
+        c->cnt.drop_bad_bounds++;
+    return RV_FATAL;
+}
+
+static void resp_copy(struct mroce_conn *c, uint8_t *dst,
+                      const struct mroce_hdr *h)
+{
+    if (!h->payload_len)
+        return;
+    memcpy(dst, h->payload, h->payload_len);
+    if (c->ctx->fault & 0x1u) { /* MROCE_FAULT_PLACE_FLIP */
+        dst[0] ^= 1;
+        c->ctx->fault &= ~0x1u;
+    }
+}
+
+/* R-SEC-4: resolve the target before a byte is written. */
+static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    int err;
+    if (h->va > UINT64_MAX - h->offset)
+        return resp_access_verdict(c, MROCE_ERANGE);
+    uint8_t *dst =
+        eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va + h->offset,
+                       h->payload_len, MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+    if (!dst)
+        return resp_access_verdict(c, err);
+    resp_copy(c, dst, h);
+    return RV_OK;
+}
+
+/* R-MSG-4: the SSN names the receive; RNR if it is not posted yet. */
+static int resp_recv(struct mroce_conn *c, struct stream *s,
+                     const struct mroce_hdr *h, struct mroce_recv_wr **rwr)
+{
+    if (h->ssn - s->rq_head >= s->rq_tail - s->rq_head)
+        return RV_RNR;
+    *rwr = &s->rq[h->ssn % c->attr.rq_depth];
+    return RV_OK;
+}
+
+static int resp_place_send(struct mroce_conn *c, struct stream *s,
+                           const struct mroce_hdr *h)
+{
+    struct mroce_recv_wr *r;
+    int v = resp_recv(c, s, h, &r);
+    if (v != RV_OK)
+        return v;
+    if (h->msg_len > r->sge.length) {
+        c->cnt.drop_bad_bounds++;
+        return RV_FATAL;
+    }
+    resp_copy(c, (uint8_t *)(uintptr_t)r->sge.addr + h->offset, h);
+    return RV_OK;
+}
+
+static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    int err;
+    if (eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va, h->msg_len,
+                       MROCE_ACCESS_REMOTE_READ, &err, NULL))
+        return RV_OK;
+    return resp_access_verdict(c, err);
+}
+
+/* R-MSG-7: response data lands in the READ's own local buffer. */
+static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    struct stream *s = &c->streams[h->stream];
+    if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head))
+        return RV_DUP;
+    struct sq_slot *q = &s->sq[h->msn % c->attr.sq_depth];
+    if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len) {
+        c->cnt.drop_bad_msg++;
+        return RV_DROP;
+    }
+    resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
+    q->read_got += h->payload_len;
+    return RV_OK;
+}
+
+static int resp_place(struct mroce_conn *c, struct stream *s, struct in_msg *m,
+                      const struct mroce_hdr *h)
+{
+    int v = RV_OK;
+    switch (h->opcode) {
+    case MROCE_OP_WRITE_IMM:
+        v = resp_recv(c, s, h, &(struct mroce_recv_wr *){NULL});
+        /* fall through */
+    case MROCE_OP_WRITE:
+        return v == RV_OK ? resp_place_write(c, h) : v;
+    case MROCE_OP_SEND:
+    case MROCE_OP_SEND_IMM:
+        return resp_place_send(c, s, h);
+    case MROCE_OP_READ_REQ:
+        return resp_check_read(c, h);
+    }
+    (void)m;
+    return RV_DROP;
+}
+
+/* ---- receive-side completion in MSN order (R-ORD-2, R-ORD-3) ---- */
+
+static bool resp_start_read(struct mroce_conn *c, uint16_t sid,
+                            const struct in_msg *m)
+{
+    for (uint32_t i = 0; i < c->attr.max_rd; i++) {
+        struct rd_resp *r = &c->resp[i];
+        if (r->used)
+            continue;
+        int err;
+        *r = (struct rd_resp){
+            .used = true, .stream = sid, .msn = m->msn, .len = m->len};
+        r->npkts = m->len ? (m->len + c->mtu - 1) / c->mtu : 1;
+        r->src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
+                                MROCE_ACCESS_REMOTE_READ, &err, NULL);
+        return true;
+    }
+    return false;
+}
+
+static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
+                               uint16_t sid, const struct in_msg *m)
+{
+    uint32_t i = s->rq_head % c->attr.rq_depth;
+    struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
+                          .conn = c,
+                          .stream = sid,
+                          .byte_len = m->len,
+                          .imm = m->imm};
+    wc.opcode = m->op == MROCE_OP_WRITE_IMM ? MROCE_WC_RECV_RDMA_WITH_IMM
+                                            : MROCE_WC_RECV;
+    wc.has_imm = m->op != MROCE_OP_SEND;
+    if (s->rq_mr[i])
+        s->rq_mr[i]->refs--;
+    s->rq_head++;
+    eng_cq_push(c->rcq, &wc);
+}
+
+void eng_resp_retire(struct mroce_conn *c, struct stream *s)
+{
+    uint16_t sid = (uint16_t)(s - c->streams);
+    for (;;) {
+        struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
+        if (!m->used || m->msn != s->in_base || m->got < m->len)
+            return;
+        if (m->op == MROCE_OP_READ_REQ && !resp_start_read(c, sid, m))
+            return; /* resumes when a response slot frees */
+        if (m->op != MROCE_OP_WRITE && m->op != MROCE_OP_READ_REQ)
+            resp_complete_recv(c, s, sid, m);
+        m->used = false;
+        s->in_base++;
+        c->cnt.msgs_rx++;
+    }
+}
+
+/* ---- the data path ---- */
+
+static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    if (h->stream >= c->n_streams || !resp_chunk_ok(c, h)) {
+        c->cnt.drop_bad_msg++;
+        return RV_FATAL;
+    }
+    if (resp_dsn_test(c, h->dsn) || seq_lt(h->dsn, c->rcv_cum))
+        return RV_DUP;
+    if (h->dsn - c->rcv_cum >= c->dsn_window) {
+        c->cnt.drop_dsn_window++;
+        return RV_DROP;
+    }
+    return RV_OK;
+}
+
+static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    int v = resp_validate(c, h);
+    if (v != RV_OK)
+        return v;
+    if (h->opcode == MROCE_OP_READ_RESP)
+        return resp_place_read_resp(c, h);
+    struct stream *s = &c->streams[h->stream];
+    struct in_msg *m = resp_in_msg(c, s, h, &v);
+    if (!m)
+        return v;
+    v = resp_place(c, s, m, h);
+    if (v == RV_OK)
+        m->got += h->payload_len;
+    return v;
+}
+
+static void resp_after(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    struct stream *s = &c->streams[h->stream];
+    if (h->opcode == MROCE_OP_READ_RESP) {
+        eng_comp_retire(c, s);
+        return;
+    }
+    if (h->opcode == MROCE_OP_READ_REQ) {
+        struct in_msg *m = &s->in[h->msn % c->attr.sq_depth];
+        m->got = m->len; /* a READ request is complete on arrival */
+    }
+    eng_resp_retire(c, s);
+}
+
+static uint8_t resp_fatal_code(const struct mroce_hdr *h,
+                               const struct mroce_conn_counters *before,
+                               const struct mroce_conn_counters *after)
+{
+    (void)h;
+    if (after->drop_bad_msg != before->drop_bad_msg)
+        return MROCE_NAK_INVALID_REQUEST;
+    return MROCE_NAK_REMOTE_ACCESS;
+}
+
+static void resp_data(struct mroce_conn *c, uint64_t now,
+                      const struct mroce_pkt_meta *meta,
+                      const struct mroce_hdr *h)
+{
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        resp_nak(c, h, MROCE_NAK_CONN_CLOSED, 0);
+        return;
+    }
+    c->cnt.rx_data_pkts++;
+    c->last_data_rx = now ? now : 1;
+    struct mroce_conn_counters before = c->cnt;
+    int v = resp_accept(c, h);
+    if (v == RV_DROP)
+        return;
+    if (v == RV_RNR) { /* R-RETRY-4: not acked, NACKed with a delay */
+        c->cnt.rnr_naks++;
+        resp_nak(c, h, MROCE_NAK_RNR, 100);
+        return;
+    }
+    if (v == RV_FATAL) { /* R-NACK-3: not acked; both sides to error */
+        resp_nak(c, h, resp_fatal_code(h, &before, &c->cnt), 0);
+        eng_conn_error(c, 0, 0, 0);
+        return;
+    }
+    resp_record(c, now, meta, h);
+    if (v == RV_DUP) {
+        c->cnt.rx_dup_pkts++;
+        return;
+    }
+    resp_dsn_mark(c, h->dsn);
+    resp_after(c, h);
+}
+
+/* ---- control packets ---- */
+
+static void resp_close(struct mroce_conn *c)
+{
+    c->close_ack_pending = true; /* R-CONN-7: answer every CLOSE */
+    if (c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING)
+        eng_conn_close(c);
+}
+
+static void resp_probe(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    struct path_rx *pr = &c->prx[h->path];
+    pr->probe_pending = true; /* R-PATH-6 */
+    pr->probe_id = h->psn;
+    pr->probe_ts = h->ts;
+}
+
+void eng_resp_rx(struct mroce_conn *c, uint64_t now,
+                 const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
+{
+    switch (h->opcode) {
+    case MROCE_OP_CLOSE:
+        resp_close(c);
+        break;
+    case MROCE_OP_CLOSE_ACK:
+        if (c->state == MROCE_CONN_CLOSING) {
+            c->close_pending = false;
+            c->state = MROCE_CONN_CLOSED;
+        }
+        break;
+    case MROCE_OP_PROBE:
+        resp_probe(c, h);
+        break;
+    default:
+        resp_data(c, now, meta, h);
+        break;
+    }
+}
+
+/* ---- ACK, NACK and PROBE_ACK emission ---- */
+
+/* R-ACK-4: ACKs go round-robin over our own usable paths. */
+static uint16_t resp_ack_path(struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < c->n_paths; i++) {
+        uint16_t p = (uint16_t)((c->rr_ack + i) % c->n_paths);
+        uint8_t st = c->ptx[p].state;
+        if (st == PATH_ACTIVE || st == PATH_SUSPECT) {
+            c->rr_ack = p + 1u;
+            return p;
+        }
+    }
+    return (uint16_t)(c->rr_ack++ % c->n_paths);
+}
+
+static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
+                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
+{
+    h->conn = c->remote.conn_id;
+    h->ts = eng_ts(now);
+    eng_req_meta(c, resp_ack_path(c), meta);
+    return mroce_wire_encode(h, NULL, 0, buf, cap);
+}
+
+static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                       size_t cap, struct mroce_pkt_meta *meta)
+{
+    const struct nak_entry *e = &c->naks[c->nak_head];
+    struct mroce_hdr h = {.opcode = MROCE_OP_NACK,
+                          .path = e->path,
+                          .psn = e->psn,
+                          .dsn = e->dsn,
+                          .stream = e->stream,
+                          .msn = e->msn,
+                          .nak_code = e->code,
+                          .nak_info = e->info};
+    c->nak_head = (c->nak_head + 1) % 16;
+    c->nak_count--;
+    c->cnt.tx_nacks++;
+    return resp_emit(c, now, &h, buf, cap, meta);
+}
+
+static int resp_probe_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                             size_t cap, struct mroce_pkt_meta *meta)
+{
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        struct path_rx *pr = &c->prx[p];
+        if (!pr->probe_pending)
+            continue;
+        pr->probe_pending = false;
+        struct mroce_hdr h = {.opcode = MROCE_OP_PROBE_ACK,
+                              .path = (uint16_t)p,
+                              .psn = pr->probe_id,
+                              .echo_ts = pr->probe_ts};
+        int n = resp_emit(c, now, &h, buf, cap, meta);
+        meta->src_port = c->ptx[p].src_port; /* answer on the probed path */
+        return n;
+    }
+    return 0;
+}
+
+/* R-ACK-3: every ACK is self-contained. */
+static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta)
+{
+    uint16_t p = c->ack_queue[c->ack_q_head];
+    c->ack_q_head = (c->ack_q_head + 1) % c->n_paths;
+    c->ack_q_count--;
+    c->ack_pending[p] = 0;
+    struct path_rx *pr = &c->prx[p];
+    struct mroce_hdr h = {.opcode = MROCE_OP_ACK,
+                          .path = p,
+                          .sack_high = pr->high,
+                          .dsn_cum = c->rcv_cum,
+                          .echo_ts = pr->echo_ts,
+                          .rate_mbps = eng_rate_hint(c->ctx, now),
+                          .ce_count = pr->ce_count,
+                          .rx_count = pr->rx_count};
+    memcpy(h.sack, pr->bits, sizeof(h.sack));
+    pr->unacked = 0;
+    pr->ack_at = ENG_NEVER;
+    c->cnt.tx_acks++;
+    return resp_emit(c, now, &h, buf, cap, meta);
+}
+
+int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                    size_t cap, struct mroce_pkt_meta *meta)
+{
+    if (c->nak_count)
+        return resp_nak_tx(c, now, buf, cap, meta);
+    int n = resp_probe_ack_tx(c, now, buf, cap, meta);
+    if (n)
+        return n;
+    if (c->ack_q_count)
+        return resp_ack_one(c, now, buf, cap, meta);
+    return 0;
+}
+
+/* Delayed ACKs that are due (R-ACK-1). */
+void eng_resp_timers(struct mroce_conn *c, uint64_t now)
+{
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        if (c->prx[p].ack_at <= now && c->prx[p].ack_at != 0)
+            resp_ack_now(c, (uint16_t)p);
+}

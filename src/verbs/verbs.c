@@ -1,0 +1,120 @@
+/* The context and the parts of the public API that need the C library:
+ * default hooks (malloc, a seeded generator) and the string tables. The
+ * verbs objects themselves live in the sans-I/O engine. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/eng.h"
+
+static void *verbs_alloc(void *ud, size_t size)
+{
+    (void)ud;
+    return calloc(1, size);
+}
+
+static void verbs_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static void verbs_nolog(void *ud, int level, const char *msg)
+{
+    (void)ud;
+    (void)level;
+    (void)msg;
+}
+
+static void verbs_hooks(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
+{
+    ctx->hooks = a->hooks;
+    if (!a->hooks.alloc || !a->hooks.free) {
+        ctx->hooks.alloc = verbs_alloc;
+        ctx->hooks.free = verbs_free;
+    }
+    ctx->rng_state = a->seed; /* used when hooks.rand64 is NULL */
+    if (!a->hooks.log)
+        ctx->hooks.log = verbs_nolog;
+}
+
+int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
+{
+    uint32_t mtu = a->mtu ? a->mtu : 4096;
+    if (mtu < 256 || mtu > 9000 ||
+        (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6))
+        return MROCE_EINVAL;
+    void *(*alloc)(void *, size_t) =
+        a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
+    struct mroce_ctx *ctx = alloc(a->hooks.ud, sizeof(*ctx));
+    if (!ctx)
+        return MROCE_ENOMEM;
+    memset(ctx, 0, sizeof(*ctx));
+    verbs_hooks(ctx, a);
+    ctx->addr = a->addr;
+    ctx->udp_port = a->udp_port ? a->udp_port : MROCE_UDP_PORT;
+    ctx->mtu = mtu;
+    ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
+    ctx->conn_hash_cap = 1024;
+    ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
+    if (!ctx->conn_hash) {
+        ctx->hooks.free(ctx->hooks.ud, ctx);
+        return MROCE_ENOMEM;
+    }
+    *out = ctx;
+    return 0;
+}
+
+void mroce_ctx_close(struct mroce_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    eng_ctx_release(ctx);
+    ctx->hooks.free(ctx->hooks.ud, ctx);
+}
+
+#define NAMEOF(tab, i)                                                         \
+    ((i) >= 0 && (size_t)(i) < sizeof(tab) / sizeof((tab)[0]) && (tab)[i]      \
+         ? (tab)[i]                                                            \
+         : "unknown")
+
+const char *mroce_strerror(int err)
+{
+    static const char *const t[] = {
+        "success",
+        "invalid argument",
+        "out of memory",
+        "queue or window full, retry later",
+        "no such key, stream or path",
+        "object in the wrong state",
+        "buffer outside its memory region",
+        "key lacks the access right",
+        "object still in use",
+        "buffer too small",
+        "packet dropped: malformed or not for this endpoint",
+    };
+    return NAMEOF(t, -err);
+}
+
+const char *mroce_wc_status_str(int status)
+{
+    static const char *const t[] = {
+        "SUCCESS",        "LOC_LEN_ERR",       "LOC_PROT_ERR",
+        "REM_ACCESS_ERR", "REM_INV_REQ_ERR",   "REM_OP_ERR",
+        "RETRY_EXC_ERR",  "RNR_RETRY_EXC_ERR", "WR_FLUSH_ERR",
+    };
+    return NAMEOF(t, status);
+}
+
+const char *mroce_conn_state_str(int state)
+{
+    static const char *const t[] = {"INIT", "CONNECTED", "CLOSING", "CLOSED",
+                                    "ERROR"};
+    return NAMEOF(t, state);
+}
+
+const char *mroce_path_state_str(int state)
+{
+    static const char *const t[] = {"ACTIVE", "SUSPECT", "FAILED", "PROBING",
+                                    "DISABLED"};
+    return NAMEOF(t, state);
+}
