@@ -342,7 +342,7 @@ struct mroce_path_info {
     uint64_t srtt_ns, min_rtt_ns, rto_ns;
     uint32_t cwnd_bytes, inflight_bytes;
     uint64_t tx_pkts, tx_bytes, retx_pkts, acked_pkts, lost_pkts;
-    uint64_t ecn_marks, timeouts, repaths;
+    uint64_t ecn_marks, timeouts, repaths, probes;
 };
 /* Errors: ENOENT (path >= n_paths). */
 int mroce_path_query(const struct mroce_conn *conn, uint16_t path,

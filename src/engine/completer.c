@@ -83,12 +83,12 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
 }
 
 /* R-LOSS-2: a lost packet is queued for retransmission with its DSN. */
-void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, uint64_t now)
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, bool timeout)
 {
-    (void)now;
     struct txp *x = comp_txp(c, dsn);
     if (!x || x->state != TXP_OUT)
         return;
+    x->retries += timeout;
     x->state = TXP_LOST;
     c->retx[(c->retx_head + c->retx_count++) & (c->dsn_window - 1)] = dsn;
 }
@@ -101,21 +101,26 @@ static void comp_advance_una(struct mroce_conn *c, struct path_tx *pt)
 }
 
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
-                          bool acked, uint64_t now)
+                          int fate)
 {
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = psn & (c->path_window - 1);
-    uint32_t charge = pt->psn_len[i];
-    if (!charge || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
+    uint32_t slot = pt->psn_len[i];
+    if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
         return;
     pt->psn_len[i] = 0;
-    pt->inflight -= charge;
-    if (acked) {
+    if (slot & ENG_PSN_PROBE) {
+        comp_advance_una(c, pt);
+        return;
+    }
+    pt->inflight -= slot;
+    c->inflight -= slot;
+    if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
     } else {
         pt->st.lost_pkts++;
-        eng_comp_lost(c, pt->psn_dsn[i], now);
+        eng_comp_lost(c, pt->psn_dsn[i], fate == ENG_TIMEOUT);
     }
     comp_advance_una(c, pt);
 }
@@ -123,13 +128,13 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
 /* ---- ACK processing ---- */
 
 struct ack_sum {
-    uint32_t bytes;
+    uint32_t bytes, pkts;
     bool lost, high_new;
 };
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
  * is lost, because a path does not reorder. */
-static void comp_sack(struct mroce_conn *c, uint16_t p, uint64_t now,
+static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
@@ -137,17 +142,18 @@ static void comp_sack(struct mroce_conn *c, uint16_t p, uint64_t now,
         return; /* acknowledges something never sent: ignore */
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
-        uint32_t charge = pt->psn_len[i];
-        if (!charge)
+        uint32_t slot = pt->psn_len[i];
+        if (!slot)
             continue;
         bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
         if (got) {
-            sum->bytes += charge;
+            sum->bytes += slot & ENG_PSN_PROBE ? 0 : slot;
+            sum->pkts++;
             sum->high_new |= back == 0;
         } else {
             sum->lost = true;
         }
-        eng_comp_resolve_psn(c, p, psn, got, now);
+        eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
     }
 }
 
@@ -159,14 +165,15 @@ static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
         eng_comp_dsn_acked(c, d);
 }
 
-static void comp_path_progress(struct path_tx *pt, uint64_t now)
+static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
+                               uint64_t now)
 {
     pt->last_progress = now;
-    pt->n_rto = 0;
     pt->tlp_done = false;
-    if (pt->state == PATH_SUSPECT)
-        pt->state = PATH_ACTIVE; /* R-PATH-3 */
-    pt->rto_at = pt->una == pt->next_psn ? ENG_NEVER : now + pt->rto;
+    eng_path_alive(c, pt);
+    pt->rto_at = ENG_NEVER;
+    if (pt->una != pt->next_psn)
+        eng_conn_arm(c, pt->rto_at = now + pt->rto);
 }
 
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
@@ -200,10 +207,10 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     }
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    comp_sack(c, h->path, now, h, &sum);
+    comp_sack(c, h->path, h, &sum);
     comp_cum(c, h->dsn_cum);
-    if (sum.bytes)
-        comp_path_progress(pt, now);
+    if (sum.pkts)
+        comp_path_progress(c, pt, now);
     comp_cc(c, pt, now, h, &sum);
 }
 
@@ -230,6 +237,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
     }
     x->state = TXP_RNR;
     x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
 }
 
@@ -243,8 +251,10 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     /* the refused PSN was not acknowledged; stop counting it in flight */
     uint32_t i = h->psn & (c->path_window - 1);
     struct path_tx *pt = &c->ptx[h->path];
-    if (pt->psn_dsn[i] == h->dsn && pt->psn_len[i]) {
+    if (pt->psn_dsn[i] == h->dsn && pt->psn_len[i] &&
+        !(pt->psn_len[i] & ENG_PSN_PROBE)) {
         pt->inflight -= pt->psn_len[i];
+        c->inflight -= pt->psn_len[i];
         pt->psn_len[i] = 0;
         comp_advance_una(c, pt);
     }
@@ -270,6 +280,6 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now)
             continue;
         c->n_rnr--;
         x->state = TXP_OUT;
-        eng_comp_lost(c, d, now);
+        eng_comp_lost(c, d, false);
     }
 }

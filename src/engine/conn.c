@@ -253,7 +253,7 @@ static void conn_flush(struct mroce_conn *c, uint8_t state, uint16_t stream,
     c->retx_count = 0;
     c->n_rnr = 0;
     for (uint32_t p = 0; p < c->n_paths; p++)
-        c->ptx[p].rto_at = c->ptx[p].tlp_at = ENG_NEVER;
+        c->ptx[p].rto_at = ENG_NEVER;
 }
 
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
@@ -310,6 +310,15 @@ void mroce_conn_destroy(struct mroce_conn *c)
     c->scq->users--;
     c->rcq->users--;
     conn_free(c);
+}
+
+/* Timers are armed cheaply by lowering the cached deadline; a deadline
+ * left early by a disarmed timer only costs one on_expiry call, which
+ * recomputes it exactly with eng_conn_update_deadline. */
+void eng_conn_arm(struct mroce_conn *c, uint64_t t)
+{
+    if (t < c->deadline)
+        c->deadline = t;
 }
 
 void eng_conn_update_deadline(struct mroce_conn *c)

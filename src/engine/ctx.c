@@ -147,9 +147,6 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
     case MROCE_OP_NACK:
         eng_comp_nak(c, now, h);
         break;
-    case MROCE_OP_PROBE_ACK:
-        eng_path_probe_ack(c, now, h);
-        break;
     default:
         eng_resp_rx(c, now, meta, h);
         break;
@@ -183,7 +180,6 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         return MROCE_EPROTO;
     }
     ctx_dispatch(c, now, meta, &h);
-    eng_conn_update_deadline(c);
     return 0;
 }
 
@@ -200,7 +196,6 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
         if (c->state == MROCE_CONN_INIT)
             continue;
         int n = eng_req_tx(c, now, buf, cap, meta);
-        eng_conn_update_deadline(c);
         if (n > 0) {
             ctx->cnt.tx_pkts++;
             c->cnt.tx_pkts++;

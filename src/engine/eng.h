@@ -13,6 +13,8 @@
 
 #define ENG_NEVER UINT64_MAX
 #define ENG_MAX_PATHS 256
+#define ENG_PSN_PROBE 0x8000 /* psn_len of a PSN carried by a PROBE */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-2) */
 
 /* Serial-number comparisons on 32-bit sequence spaces (R-SACK-2). */
 static inline bool seq_lt(uint32_t a, uint32_t b)
@@ -55,7 +57,10 @@ enum txp_kind { TXK_MSG, TXK_RESP };
 
 struct txp {
     uint32_t dsn;
-    uint8_t state, kind, retries, rnr_retries;
+    uint8_t state, kind;
+    uint8_t retries;  /* retransmissions after a timeout (R-RETRY-1) */
+    uint8_t tx_count; /* transmissions of any cause (R-RETRY-2) */
+    uint8_t rnr_retries;
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
@@ -120,14 +125,13 @@ struct path_tx {
     uint8_t n_rto; /* consecutive timeouts */
     uint32_t next_psn, una;
     uint32_t *psn_dsn; /* path_window entries */
-    uint16_t *psn_len; /* bytes, 0 = resolved */
+    uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
     uint32_t inflight; /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
-    uint64_t tlp_at, rto_at, probe_at;
+    uint64_t rto_at, probe_at;
     bool tlp_done, probe_due;
-    uint32_t probe_id;
     uint16_t ce_seen, rx_seen;
     struct cc_path cc;
     struct mroce_path_info st; /* counters, exported as is */
@@ -142,8 +146,6 @@ struct path_rx {
     uint32_t unacked;
     uint32_t echo_ts;
     uint64_t ack_at; /* delayed-ACK deadline; 0 = queued, NEVER = none */
-    bool probe_pending;
-    uint32_t probe_id, probe_ts;
 };
 
 struct nak_entry {
@@ -183,6 +185,8 @@ struct mroce_conn {
     struct path_tx *ptx;
     struct path_rx *prx;
     uint32_t rr_path, rr_ack;
+    uint32_t inflight;    /* bytes in flight over all paths */
+    uint32_t n_probe_due; /* paths with a PROBE to send */
     uint8_t *ack_pending; /* per path flag */
     uint16_t *ack_queue;  /* paths with an ACK to send */
     uint32_t ack_q_head, ack_q_count;
@@ -274,6 +278,7 @@ void eng_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc);
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
                     uint8_t status);
 void eng_conn_update_deadline(struct mroce_conn *c);
+void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
 /* requester.c */
@@ -297,9 +302,10 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now,
                   const struct mroce_hdr *h);
 void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn);
 void eng_comp_retire(struct mroce_conn *c, struct stream *s);
+enum eng_fate { ENG_ACKED, ENG_LOST, ENG_TIMEOUT };
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
-                          bool acked, uint64_t now);
-void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, uint64_t now);
+                          int fate);
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, bool timeout);
 void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 
 /* path.c */
@@ -308,14 +314,14 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
                          uint64_t rtt);
 void eng_path_timers(struct mroce_conn *c, uint64_t now);
 uint64_t eng_path_deadline(const struct mroce_conn *c);
+uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt);
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes);
 void eng_path_repath(struct mroce_conn *c, uint16_t p);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta);
-void eng_path_probe_ack(struct mroce_conn *c, uint64_t now,
-                        const struct mroce_hdr *h);
+void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 uint32_t eng_ts(uint64_t now);
 
 #endif

@@ -60,7 +60,7 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
 }
 
-static uint64_t path_pto(const struct mroce_conn *c, const struct path_tx *pt)
+uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t pto = 2 * pt->srtt + c->attr.ack_delay_ns;
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
@@ -71,7 +71,7 @@ static uint64_t path_tlp_at(const struct mroce_conn *c,
 {
     if (pt->una == pt->next_psn || pt->tlp_done || !pt->srtt)
         return ENG_NEVER;
-    return pt->last_send + path_pto(c, pt);
+    return pt->last_send + eng_path_pto(c, pt);
 }
 
 uint64_t eng_path_deadline(const struct mroce_conn *c)
@@ -102,8 +102,9 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
 }
 
 /* R-RTT-4: the newest packet of a silent path is sent again on another
- * path, so the receiver's dsn_cum tells us whether the tail arrived. */
-static void path_tlp(struct mroce_conn *c, struct path_tx *pt, uint64_t now)
+ * path (data recovery), and a PROBE on the silent path itself makes the
+ * receiver's next ACK for it reveal whether the tail was lost. */
+static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
 {
     pt->tlp_done = true;
     uint32_t psn = pt->next_psn - 1;
@@ -111,7 +112,12 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt, uint64_t now)
     if (!pt->psn_len[i])
         return;
     c->cnt.tlp_pkts++;
-    eng_comp_lost(c, pt->psn_dsn[i], now);
+    if (!(pt->psn_len[i] & ENG_PSN_PROBE))
+        eng_comp_lost(c, pt->psn_dsn[i], false);
+    if (!pt->probe_due) {
+        pt->probe_due = true; /* and a PROBE on the silent path itself */
+        c->n_probe_due++;
+    }
 }
 
 /* R-RTT-3, R-PATH-2: all in flight is lost, the path is suspect; after
@@ -120,7 +126,7 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; psn != pt->next_psn; psn++)
-        eng_comp_resolve_psn(c, p, psn, false, now);
+        eng_comp_resolve_psn(c, p, psn, ENG_TIMEOUT);
     pt->rto_at = ENG_NEVER;
     pt->st.timeouts++;
     c->cnt.rto_events++;
@@ -138,6 +144,7 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
         pt->state = PATH_SUSPECT;
     }
     pt->probe_at = now;
+    eng_conn_arm(c, now);
 }
 
 void eng_path_timers(struct mroce_conn *c, uint64_t now)
@@ -149,63 +156,86 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
         if (pt->rto_at <= now)
             path_rto(c, p, now);
         else if (path_tlp_at(c, pt) <= now)
-            path_tlp(c, pt, now);
+            path_tlp(c, pt);
         if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
             pt->probe_at = ENG_NEVER;
             pt->probe_due = true;
+            c->n_probe_due++;
         }
     }
 }
 
-/* ---- probes (R-PATH-5, R-PATH-6) ---- */
+/* ---- probes (R-PATH-5, R-PATH-6, R-RTT-4) ---- */
+
+/* A PROBE occupies a PSN on its path but carries no data, so the
+ * receiver's ACK for that path shows whatever before it was lost. */
+static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
+                           uint8_t *buf, size_t cap,
+                           struct mroce_pkt_meta *meta)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint32_t i = pt->next_psn & (c->path_window - 1);
+    struct mroce_hdr h = {.opcode = MROCE_OP_PROBE,
+                          .flags = MROCE_HF_ACKREQ,
+                          .path = p,
+                          .conn = c->remote.conn_id,
+                          .psn = pt->next_psn,
+                          .ts = eng_ts(now)};
+    pt->psn_dsn[i] = 0;
+    pt->psn_len[i] = ENG_PSN_PROBE;
+    if (pt->next_psn++ == pt->una)
+        eng_conn_arm(c, pt->rto_at = now + pt->rto);
+    pt->st.probes++;
+    eng_req_meta(c, p, meta);
+    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+}
+
+/* An unanswered health probe backs off; too many move the path again. */
+static void path_probe_schedule(struct mroce_conn *c, uint16_t p, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    if (++pt->n_rto > PATH_FAIL_RTOS) {
+        eng_path_repath(c, p);
+        pt->n_rto = 0;
+        pt->state = PATH_PROBING;
+    }
+    pt->probe_at = now + pt->rto;
+    eng_conn_arm(c, pt->probe_at);
+    pt->rto =
+        pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
+}
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta)
 {
-    if (c->state != MROCE_CONN_CONNECTED)
+    if (c->state != MROCE_CONN_CONNECTED || !c->n_probe_due)
         return 0;
     for (uint16_t p = 0; p < c->n_paths; p++) {
         struct path_tx *pt = &c->ptx[p];
         if (!pt->probe_due)
             continue;
         pt->probe_due = false;
-        if (pt->state != PATH_SUSPECT && pt->state != PATH_PROBING)
+        c->n_probe_due--;
+        if (pt->state == PATH_DISABLED ||
+            pt->next_psn - pt->una >= c->path_window)
             continue;
-        if (++pt->n_rto > PATH_FAIL_RTOS) { /* unanswered: move again */
-            eng_path_repath(c, p);
-            pt->n_rto = 0;
-            pt->state = PATH_PROBING;
-        }
-        pt->probe_at = now + pt->rto;
-        pt->rto =
-            pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
-        struct mroce_hdr h = {.opcode = MROCE_OP_PROBE,
-                              .path = p,
-                              .conn = c->remote.conn_id,
-                              .psn = ++pt->probe_id,
-                              .ts = eng_ts(now)};
-        eng_req_meta(c, p, meta);
-        return mroce_wire_encode(&h, NULL, 0, buf, cap);
+        if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
+            path_probe_schedule(c, p, now);
+        return path_probe_emit(c, p, now, buf, cap, meta);
     }
     return 0;
 }
 
-void eng_path_probe_ack(struct mroce_conn *c, uint64_t now,
-                        const struct mroce_hdr *h)
+/* Any acknowledged PSN on a suspect or probing path makes it active; a
+ * path on a new source port starts again from the initial window. */
+void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
 {
-    struct path_tx *pt = &c->ptx[h->path];
-    if ((pt->state != PATH_SUSPECT && pt->state != PATH_PROBING) ||
-        h->psn != pt->probe_id) {
-        c->cnt.drop_stale++;
-        return;
-    }
-    pt->state = PATH_ACTIVE;
+    if (pt->state == PATH_PROBING)
+        pt->cc.cwnd = c->attr.init_cwnd_pkts * c->mtu;
+    if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
+        pt->state = PATH_ACTIVE; /* R-PATH-3 */
     pt->n_rto = 0;
     pt->probe_at = ENG_NEVER;
-    pt->probe_due = false;
-    pt->srtt = 0;
-    eng_path_rtt_sample(c, pt, (uint32_t)(eng_ts(now) - h->echo_ts));
-    pt->cc.cwnd = c->attr.init_cwnd_pkts * c->mtu;
 }
 
 /* ---- path choice (R-LOSS-3, R-PATH-1) ---- */

@@ -57,14 +57,19 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
         pt->last_progress = now;
         pt->rto_at = now + pt->rto;
         pt->tlp_done = false;
+        eng_conn_arm(c, pt->rto_at);
     }
+    if (pt->srtt)
+        eng_conn_arm(c, now + eng_path_pto(c, pt));
     pt->next_psn++;
     pt->last_send = now;
     pt->inflight += charge;
+    c->inflight += charge;
     pt->st.tx_pkts++;
     pt->st.tx_bytes += charge;
     x->last_path = p;
     x->state = TXP_OUT;
+    x->tx_count++;
     c->cnt.tx_data_pkts++;
 }
 
@@ -117,7 +122,7 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             return 0;
         c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
         c->retx_count--;
-        if (++x->retries > c->attr.retry_cnt) {
+        if (x->retries > c->attr.retry_cnt || x->tx_count >= ENG_MAX_TX) {
             eng_conn_error(c, x->stream, x->msn, MROCE_WC_RETRY_EXC_ERR);
             return 0;
         }
@@ -208,20 +213,12 @@ static struct txp *req_next_msg(struct mroce_conn *c)
     return NULL;
 }
 
-static uint32_t req_inflight(const struct mroce_conn *c)
-{
-    uint32_t sum = 0;
-    for (uint32_t p = 0; p < c->n_paths; p++)
-        sum += c->ptx[p].inflight;
-    return sum;
-}
-
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-3 */
         return 0;
-    if (req_inflight(c) >= c->cc.cwnd)
+    if (c->inflight >= c->cc.cwnd)
         return 0;
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu));
     if (p < 0)
@@ -256,6 +253,7 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             return 0;
         }
         c->close_at = now + c->ptx[0].rto;
+        eng_conn_arm(c, c->close_at);
         h.opcode = MROCE_OP_CLOSE;
     } else {
         return 0;

@@ -40,7 +40,7 @@ static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
     if (urgent || ++pr->unacked >= c->attr.ack_every)
         resp_ack_now(c, p);
     else if (pr->ack_at == ENG_NEVER)
-        pr->ack_at = now + c->attr.ack_delay_ns;
+        eng_conn_arm(c, pr->ack_at = now + c->attr.ack_delay_ns);
 }
 
 /* Records the packet on its path (R-SACK-4); returns false if the PSN is
@@ -397,14 +397,6 @@ static void resp_close(struct mroce_conn *c)
         eng_conn_close(c);
 }
 
-static void resp_probe(struct mroce_conn *c, const struct mroce_hdr *h)
-{
-    struct path_rx *pr = &c->prx[h->path];
-    pr->probe_pending = true; /* R-PATH-6 */
-    pr->probe_id = h->psn;
-    pr->probe_ts = h->ts;
-}
-
 void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
 {
@@ -418,8 +410,9 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
             c->state = MROCE_CONN_CLOSED;
         }
         break;
-    case MROCE_OP_PROBE:
-        resp_probe(c, h);
+    case MROCE_OP_PROBE: /* R-PATH-6: recorded and acknowledged */
+        if (c->state == MROCE_CONN_CONNECTED)
+            resp_record(c, now, meta, h);
         break;
     default:
         resp_data(c, now, meta, h);
@@ -427,7 +420,7 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
     }
 }
 
-/* ---- ACK, NACK and PROBE_ACK emission ---- */
+/* ---- ACK and NACK emission ---- */
 
 /* R-ACK-4: ACKs go round-robin over our own usable paths. */
 static uint16_t resp_ack_path(struct mroce_conn *c)
@@ -470,25 +463,6 @@ static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return resp_emit(c, now, &h, buf, cap, meta);
 }
 
-static int resp_probe_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                             size_t cap, struct mroce_pkt_meta *meta)
-{
-    for (uint32_t p = 0; p < c->n_paths; p++) {
-        struct path_rx *pr = &c->prx[p];
-        if (!pr->probe_pending)
-            continue;
-        pr->probe_pending = false;
-        struct mroce_hdr h = {.opcode = MROCE_OP_PROBE_ACK,
-                              .path = (uint16_t)p,
-                              .psn = pr->probe_id,
-                              .echo_ts = pr->probe_ts};
-        int n = resp_emit(c, now, &h, buf, cap, meta);
-        meta->src_port = c->ptx[p].src_port; /* answer on the probed path */
-        return n;
-    }
-    return 0;
-}
-
 /* R-ACK-3: every ACK is self-contained. */
 static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta)
@@ -518,9 +492,6 @@ int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
 {
     if (c->nak_count)
         return resp_nak_tx(c, now, buf, cap, meta);
-    int n = resp_probe_ack_tx(c, now, buf, cap, meta);
-    if (n)
-        return n;
     if (c->ack_q_count)
         return resp_ack_one(c, now, buf, cap, meta);
     return 0;
