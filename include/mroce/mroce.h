@@ -260,7 +260,8 @@ void mroce_conn_get_params(const struct mroce_conn *conn,
 /* Errors: ESTATE (not INIT), EINVAL (params out of range). */
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
-/* Graceful close: sends CLOSE, flushes outstanding work (R-CONN-6).
+/* Abortive close: flushes every outstanding work request and posted
+ * receive with WR_FLUSH_ERR, then sends CLOSE until CLOSE_ACK (R-CONN-8).
  * Errors: ESTATE if not connected. */
 int mroce_conn_disconnect(struct mroce_conn *conn);
 /* Frees the connection; outstanding WRs are dropped without completion. */

@@ -176,6 +176,19 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
         eng_conn_arm(c, pt->rto_at = now + pt->rto);
 }
 
+/* R-ACK-7: ACKs are sprayed and may arrive out of order; only an ACK that
+ * reports more received packets than any before may report new CE marks. */
+static uint16_t comp_new_ce(struct path_tx *pt, const struct mroce_hdr *h)
+{
+    if ((int16_t)(h->rx_count - pt->rx_seen) <= 0)
+        return 0;
+    uint16_t ce = (uint16_t)(h->ce_count - pt->ce_seen);
+    pt->rx_seen = h->rx_count;
+    pt->ce_seen = h->ce_count;
+    pt->st.ecn_marks += ce;
+    return ce;
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum)
 {
@@ -184,9 +197,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         rtt = (uint32_t)(eng_ts(now) - h->echo_ts); /* R-RTT-1 */
         eng_path_rtt_sample(c, pt, rtt);
     }
-    uint16_t ce = (uint16_t)(h->ce_count - pt->ce_seen);
-    pt->ce_seen = h->ce_count;
-    pt->st.ecn_marks += ce;
+    uint16_t ce = comp_new_ce(pt, h);
     if (sum->lost)
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
     if (sum->bytes || ce)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/fault.h"
 
 /* ---- NACK queue (R-NACK-1) ---- */
 
@@ -84,14 +85,30 @@ static void resp_dsn_mark(struct mroce_conn *c, uint32_t dsn)
 
 /* ---- inbound message tracking (R-ORD-2) ---- */
 
-enum resp_verdict { RV_OK, RV_DUP, RV_RNR, RV_DROP, RV_FATAL };
+/* What the checks decide for a data packet. ACCESS and INVALID are fatal
+ * (R-NACK-6): the packet is refused and both sides go to ERROR. */
+enum resp_verdict { RV_OK, RV_DUP, RV_RNR, RV_DROP, RV_ACCESS, RV_INVALID };
 
+static int resp_invalid(struct mroce_conn *c)
+{
+    c->cnt.drop_bad_msg++;
+    return RV_INVALID;
+}
+
+static bool resp_same_msg(const struct in_msg *m, const struct mroce_hdr *h)
+{
+    return m->op == h->opcode && m->len == h->msg_len && m->ssn == h->ssn &&
+           m->va == h->va && m->rkey == h->rkey && m->imm == h->imm;
+}
+
+/* R-MSG-14: the MSN must lie in the stream's window; a new DSN for a
+ * message already complete is a protocol violation. */
 static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                                   const struct mroce_hdr *h, int *v)
 {
     uint32_t window = c->attr.sq_depth;
     if (seq_lt(h->msn, s->in_base)) {
-        *v = RV_DUP; /* message already complete */
+        *v = resp_invalid(c);
         return NULL;
     }
     if (h->msn - s->in_base >= window) {
@@ -109,17 +126,15 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                              .ssn = h->ssn,
                              .va = h->va,
                              .rkey = h->rkey};
-    } else if (m->op != h->opcode || m->len != h->msg_len || m->ssn != h->ssn ||
-               m->va != h->va || m->rkey != h->rkey) {
-        c->cnt.drop_bad_msg++; /* R-MSG-3: fields constant per message */
-        *v = RV_FATAL;
+    } else if (!resp_same_msg(m, h)) {
+        *v = resp_invalid(c); /* R-MSG-1: fields constant per message */
         return NULL;
     }
     *v = RV_OK;
     return m;
 }
 
-/* R-MSG-3: packet i of a message carries bytes [i*mtu, min(len,(i+1)*mtu))
+/* R-MSG-1: packet i of a message carries bytes [i*mtu, min(len,(i+1)*mtu))
  * so byte counts are exact and no two packets overlap. */
 static bool resp_chunk_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
 {
@@ -141,7 +156,7 @@ static int resp_access_verdict(struct mroce_conn *c, int err)
         c->cnt.drop_bad_access++;
     else
         c->cnt.drop_bad_bounds++;
-    return RV_FATAL;
+    return RV_ACCESS;
 }
 
 static void resp_copy(struct mroce_conn *c, uint8_t *dst,
@@ -150,16 +165,19 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
     if (!h->payload_len)
         return;
     memcpy(dst, h->payload, h->payload_len);
-    if (c->ctx->fault & 0x1u) { /* MROCE_FAULT_PLACE_FLIP */
+    if (c->ctx->fault & MROCE_FAULT_PLACE_FLIP) {
         dst[0] ^= 1;
-        c->ctx->fault &= ~0x1u;
+        c->ctx->fault &= ~MROCE_FAULT_PLACE_FLIP;
     }
 }
 
-/* R-SEC-4: resolve the target before a byte is written. */
+/* R-SEC-4: resolve the target before a byte is written; a zero-length
+ * message touches no memory and needs no key (R-MSG-2). */
 static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
+    if (!h->msg_len)
+        return RV_OK;
     if (h->va > UINT64_MAX - h->offset)
         return resp_access_verdict(c, MROCE_ERANGE);
     uint8_t *dst =
@@ -171,7 +189,7 @@ static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
     return RV_OK;
 }
 
-/* R-MSG-4: the SSN names the receive; RNR if it is not posted yet. */
+/* R-MSG-6: the SSN names the receive; RNR if it is not posted yet. */
 static int resp_recv(struct mroce_conn *c, struct stream *s,
                      const struct mroce_hdr *h, struct mroce_recv_wr **rwr)
 {
@@ -188,10 +206,8 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
     int v = resp_recv(c, s, h, &r);
     if (v != RV_OK)
         return v;
-    if (h->msg_len > r->sge.length) {
-        c->cnt.drop_bad_bounds++;
-        return RV_FATAL;
-    }
+    if (h->msg_len > r->sge.length)
+        return resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)r->sge.addr + h->offset, h);
     return RV_OK;
 }
@@ -199,46 +215,44 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va, h->msg_len,
-                       MROCE_ACCESS_REMOTE_READ, &err, NULL))
+    if (!h->msg_len || eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va, h->msg_len,
+                                      MROCE_ACCESS_REMOTE_READ, &err, NULL))
         return RV_OK;
     return resp_access_verdict(c, err);
 }
 
-/* R-MSG-7: response data lands in the READ's own local buffer. */
+/* R-MSG-11: response data lands in the READ's own local buffer. */
 static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     struct stream *s = &c->streams[h->stream];
     if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head))
-        return RV_DUP;
+        return resp_invalid(c);
     struct sq_slot *q = &s->sq[h->msn % c->attr.sq_depth];
-    if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len) {
-        c->cnt.drop_bad_msg++;
-        return RV_DROP;
-    }
+    if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len)
+        return resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
     q->read_got += h->payload_len;
     return RV_OK;
 }
 
-static int resp_place(struct mroce_conn *c, struct stream *s, struct in_msg *m,
+static int resp_place(struct mroce_conn *c, struct stream *s,
                       const struct mroce_hdr *h)
 {
-    int v = RV_OK;
+    struct mroce_recv_wr *r;
+    int v;
     switch (h->opcode) {
     case MROCE_OP_WRITE_IMM:
-        v = resp_recv(c, s, h, &(struct mroce_recv_wr *){NULL});
-        /* fall through */
-    case MROCE_OP_WRITE:
+        v = resp_recv(c, s, h, &r);
         return v == RV_OK ? resp_place_write(c, h) : v;
+    case MROCE_OP_WRITE:
+        return resp_place_write(c, h);
     case MROCE_OP_SEND:
     case MROCE_OP_SEND_IMM:
         return resp_place_send(c, s, h);
     case MROCE_OP_READ_REQ:
         return resp_check_read(c, h);
     }
-    (void)m;
-    return RV_DROP;
+    return resp_invalid(c);
 }
 
 /* ---- receive-side completion in MSN order (R-ORD-2, R-ORD-3) ---- */
@@ -301,8 +315,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     if (h->stream >= c->n_streams || !resp_chunk_ok(c, h)) {
-        c->cnt.drop_bad_msg++;
-        return RV_FATAL;
+        return resp_invalid(c);
     }
     if (resp_dsn_test(c, h->dsn) || seq_lt(h->dsn, c->rcv_cum))
         return RV_DUP;
@@ -324,7 +337,7 @@ static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
     struct in_msg *m = resp_in_msg(c, s, h, &v);
     if (!m)
         return v;
-    v = resp_place(c, s, m, h);
+    v = resp_place(c, s, h);
     if (v == RV_OK)
         m->got += h->payload_len;
     return v;
@@ -344,16 +357,6 @@ static void resp_after(struct mroce_conn *c, const struct mroce_hdr *h)
     eng_resp_retire(c, s);
 }
 
-static uint8_t resp_fatal_code(const struct mroce_hdr *h,
-                               const struct mroce_conn_counters *before,
-                               const struct mroce_conn_counters *after)
-{
-    (void)h;
-    if (after->drop_bad_msg != before->drop_bad_msg)
-        return MROCE_NAK_INVALID_REQUEST;
-    return MROCE_NAK_REMOTE_ACCESS;
-}
-
 static void resp_data(struct mroce_conn *c, uint64_t now,
                       const struct mroce_pkt_meta *meta,
                       const struct mroce_hdr *h)
@@ -365,17 +368,19 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
     }
     c->cnt.rx_data_pkts++;
     c->last_data_rx = now ? now : 1;
-    struct mroce_conn_counters before = c->cnt;
     int v = resp_accept(c, h);
     if (v == RV_DROP)
         return;
-    if (v == RV_RNR) { /* R-RETRY-4: not acked, NACKed with a delay */
+    if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
         resp_nak(c, h, MROCE_NAK_RNR, 100);
         return;
     }
-    if (v == RV_FATAL) { /* R-NACK-3: not acked; both sides to error */
-        resp_nak(c, h, resp_fatal_code(h, &before, &c->cnt), 0);
+    if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */
+        resp_nak(c, h,
+                 v == RV_ACCESS ? MROCE_NAK_REMOTE_ACCESS
+                                : MROCE_NAK_INVALID_REQUEST,
+                 0);
         eng_conn_error(c, 0, 0, 0);
         return;
     }

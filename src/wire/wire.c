@@ -15,7 +15,8 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_WRITE, "WRITE", MROCE_H_DXH | MROCE_H_RETH | MROCE_H_PAYLOAD,
        48),
     OP(MROCE_OP_WRITE_IMM, "WRITE_IMM",
-       MROCE_H_DXH | MROCE_H_RETH | MROCE_H_IMM | MROCE_H_PAYLOAD, 52),
+       MROCE_H_DXH | MROCE_H_RETH | MROCE_H_SNH | MROCE_H_IMM | MROCE_H_PAYLOAD,
+       56),
     OP(MROCE_OP_SEND, "SEND", MROCE_H_DXH | MROCE_H_SNH | MROCE_H_PAYLOAD, 40),
     OP(MROCE_OP_SEND_IMM, "SEND_IMM",
        MROCE_H_DXH | MROCE_H_SNH | MROCE_H_IMM | MROCE_H_PAYLOAD, 44),
@@ -24,7 +25,6 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_ACK, "ACK", MROCE_H_AKH, 68),
     OP(MROCE_OP_NACK, "NACK", MROCE_H_NKH, 32),
     OP(MROCE_OP_PROBE, "PROBE", 0, 16),
-    OP(MROCE_OP_PROBE_ACK, "PROBE_ACK", MROCE_H_PRH, 20),
     OP(MROCE_OP_CLOSE, "CLOSE", 0, 16),
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
@@ -131,16 +131,6 @@ static void nkh_get(struct mroce_hdr *h, const uint8_t *p)
     h->nak_info = mroce_be32_get(p + 12);
 }
 
-static void prh_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->echo_ts);
-}
-
-static void prh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->echo_ts = mroce_be32_get(p);
-}
-
 /* Wire order of the extension headers (R-HDR-5). */
 static const struct ext_codec ext_tab[] = {
     {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
@@ -149,7 +139,6 @@ static const struct ext_codec ext_tab[] = {
     {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
     {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
     {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
-    {MROCE_H_PRH, MROCE_PRH_LEN, prh_put, prh_get},
 };
 #define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
 
@@ -230,7 +219,8 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
     return (int)mroce_wire_seal(buf, (size_t)hl + payload_len);
 }
 
-/* R-RX-1: version, opcode, length, CRC, then the payload rule. */
+/* R-RX-1: minimum length, version, opcode, length of the opcode's
+ * headers, CRC, then the payload rule. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
 {
     memset(h, 0, sizeof(*h));

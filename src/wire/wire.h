@@ -17,7 +17,6 @@
 #define MROCE_IMM_LEN 4   /* immediate data */
 #define MROCE_AKH_LEN 52  /* ACK: SACK anchor, bitmap, echoes, rate hint */
 #define MROCE_NKH_LEN 16  /* NACK */
-#define MROCE_PRH_LEN 4   /* probe echo */
 #define MROCE_ICRC_LEN 4  /* CRC32C trailer */
 #define MROCE_MAX_HDR_LEN (MROCE_MTH_LEN + MROCE_AKH_LEN)
 
@@ -34,7 +33,6 @@ enum mroce_op {
     MROCE_OP_ACK = 0x10,
     MROCE_OP_NACK = 0x11,
     MROCE_OP_PROBE = 0x20,
-    MROCE_OP_PROBE_ACK = 0x21,
     MROCE_OP_CLOSE = 0x30,
     MROCE_OP_CLOSE_ACK = 0x31,
 };
@@ -51,7 +49,6 @@ enum mroce_op {
 #define MROCE_H_IMM 0x08
 #define MROCE_H_AKH 0x10
 #define MROCE_H_NKH 0x20
-#define MROCE_H_PRH 0x40
 #define MROCE_H_PAYLOAD 0x80 /* a payload may follow the headers */
 
 /* NACK syndromes (R-NACK-2). */
@@ -99,7 +96,7 @@ struct mroce_hdr {
     /* AKH */
     uint32_t sack_high; /* highest PSN received on the acknowledged path */
     uint32_t dsn_cum;   /* first DSN not yet received */
-    uint32_t echo_ts;   /* AKH and PRH */
+    uint32_t echo_ts;   /* AKH */
     uint32_t rate_mbps; /* receiver's fair-share grant, 0 = none */
     uint16_t ce_count;  /* CE-marked packets received on the path, mod 2^16 */
     uint16_t rx_count;  /* packets received on the path, mod 2^16 */
