@@ -125,7 +125,7 @@ uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx);
 /* Runs due timers (retransmission, probes, delayed ACKs). */
 void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now_ns);
 
-/* Drops at the endpoint, by reason (R-RX-1). */
+/* Drops at the endpoint, by reason (R-RX-1, R-RX-2, R-RX-5). */
 struct mroce_ctx_counters {
     uint64_t rx_pkts;
     uint64_t tx_pkts;
@@ -229,7 +229,7 @@ struct mroce_conn_attr {
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
 };
 
-/* What the two sides exchange out of band before connecting (R-CONN-2). */
+/* What the two sides exchange out of band before connecting (R-CONN-3). */
 struct mroce_conn_params {
     uint32_t conn_id;
     struct mroce_addr addr;
@@ -348,10 +348,10 @@ struct mroce_path_info {
 /* Errors: ENOENT (path >= n_paths). */
 int mroce_path_query(const struct mroce_conn *conn, uint16_t path,
                      struct mroce_path_info *out);
-/* Moves a path to a fresh random UDP source port (R-PATH-4). */
+/* Moves a path to a fresh random UDP source port (R-PATH-5, R-PATH-12). */
 int mroce_path_repath(struct mroce_conn *conn, uint16_t path);
-/* Takes a path out of (0) or back into (1) use. Errors: ENOENT, EINVAL
- * (disabling the last enabled path). */
+/* Takes a path out of (0) or back into (1) use (R-PATH-12). Errors:
+ * ENOENT, EINVAL (disabling the last enabled path). */
 int mroce_path_enable(struct mroce_conn *conn, uint16_t path, int on);
 
 #ifdef __cplusplus

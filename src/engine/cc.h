@@ -39,7 +39,7 @@ struct cc_ops {
 };
 
 /* The first controller: ECN-driven AIMD per path and per connection,
- * capped by the receiver's hint (cc_aimd.c, R-CC-3..6). */
+ * capped by the receiver's hint (cc_aimd.c, R-CC-1..3). */
 extern const struct cc_ops mroce_cc_aimd;
 
 #endif

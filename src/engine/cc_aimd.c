@@ -1,4 +1,4 @@
-/* ECN-driven AIMD per path and per connection (R-CC-3..6).
+/* ECN-driven AIMD per path and per connection (R-CC-1..3).
  * priv[0] = time of the last multiplicative decrease (one per RTT),
  * priv[1] = smoothed RTT seen by the controller, priv[2] = cap (bytes). */
 #include "engine/cc.h"
@@ -79,7 +79,7 @@ static void aimd_on_timeout(struct cc_conn *cc, struct cc_path *pc,
     pc->cwnd = aimd_mtu(pc);
 }
 
-/* R-CC-6: the connection may keep hint * RTT bytes in flight, never less
+/* R-CC-3: the connection may keep hint * RTT bytes in flight, never less
  * than a few packets so the hint cannot starve it. */
 static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
                               uint64_t rtt_ns)

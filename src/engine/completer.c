@@ -23,6 +23,7 @@ static uint8_t comp_wc_opcode(uint8_t op)
     }
 }
 
+/* R-ORD-6: every DSN acknowledged; a READ also has all its response. */
 static bool comp_done(const struct sq_slot *q)
 {
     if (q->acked < q->npkts)
@@ -30,7 +31,7 @@ static bool comp_done(const struct sq_slot *q)
     return q->op != MROCE_OP_READ_REQ || q->read_got >= q->wr.sge.length;
 }
 
-/* R-ORD-5: sender completions in post order per stream. */
+/* R-ORD-7: sender completions in post order per stream. */
 void eng_comp_retire(struct mroce_conn *c, struct stream *s)
 {
     uint32_t d = c->attr.sq_depth;
@@ -57,9 +58,30 @@ static void comp_resp_acked(struct mroce_conn *c, struct rd_resp *r)
 {
     if (++r->acked < r->npkts)
         return;
-    r->used = false; /* a deferred READ may now start (R-MSG-8) */
+    r->used = false; /* a deferred READ may now start (R-MSG-13) */
     for (uint32_t i = 0; i < c->n_streams; i++)
         eng_resp_retire(c, &c->streams[i]);
+}
+
+/* Ends the connection because of packet x: its WR gets `status`; a READ
+ * response being served fails no WR of ours, so everything flushes. */
+void eng_comp_fail_txp(struct mroce_conn *c, const struct txp *x,
+                       uint8_t status)
+{
+    if (x->kind == TXK_MSG)
+        eng_conn_error(c, x->stream, x->msn, status);
+    else
+        eng_conn_error(c, 0, 0, 0);
+}
+
+/* R-RETRY-1: the oldest unacknowledged packet names the failed WR. */
+void eng_comp_retry_exceeded(struct mroce_conn *c)
+{
+    struct txp *x = comp_txp(c, c->snd_una);
+    if (x)
+        eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
+    else
+        eng_conn_error(c, 0, 0, 0);
 }
 
 void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
@@ -82,13 +104,12 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         c->txp[c->snd_una++ & (c->dsn_window - 1)].state = TXP_FREE;
 }
 
-/* R-LOSS-2: a lost packet is queued for retransmission with its DSN. */
-void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, bool timeout)
+/* R-LOSS-5: a lost packet is queued for retransmission with its DSN. */
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn)
 {
     struct txp *x = comp_txp(c, dsn);
     if (!x || x->state != TXP_OUT)
         return;
-    x->retries += timeout;
     x->state = TXP_LOST;
     c->retx[(c->retx_head + c->retx_count++) & (c->dsn_window - 1)] = dsn;
 }
@@ -120,7 +141,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
     } else {
         pt->st.lost_pkts++;
-        eng_comp_lost(c, pt->psn_dsn[i], fate == ENG_TIMEOUT);
+        eng_comp_lost(c, pt->psn_dsn[i]);
     }
     comp_advance_una(c, pt);
 }
@@ -139,7 +160,7 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
 {
     struct path_tx *pt = &c->ptx[p];
     if (!seq_lt(h->sack_high, pt->next_psn))
-        return; /* acknowledges something never sent: ignore */
+        return; /* R-ACK-6: acknowledges something never sent */
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[i];
@@ -170,10 +191,11 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
 {
     pt->last_progress = now;
     pt->tlp_done = false;
+    c->backoff = 0;
     eng_path_alive(c, pt);
     pt->rto_at = ENG_NEVER;
     if (pt->una != pt->next_psn)
-        eng_conn_arm(c, pt->rto_at = now + pt->rto);
+        eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
 }
 
 /* R-ACK-7: ACKs are sprayed and may arrive out of order; only an ACK that
@@ -243,7 +265,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
                      uint32_t delay_us)
 {
     if (c->attr.rnr_retry != 7 && ++x->rnr_retries > c->attr.rnr_retry) {
-        eng_conn_error(c, x->stream, x->msn, MROCE_WC_RNR_RETRY_EXC_ERR);
+        eng_comp_fail_txp(c, x, MROCE_WC_RNR_RETRY_EXC_ERR);
         return;
     }
     x->state = TXP_RNR;
@@ -276,10 +298,8 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     }
     if (h->nak_code == MROCE_NAK_RNR)
         comp_rnr(c, x, now, h->nak_info);
-    else if (x->kind == TXK_MSG)
-        eng_conn_error(c, x->stream, x->msn, comp_nak_status(h->nak_code));
     else
-        eng_conn_error(c, 0, 0, 0);
+        eng_comp_fail_txp(c, x, comp_nak_status(h->nak_code));
 }
 
 /* RNR waits that are over go back to the retransmission queue. */
@@ -291,6 +311,6 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now)
             continue;
         c->n_rnr--;
         x->state = TXP_OUT;
-        eng_comp_lost(c, d, false);
+        eng_comp_lost(c, d);
     }
 }

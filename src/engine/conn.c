@@ -162,7 +162,8 @@ static uint32_t conn_min(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
-/* R-CONN-3: effective values are the minimum of both sides. */
+/* R-CONN-3: effective values are the minimum of both sides, except the
+ * message window: each side announces what it accepts (R-MSG-14). */
 int mroce_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
 {
     if (c->state != MROCE_CONN_INIT)
@@ -206,7 +207,7 @@ void mroce_conn_get_counters(const struct mroce_conn *c,
     *out = c->cnt;
 }
 
-/* ---- error and flush (R-RETRY-3, R-CONN-6) ---- */
+/* ---- error and flush (R-CONN-12, R-ORD-9) ---- */
 
 static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               uint16_t sid, uint32_t bad_msn, uint8_t status)
@@ -264,13 +265,14 @@ void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
     conn_flush(c, MROCE_CONN_ERROR, stream, msn, status);
 }
 
-/* The peer closed: flush and stop (R-CONN-7). */
+/* The peer closed: flush and stop (R-CONN-9). */
 void eng_conn_close(struct mroce_conn *c)
 {
     conn_flush(c, MROCE_CONN_CLOSED, 0, 0, 0);
     c->close_pending = false;
 }
 
+/* R-CONN-8: abortive: flush everything, then CLOSE until CLOSE_ACK. */
 int mroce_conn_disconnect(struct mroce_conn *c)
 {
     if (c->state != MROCE_CONN_CONNECTED)

@@ -30,7 +30,7 @@ uint64_t eng_rand(struct mroce_ctx *ctx)
     return z ^ (z >> 31);
 }
 
-/* R-PATH-4: source ports come from the dynamic range 49152..65535. */
+/* R-ENC-3: source ports come from the dynamic range 49152..65535. */
 uint16_t eng_rand_port(struct mroce_ctx *ctx)
 {
     return (uint16_t)(49152 + eng_rand(ctx) % 16384);
@@ -153,7 +153,8 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
     }
 }
 
-/* R-RX-1: decode, find the connection, check the source, then dispatch. */
+/* R-RX-1, R-RX-2: decode, find the connection, check the source and the
+ * path, then dispatch. */
 int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len)
@@ -166,7 +167,7 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         return ctx_drop_wire(ctx, err);
     struct mroce_conn *c = eng_conn_find(ctx, h.conn);
     if (!c || c->state == MROCE_CONN_INIT) {
-        ctx->cnt.drop_unknown_conn++; /* R-SEC-3: no reply */
+        ctx->cnt.drop_unknown_conn++; /* R-CONN-2: no reply */
         return MROCE_EPROTO;
     }
     if (meta->src.family && !ctx_addr_eq(&meta->src, &c->remote.addr)) {
@@ -236,7 +237,7 @@ void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
     }
 }
 
-/* ---- the receiver's fair share (R-CC-7) ---- */
+/* ---- the receiver's fair share (R-CC-2) ---- */
 
 #define SHARE_WINDOW_NS 50000
 

@@ -14,9 +14,10 @@
 #define ENG_NEVER UINT64_MAX
 #define ENG_MAX_PATHS 256
 #define ENG_PSN_PROBE 0x8000 /* psn_len of a PSN carried by a PROBE */
-#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-2) */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16
 
-/* Serial-number comparisons on 32-bit sequence spaces (R-SACK-2). */
+/* Serial-number comparisons on 32-bit sequence spaces (spec section 1.4). */
 static inline bool seq_lt(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) < 0;
@@ -58,8 +59,7 @@ enum txp_kind { TXK_MSG, TXK_RESP };
 struct txp {
     uint32_t dsn;
     uint8_t state, kind;
-    uint8_t retries;  /* retransmissions after a timeout (R-RETRY-1) */
-    uint8_t tx_count; /* transmissions of any cause (R-RETRY-2) */
+    uint8_t tx_count; /* transmissions of any cause (R-RETRY-1) */
     uint8_t rnr_retries;
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
@@ -80,11 +80,12 @@ struct sq_slot {
     struct mroce_mr *mr;
 };
 
-/* Receiver side of one inbound message (R-ORD-2). */
+/* Receiver side of one inbound message (R-MSG-3, R-ORD-3). */
 struct in_msg {
     bool used, done;
     uint8_t op, status;
-    uint32_t msn, len, got, imm, ssn;
+    uint32_t msn, len, imm, ssn;
+    uint32_t npkts, got; /* packets in the message, packets accepted */
     uint64_t va;
     uint32_t rkey;
 };
@@ -102,7 +103,7 @@ struct stream {
     uint32_t in_base;
 };
 
-/* READ response being served by the responder (R-MSG-7). */
+/* READ response being served by the responder (R-MSG-10, R-MSG-13). */
 struct rd_resp {
     bool used;
     uint16_t stream;
@@ -122,7 +123,6 @@ enum path_state {
 struct path_tx {
     uint16_t src_port;
     uint8_t state;
-    uint8_t n_rto; /* consecutive timeouts */
     uint32_t next_psn, una;
     uint32_t *psn_dsn; /* path_window entries */
     uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
@@ -131,7 +131,7 @@ struct path_tx {
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
     uint64_t rto_at, probe_at;
-    bool tlp_done, probe_due;
+    bool tlp_done, probe_due, probe_retx;
     uint16_t ce_seen, rx_seen;
     struct cc_path cc;
     struct mroce_path_info st; /* counters, exported as is */
@@ -145,7 +145,8 @@ struct path_rx {
     uint16_t ce_count, rx_count;
     uint32_t unacked;
     uint32_t echo_ts;
-    uint64_t ack_at; /* delayed-ACK deadline; 0 = queued, NEVER = none */
+    uint64_t ack_at;  /* delayed-ACK deadline; 0 = queued, NEVER = none */
+    uint16_t ack_via; /* our path that carried the last ACK for it */
 };
 
 struct nak_entry {
@@ -187,6 +188,9 @@ struct mroce_conn {
     uint32_t rr_path, rr_ack;
     uint32_t inflight;    /* bytes in flight over all paths */
     uint32_t n_probe_due; /* paths with a PROBE to send */
+    uint64_t rtt_hint;    /* latest smoothed RTT of any path */
+    uint8_t backoff;      /* timeout rounds since the last progress */
+    uint64_t round_end;   /* timeouts before this are the same round */
     uint8_t *ack_pending; /* per path flag */
     uint16_t *ack_queue;  /* paths with an ACK to send */
     uint32_t ack_q_head, ack_q_count;
@@ -305,7 +309,10 @@ void eng_comp_retire(struct mroce_conn *c, struct stream *s);
 enum eng_fate { ENG_ACKED, ENG_LOST, ENG_TIMEOUT };
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate);
-void eng_comp_lost(struct mroce_conn *c, uint32_t dsn, bool timeout);
+void eng_comp_lost(struct mroce_conn *c, uint32_t dsn);
+void eng_comp_fail_txp(struct mroce_conn *c, const struct txp *x,
+                       uint8_t status);
+void eng_comp_retry_exceeded(struct mroce_conn *c);
 void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 
 /* path.c */
@@ -315,7 +322,9 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
 void eng_path_timers(struct mroce_conn *c, uint64_t now);
 uint64_t eng_path_deadline(const struct mroce_conn *c);
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt);
-int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes);
+uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt);
+int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
+                  uint64_t now);
 void eng_path_repath(struct mroce_conn *c, uint16_t p);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);

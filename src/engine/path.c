@@ -1,14 +1,13 @@
 /* Paths: per-path RTT and timers, the path state machine, re-pathing,
  * probes, path choice, and the receiver's SACK bitmap (R-PATH-*, R-RTT-*,
- * R-SACK-4). */
+ * R-SACK-4, R-SACK-5). */
 #include "engine/eng.h"
 
-#define PATH_FAIL_RTOS 3   /* consecutive timeouts before re-pathing */
 #define PATH_MIN_PTO 10000 /* ns */
 
 uint32_t eng_ts(uint64_t now)
 {
-    return (uint32_t)now; /* R-HDR-2: ns mod 2^32 */
+    return (uint32_t)now; /* R-HDR-10: ns mod 2^32 */
 }
 
 static bool path_port_used(const struct mroce_conn *c, uint16_t port)
@@ -19,7 +18,7 @@ static bool path_port_used(const struct mroce_conn *c, uint16_t port)
     return false;
 }
 
-/* R-PATH-4: a fresh source port, distinct from the connection's others. */
+/* R-PATH-5: a fresh source port, distinct from the connection's others. */
 static uint16_t path_new_port(struct mroce_conn *c)
 {
     uint16_t port;
@@ -41,7 +40,7 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
     c->prx[p].ack_at = ENG_NEVER;
 }
 
-/* R-RTT-2: RFC 6298 estimator with the connection's RTO bounds. */
+/* R-RTT-3, R-RTT-4: RFC 6298 estimator with the connection's RTO bounds. */
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
 {
     if (!pt->srtt) {
@@ -54,22 +53,41 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     }
     if (!pt->min_rtt || rtt < pt->min_rtt)
         pt->min_rtt = rtt;
+    bool first = !c->rtt_hint;
+    c->rtt_hint = pt->srtt;
+    if (first) /* tail-loss probes of other paths can now be timed */
+        eng_conn_update_deadline(c);
     uint64_t rto = pt->srtt + 4 * pt->rttvar;
     if (rto < c->attr.min_rto_ns)
         rto = c->attr.min_rto_ns;
     pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
 }
 
+/* R-RTT-6: the path's RTO, doubled for every timeout round the
+ * connection had since it last saw progress, so the retry limit is a
+ * bounded time when the peer is gone. A path on a fresh port that has not
+ * answered yet keeps the undoubled RTO: each of its timeouts tries another
+ * port, so a connection explores many routes before its limit. */
+uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    if (pt->state == PATH_PROBING)
+        return pt->rto; /* R-PATH-8: probing explores new ports quickly */
+    uint64_t rto = pt->rto << c->backoff;
+    return rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
+}
+
+/* A path without its own RTT sample borrows the connection's latest. */
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
-    uint64_t pto = 2 * pt->srtt + c->attr.ack_delay_ns;
+    uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
+    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
 }
 
 static uint64_t path_tlp_at(const struct mroce_conn *c,
                             const struct path_tx *pt)
 {
-    if (pt->una == pt->next_psn || pt->tlp_done || !pt->srtt)
+    if (pt->una == pt->next_psn || pt->tlp_done || !(pt->srtt || c->rtt_hint))
         return ENG_NEVER;
     return pt->last_send + eng_path_pto(c, pt);
 }
@@ -101,7 +119,7 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
     c->cnt.repaths++;
 }
 
-/* R-RTT-4: the newest packet of a silent path is sent again on another
+/* R-RTT-7: the newest packet of a silent path is sent again on another
  * path (data recovery), and a PROBE on the silent path itself makes the
  * receiver's next ACK for it reveal whether the tail was lost. */
 static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
@@ -112,16 +130,38 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     if (!pt->psn_len[i])
         return;
     c->cnt.tlp_pkts++;
+    if (pt->state == PATH_ACTIVE)
+        pt->state = PATH_SUSPECT; /* no new data until it shows life */
     if (!(pt->psn_len[i] & ENG_PSN_PROBE))
-        eng_comp_lost(c, pt->psn_dsn[i], false);
+        eng_comp_lost(c, pt->psn_dsn[i]);
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
+        pt->probe_retx = true;
         c->n_probe_due++;
     }
 }
 
-/* R-RTT-3, R-PATH-2: all in flight is lost, the path is suspect; after
- * PATH_FAIL_RTOS timeouts in a row it fails and moves to a new port. */
+/* R-RTT-6, R-PATH-3: all in flight is lost; a timeout means the route is
+ * broken (or the peer is gone), so the path fails at once and moves to a
+ * new source port, where PROBEs (and, with no active path left, data one
+ * packet at a time) test it. Each further timeout moves it again. */
+/* R-RETRY-1: timeouts of several paths within one RTO are one round;
+ * each round without progress doubles every RTO, and more than retry_cnt
+ * rounds end the connection (the peer or the fabric is gone). */
+static void path_backoff(struct mroce_conn *c, const struct path_tx *pt,
+                         uint64_t now)
+{
+    if (now < c->round_end)
+        return;
+    if (c->backoff < ENG_MAX_BACKOFF)
+        c->backoff++;
+    uint64_t round = pt->rto << c->backoff;
+    c->round_end =
+        now + (round < c->attr.max_rto_ns ? round : c->attr.max_rto_ns);
+    if (c->backoff > c->attr.retry_cnt)
+        eng_comp_retry_exceeded(c);
+}
+
 static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
     struct path_tx *pt = &c->ptx[p];
@@ -131,18 +171,12 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     pt->st.timeouts++;
     c->cnt.rto_events++;
     mroce_cc_aimd.on_timeout(&c->cc, &pt->cc, now);
-    pt->rto =
-        pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
-    if (pt->state == PATH_DISABLED)
+    path_backoff(c, pt, now);
+    if (c->state != MROCE_CONN_CONNECTED || pt->state == PATH_DISABLED)
         return;
-    if (++pt->n_rto >= PATH_FAIL_RTOS) {
-        pt->state = PATH_FAILED;
-        eng_path_repath(c, p);
-        pt->n_rto = 0;
-        pt->state = PATH_PROBING;
-    } else if (pt->state == PATH_ACTIVE) {
-        pt->state = PATH_SUSPECT;
-    }
+    pt->state = PATH_FAILED;
+    eng_path_repath(c, p);
+    pt->state = PATH_PROBING;
     pt->probe_at = now;
     eng_conn_arm(c, now);
 }
@@ -151,7 +185,8 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
 {
     if (c->state != MROCE_CONN_CONNECTED)
         return;
-    for (uint16_t p = 0; p < c->n_paths; p++) {
+    for (uint16_t p = 0; p < c->n_paths && c->state == MROCE_CONN_CONNECTED;
+         p++) {
         struct path_tx *pt = &c->ptx[p];
         if (pt->rto_at <= now)
             path_rto(c, p, now);
@@ -160,14 +195,15 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
         if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
             pt->probe_at = ENG_NEVER;
             pt->probe_due = true;
+            pt->probe_retx = true;
             c->n_probe_due++;
         }
     }
 }
 
-/* ---- probes (R-PATH-5, R-PATH-6, R-RTT-4) ---- */
+/* ---- probes (R-PATH-7, R-PATH-8, R-RTT-7) ---- */
 
-/* A PROBE occupies a PSN on its path but carries no data, so the
+/* R-PATH-7: a PROBE occupies a PSN on its path but carries no data, so the
  * receiver's ACK for that path shows whatever before it was lost. */
 static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
                            uint8_t *buf, size_t cap,
@@ -175,8 +211,11 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
 {
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = pt->next_psn & (c->path_window - 1);
+    /* RETX marks a probe sent because the path went silent (R-PATH-7) */
+    uint8_t flags = MROCE_HF_ACKREQ | (pt->probe_retx ? MROCE_HF_RETX : 0);
+    pt->probe_retx = false;
     struct mroce_hdr h = {.opcode = MROCE_OP_PROBE,
-                          .flags = MROCE_HF_ACKREQ,
+                          .flags = flags,
                           .path = p,
                           .conn = c->remote.conn_id,
                           .psn = pt->next_psn,
@@ -184,25 +223,10 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     pt->psn_dsn[i] = 0;
     pt->psn_len[i] = ENG_PSN_PROBE;
     if (pt->next_psn++ == pt->una)
-        eng_conn_arm(c, pt->rto_at = now + pt->rto);
+        eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
     pt->st.probes++;
     eng_req_meta(c, p, meta);
     return mroce_wire_encode(&h, NULL, 0, buf, cap);
-}
-
-/* An unanswered health probe backs off; too many move the path again. */
-static void path_probe_schedule(struct mroce_conn *c, uint16_t p, uint64_t now)
-{
-    struct path_tx *pt = &c->ptx[p];
-    if (++pt->n_rto > PATH_FAIL_RTOS) {
-        eng_path_repath(c, p);
-        pt->n_rto = 0;
-        pt->state = PATH_PROBING;
-    }
-    pt->probe_at = now + pt->rto;
-    eng_conn_arm(c, pt->probe_at);
-    pt->rto =
-        pt->rto * 2 > c->attr.max_rto_ns ? c->attr.max_rto_ns : pt->rto * 2;
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -219,8 +243,6 @@ int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         if (pt->state == PATH_DISABLED ||
             pt->next_psn - pt->una >= c->path_window)
             continue;
-        if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
-            path_probe_schedule(c, p, now);
         return path_probe_emit(c, p, now, buf, cap, meta);
     }
     return 0;
@@ -234,11 +256,10 @@ void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
         pt->cc.cwnd = c->attr.init_cwnd_pkts * c->mtu;
     if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
         pt->state = PATH_ACTIVE; /* R-PATH-3 */
-    pt->n_rto = 0;
     pt->probe_at = ENG_NEVER;
 }
 
-/* ---- path choice (R-LOSS-3, R-PATH-1) ---- */
+/* ---- path choice (R-PATH-13, R-LOSS-4, R-PATH-11) ---- */
 
 static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
                       uint32_t bytes)
@@ -248,17 +269,33 @@ static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
     return !pt->inflight || pt->inflight + bytes <= pt->cc.cwnd;
 }
 
-static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes,
-                     bool fallback)
+enum path_scan_mode { SCAN_PROVEN, SCAN_ACTIVE };
+
+/* Proven: acknowledged at least once, and nothing on it older than a PTO
+ * without progress -- the safest place for a retransmission. */
+static bool path_proven(const struct mroce_conn *c, const struct path_tx *pt,
+                        uint64_t now)
+{
+    return pt->srtt && (pt->una == pt->next_psn ||
+                        now - pt->last_progress < eng_path_pto(c, pt));
+}
+
+static bool path_fits(const struct mroce_conn *c, const struct path_tx *pt,
+                      int mode, uint64_t now)
+{
+    if (pt->state != PATH_ACTIVE)
+        return false;
+    return mode == SCAN_ACTIVE || path_proven(c, pt, now);
+}
+
+static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
+                     uint64_t now)
 {
     for (uint32_t i = 0; i < c->n_paths; i++) {
         uint32_t p = (c->rr_path + i) % c->n_paths;
         const struct path_tx *pt = &c->ptx[p];
-        if ((int)p == avoid || pt->state == PATH_DISABLED)
-            continue;
-        if (fallback ? pt->inflight != 0 : pt->state != PATH_ACTIVE)
-            continue;
-        if (!path_room(c, pt, bytes))
+        if ((int)p == avoid || pt->state == PATH_DISABLED ||
+            !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes))
             continue;
         c->rr_path = p + 1;
         return (int)p;
@@ -266,24 +303,24 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes,
     return -1;
 }
 
-/* Round-robin spray over active paths with window room; a retransmission
- * avoids the path it was lost on unless nothing else has room. If no path
- * is active, one packet at a time goes to any idle enabled path so the
- * connection keeps trying until its retry limits end it. */
-int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes)
+/* R-PATH-13: new data is sprayed round-robin over active paths with room.
+ * A retransmission (avoid = the path it was lost on) goes first to a
+ * proven path, then to any other active path, its old path last. Paths
+ * that are not ACTIVE carry only PROBEs until an ACK clears them, so
+ * exploring new ports never spends a packet's transmissions. */
+int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
-    int p = path_scan(c, avoid, bytes, false);
-    if (p < 0 && avoid >= 0)
-        p = path_scan(c, -1, bytes, false);
-    for (uint32_t i = 0; p < 0 && i < c->n_paths; i++)
-        if (c->ptx[i].state == PATH_ACTIVE)
-            return -1; /* active paths exist, just full: wait */
+    int p = -1;
+    if (avoid >= 0)
+        p = path_scan(c, avoid, bytes, SCAN_PROVEN, now);
     if (p < 0)
-        p = path_scan(c, -1, bytes, true);
+        p = path_scan(c, avoid, bytes, SCAN_ACTIVE, now);
+    if (p < 0 && avoid >= 0)
+        p = path_scan(c, -1, bytes, SCAN_ACTIVE, now);
     return p;
 }
 
-/* ---- receiver bitmap (R-SACK-4) ---- */
+/* ---- receiver bitmap (R-SACK-4, R-SACK-5) ---- */
 
 static void path_shift(uint64_t b[4], uint32_t d)
 {
@@ -329,7 +366,7 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
     mroce_sack_set(pr->bits, back);
 }
 
-/* ---- extension API ---- */
+/* ---- extension API (R-PATH-12) ---- */
 
 int mroce_path_query(const struct mroce_conn *c, uint16_t path,
                      struct mroce_path_info *out)
@@ -342,7 +379,7 @@ int mroce_path_query(const struct mroce_conn *c, uint16_t path,
     out->src_port = pt->src_port;
     out->srtt_ns = pt->srtt;
     out->min_rtt_ns = pt->min_rtt;
-    out->rto_ns = pt->rto;
+    out->rto_ns = eng_path_rto(c, pt);
     out->cwnd_bytes = pt->cc.cwnd;
     out->inflight_bytes = pt->inflight;
     return 0;

@@ -1,5 +1,5 @@
 /* Posting work requests: validation against local keys and bounds, then a
- * copy into the stream's queue (R-MSG-1). */
+ * copy into the stream's queue (R-ORD-1, R-MSG-1). */
 #include "engine/eng.h"
 
 static int post_check_conn(struct mroce_conn *c, uint16_t stream)
@@ -53,7 +53,7 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
     *q = (struct sq_slot){.wr = *wr, .op = op, .msn = s->sq_tail, .mr = mr};
     q->npkts = post_npkts(c, op, wr->sge.length);
     if (op != MROCE_OP_WRITE && op != MROCE_OP_READ_REQ)
-        q->ssn = s->next_ssn++; /* R-MSG-4: consumes a receive */
+        q->ssn = s->next_ssn++; /* R-MSG-7: consumes a receive */
     if (mr)
         mr->refs++;
     s->sq_tail++;

@@ -11,7 +11,7 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
     meta->dst = c->remote.addr;
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-5 */
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
 }
 
 static struct sq_slot *req_slot(struct mroce_conn *c, const struct txp *x)
@@ -55,7 +55,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     pt->psn_len[i] = (uint16_t)charge;
     if (pt->next_psn == pt->una) {
         pt->last_progress = now;
-        pt->rto_at = now + pt->rto;
+        pt->rto_at = now + eng_path_rto(c, pt);
         pt->tlp_done = false;
         eng_conn_arm(c, pt->rto_at);
     }
@@ -73,7 +73,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     c->cnt.tx_data_pkts++;
 }
 
-/* Writes the packet for DSN x on path p (R-SACK-3: fresh PSN each time). */
+/* Writes the packet for DSN x on path p (R-SACK-2: fresh PSN each time). */
 static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
                     uint8_t flags, uint64_t now, uint8_t *buf,
                     struct mroce_pkt_meta *meta)
@@ -86,7 +86,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
     h.ts = eng_ts(now);
-    /* R-ACK-2: ask for an ACK when the path window is about to close */
+    /* R-ACK-1: ask for an ACK when the path window is about to close */
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
@@ -104,7 +104,7 @@ static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
     return MROCE_MAX_HDR_LEN + len + MROCE_ICRC_LEN;
 }
 
-/* ---- retransmissions first (R-LOSS-3) ---- */
+/* ---- retransmissions first (R-LOSS-6, R-LOSS-3, R-RETRY-1) ---- */
 
 static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     struct mroce_pkt_meta *meta)
@@ -117,13 +117,13 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             c->retx_count--;
             continue;
         }
-        int p = eng_path_pick(c, x->last_path, req_charge(c, x->len));
+        int p = eng_path_pick(c, x->last_path, req_charge(c, x->len), now);
         if (p < 0)
             return 0;
         c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
         c->retx_count--;
-        if (x->retries > c->attr.retry_cnt || x->tx_count >= ENG_MAX_TX) {
-            eng_conn_error(c, x->stream, x->msn, MROCE_WC_RETRY_EXC_ERR);
+        if (x->tx_count >= ENG_MAX_TX) { /* R-RETRY-1 */
+            eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
             return 0;
         }
         c->cnt.retx_pkts++;
@@ -178,7 +178,7 @@ static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
 {
     if (s->sq_next == s->sq_tail)
         return false;
-    if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-ORD-4 */
+    if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-MSG-14 */
         return false;
     const struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
     return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
@@ -216,11 +216,11 @@ static struct txp *req_next_msg(struct mroce_conn *c)
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
-    if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-3 */
+    if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
         return 0;
     if (c->inflight >= c->cc.cwnd)
         return 0;
-    int p = eng_path_pick(c, -1, req_charge(c, c->mtu));
+    int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
     if (p < 0)
         return 0;
     struct txp *x = req_next_resp(c);
@@ -232,11 +232,11 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     if (x->offset + x->len >= (x->kind == TXK_RESP
                                    ? c->resp[x->msn].len
                                    : req_slot(c, x)->wr.sge.length))
-        flags |= MROCE_HF_ACKREQ; /* R-ACK-2: last packet of a message */
+        flags |= MROCE_HF_ACKREQ; /* R-ACK-1: last packet of a message */
     return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
 }
 
-/* ---- connection control packets (R-CONN-6) ---- */
+/* ---- connection control packets (R-CONN-8, R-CONN-10) ---- */
 
 static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                      struct mroce_pkt_meta *meta)

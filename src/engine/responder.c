@@ -44,8 +44,8 @@ static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
         eng_conn_arm(c, pr->ack_at = now + c->attr.ack_delay_ns);
 }
 
-/* Records the packet on its path (R-SACK-4); returns false if the PSN is
- * too old for the bitmap. */
+/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7), then
+ * applies the ACK policy (R-ACK-1). */
 static void resp_record(struct mroce_conn *c, uint64_t now,
                         const struct mroce_pkt_meta *meta,
                         const struct mroce_hdr *h)
@@ -83,7 +83,7 @@ static void resp_dsn_mark(struct mroce_conn *c, uint32_t dsn)
     }
 }
 
-/* ---- inbound message tracking (R-ORD-2) ---- */
+/* ---- inbound message tracking (R-MSG-3, R-MSG-14) ---- */
 
 /* What the checks decide for a data packet. ACCESS and INVALID are fatal
  * (R-NACK-6): the packet is refused and both sides go to ERROR. */
@@ -126,8 +126,11 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                              .ssn = h->ssn,
                              .va = h->va,
                              .rkey = h->rkey};
+        m->npkts = h->opcode == MROCE_OP_READ_REQ || !h->msg_len
+                       ? 1
+                       : (h->msg_len - 1) / c->mtu + 1;
     } else if (!resp_same_msg(m, h)) {
-        *v = resp_invalid(c); /* R-MSG-1: fields constant per message */
+        *v = resp_invalid(c); /* R-MSG-3: fields constant per message */
         return NULL;
     }
     *v = RV_OK;
@@ -189,7 +192,7 @@ static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
     return RV_OK;
 }
 
-/* R-MSG-6: the SSN names the receive; RNR if it is not posted yet. */
+/* R-MSG-6, R-MSG-8: the SSN names the receive; RNR if it is not posted. */
 static int resp_recv(struct mroce_conn *c, struct stream *s,
                      const struct mroce_hdr *h, struct mroce_recv_wr **rwr)
 {
@@ -212,6 +215,7 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
     return RV_OK;
 }
 
+/* R-MSG-9: a READ_REQ is checked on arrival; zero length needs no key. */
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
@@ -255,8 +259,9 @@ static int resp_place(struct mroce_conn *c, struct stream *s,
     return resp_invalid(c);
 }
 
-/* ---- receive-side completion in MSN order (R-ORD-2, R-ORD-3) ---- */
+/* ---- receive-side completion in MSN order (R-ORD-3, R-ORD-4) ---- */
 
+/* R-MSG-10, R-MSG-13: a READ executes in MSN order when a slot is free. */
 static bool resp_start_read(struct mroce_conn *c, uint16_t sid,
                             const struct in_msg *m)
 {
@@ -298,7 +303,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
         struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
-        if (!m->used || m->msn != s->in_base || m->got < m->len)
+        if (!m->used || m->msn != s->in_base || m->got < m->npkts)
             return;
         if (m->op == MROCE_OP_READ_REQ && !resp_start_read(c, sid, m))
             return; /* resumes when a response slot frees */
@@ -312,6 +317,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 
 /* ---- the data path ---- */
 
+/* R-RX-3 steps 11-13: stream and packet size, then the DSN (R-DSN-3). */
 static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     if (h->stream >= c->n_streams || !resp_chunk_ok(c, h)) {
@@ -339,7 +345,7 @@ static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
         return v;
     v = resp_place(c, s, h);
     if (v == RV_OK)
-        m->got += h->payload_len;
+        m->got++; /* DSN dedup makes each packet count once */
     return v;
 }
 
@@ -352,9 +358,27 @@ static void resp_after(struct mroce_conn *c, const struct mroce_hdr *h)
     }
     if (h->opcode == MROCE_OP_READ_REQ) {
         struct in_msg *m = &s->in[h->msn % c->attr.sq_depth];
-        m->got = m->len; /* a READ request is complete on arrival */
+        m->got = m->npkts; /* a READ request is complete on arrival */
     }
     eng_resp_retire(c, s);
+}
+
+/* R-ACK-8: a PROBE sent because its path went silent, or a
+ * retransmission of data we already hold, means our ACKs may not get
+ * through. ACKs are not acknowledged, so the receiver tests the
+ * path that carried the last ACK for that forward path like a sender
+ * tests a silent path: SUSPECT (no ACKs routed over it while another path
+ * is active) and a PROBE, whose ACK clears it or whose RTO re-paths it. */
+static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
+{
+    struct path_tx *via = &c->ptx[c->prx[p].ack_via];
+    if (via->state != PATH_ACTIVE)
+        return;
+    via->state = PATH_SUSPECT;
+    if (!via->probe_due) {
+        via->probe_due = true;
+        c->n_probe_due++;
+    }
 }
 
 static void resp_data(struct mroce_conn *c, uint64_t now,
@@ -387,6 +411,8 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
     resp_record(c, now, meta, h);
     if (v == RV_DUP) {
         c->cnt.rx_dup_pkts++;
+        if (h->flags & MROCE_HF_RETX)
+            resp_ack_route_suspect(c, h->path);
         return;
     }
     resp_dsn_mark(c, h->dsn);
@@ -397,7 +423,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
 
 static void resp_close(struct mroce_conn *c)
 {
-    c->close_ack_pending = true; /* R-CONN-7: answer every CLOSE */
+    c->close_ack_pending = true; /* R-CONN-9: answer every CLOSE */
     if (c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING)
         eng_conn_close(c);
 }
@@ -415,9 +441,12 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
             c->state = MROCE_CONN_CLOSED;
         }
         break;
-    case MROCE_OP_PROBE: /* R-PATH-6: recorded and acknowledged */
-        if (c->state == MROCE_CONN_CONNECTED)
-            resp_record(c, now, meta, h);
+    case MROCE_OP_PROBE: /* R-PATH-9: recorded and acknowledged */
+        if (c->state != MROCE_CONN_CONNECTED)
+            break;
+        if (h->flags & MROCE_HF_RETX) /* its sender hears nothing */
+            resp_ack_route_suspect(c, h->path);
+        resp_record(c, now, meta, h);
         break;
     default:
         resp_data(c, now, meta, h);
@@ -427,26 +456,37 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
 
 /* ---- ACK and NACK emission ---- */
 
-/* R-ACK-4: ACKs go round-robin over our own usable paths. */
-static uint16_t resp_ack_path(struct mroce_conn *c)
+/* R-ACK-3: ACKs go round-robin over our own usable paths. */
+static int resp_ack_scan(struct mroce_conn *c, bool any_live)
 {
     for (uint32_t i = 0; i < c->n_paths; i++) {
         uint16_t p = (uint16_t)((c->rr_ack + i) % c->n_paths);
         uint8_t st = c->ptx[p].state;
-        if (st == PATH_ACTIVE || st == PATH_SUSPECT) {
+        if (st == PATH_ACTIVE || (any_live && st != PATH_DISABLED)) {
             c->rr_ack = p + 1u;
             return p;
         }
     }
-    return (uint16_t)(c->rr_ack++ % c->n_paths);
+    return -1;
+}
+
+/* R-ACK-3: ACKs go round-robin over our own active paths; if none is
+ * active, over any enabled one (an ACK must go somewhere). */
+static uint16_t resp_ack_path(struct mroce_conn *c)
+{
+    int p = resp_ack_scan(c, false);
+    if (p < 0)
+        p = resp_ack_scan(c, true);
+    return p < 0 ? 0 : (uint16_t)p;
 }
 
 static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
-                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
+                     uint16_t via, uint8_t *buf, size_t cap,
+                     struct mroce_pkt_meta *meta)
 {
     h->conn = c->remote.conn_id;
     h->ts = eng_ts(now);
-    eng_req_meta(c, resp_ack_path(c), meta);
+    eng_req_meta(c, via, meta);
     return mroce_wire_encode(h, NULL, 0, buf, cap);
 }
 
@@ -465,10 +505,10 @@ static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->nak_head = (c->nak_head + 1) % 16;
     c->nak_count--;
     c->cnt.tx_nacks++;
-    return resp_emit(c, now, &h, buf, cap, meta);
+    return resp_emit(c, now, &h, resp_ack_path(c), buf, cap, meta);
 }
 
-/* R-ACK-3: every ACK is self-contained. */
+/* R-ACK-2, R-ACK-4: every ACK is self-contained. */
 static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta)
 {
@@ -488,8 +528,9 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     memcpy(h.sack, pr->bits, sizeof(h.sack));
     pr->unacked = 0;
     pr->ack_at = ENG_NEVER;
+    pr->ack_via = resp_ack_path(c);
     c->cnt.tx_acks++;
-    return resp_emit(c, now, &h, buf, cap, meta);
+    return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
 }
 
 int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,

@@ -1,4 +1,4 @@
-/* CRC32C (R-CRC-1). x86-64 CPUs with SSE4.2 have a CRC32C instruction that
+/* CRC32C (R-CRC-2). x86-64 CPUs with SSE4.2 have a CRC32C instruction that
  * is ~10x faster than a table; elsewhere a byte-wise table (reflected
  * polynomial 0x82F63B78) is used. The table is a constant so the code is
  * safe to call from any thread without initialisation. */

@@ -79,7 +79,7 @@ struct mroce_hdr {
     uint8_t flags;
     uint16_t path;
     uint32_t conn; /* destination connection id */
-    uint32_t psn;  /* per-path sequence number (probe id for probes) */
+    uint32_t psn;  /* per-path sequence number, PROBEs too (R-SACK-2) */
     uint32_t ts;   /* sender timestamp, ns mod 2^32 */
     /* DXH (and NKH's copy of dsn/stream/msn) */
     uint32_t dsn;
@@ -141,7 +141,7 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
  * mroce_wire_err; h->payload points into buf. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h);
 
-/* SACK bitmap helpers: bit i <-> PSN (sack_high - i). */
+/* SACK bitmap helpers: bit i <-> PSN (sack_high - i) (R-HDR-14). */
 static inline int mroce_sack_test(const uint64_t sack[4], unsigned i)
 {
     return (int)((sack[i >> 6] >> (63 - (i & 63))) & 1);
