@@ -251,8 +251,7 @@ enum mroce_conn_state {
 };
 const char *mroce_conn_state_str(int state);
 
-/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM, EAGAIN
- * (a CQ is too small for the connection's queues). */
+/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM. */
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
@@ -321,7 +320,8 @@ struct mroce_conn_counters {
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
     uint64_t drop_bad_msg; /* inconsistent message fields */
     uint64_t drop_state;   /* data while closed/in error */
-    uint64_t drop_stale;   /* ACK/NACK for nothing outstanding */
+    uint64_t drop_stale;   /* NACK for nothing outstanding */
+    uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
 };

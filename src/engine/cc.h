@@ -9,7 +9,7 @@
 
 struct cc_path {
     uint32_t cwnd;    /* bytes the path may have in flight */
-    uint64_t priv[3]; /* controller-private */
+    uint64_t priv[4]; /* controller-private */
 };
 
 struct cc_conn {

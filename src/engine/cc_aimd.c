@@ -1,6 +1,7 @@
 /* ECN-driven AIMD per path and per connection (R-CC-1..3).
  * priv[0] = time of the last multiplicative decrease (one per RTT),
- * priv[1] = smoothed RTT seen by the controller, priv[2] = cap (bytes). */
+ * priv[1] = smoothed RTT seen by the controller, priv[2] = mtu << 32 |
+ * cap (bytes), priv[3] = ACKed bytes not yet turned into window. */
 #include "engine/cc.h"
 
 #define AIMD_BETA_ECN 4  /* ECN: cwnd -= cwnd / 4 */
@@ -25,6 +26,7 @@ static void aimd_init(struct cc_conn *cc, struct cc_path *pc, uint32_t n,
         pc[i].priv[0] = 0;
         pc[i].priv[1] = 0;
         pc[i].priv[2] = ((uint64_t)prm->mtu << 32) | prm->max_path;
+        pc[i].priv[3] = 0;
     }
 }
 
@@ -59,10 +61,14 @@ static void aimd_on_ack(struct cc_conn *cc, struct cc_path *pc, uint32_t bytes,
         aimd_cut(pc, AIMD_BETA_ECN, now);
         return;
     }
-    /* additive increase: one MTU per window's worth of ACKed bytes */
-    uint64_t inc = (uint64_t)aimd_mtu(pc) * bytes / pc->cwnd;
-    pc->cwnd =
-        aimd_clamp(pc->cwnd + (inc ? inc : 1), aimd_mtu(pc), aimd_max(pc));
+    /* additive increase: one MTU per window's worth of ACKed bytes, with
+     * the remainder carried in priv[3] so small ACKs add up exactly */
+    pc->priv[3] += bytes;
+    if (pc->priv[3] < pc->cwnd)
+        return;
+    pc->priv[3] -= pc->cwnd;
+    pc->cwnd = aimd_clamp((uint64_t)pc->cwnd + aimd_mtu(pc), aimd_mtu(pc),
+                          aimd_max(pc));
 }
 
 static void aimd_on_loss(struct cc_conn *cc, struct cc_path *pc, uint64_t now)

@@ -24,11 +24,12 @@ static uint8_t comp_wc_opcode(uint8_t op)
 }
 
 /* R-ORD-6: every DSN acknowledged; a READ also has all its response. */
-static bool comp_done(const struct sq_slot *q)
+static bool comp_done(const struct mroce_conn *c, const struct sq_slot *q)
 {
     if (q->acked < q->npkts)
         return false;
-    return q->op != MROCE_OP_READ_REQ || q->read_got >= q->wr.sge.length;
+    return q->op != MROCE_OP_READ_REQ ||
+           q->read_got >= eng_npkts(q->wr.sge.length, c->mtu);
 }
 
 /* R-ORD-7: sender completions in post order per stream. */
@@ -38,7 +39,7 @@ void eng_comp_retire(struct mroce_conn *c, struct stream *s)
     while (s->msn_una != s->sq_next &&
            s->sq[s->msn_una % d].acked >= s->sq[s->msn_una % d].npkts)
         s->msn_una++;
-    while (s->sq_head != s->sq_next && comp_done(&s->sq[s->sq_head % d])) {
+    while (s->sq_head != s->sq_next && comp_done(c, &s->sq[s->sq_head % d])) {
         struct sq_slot *q = &s->sq[s->sq_head % d];
         struct mroce_wc wc = {.wr_id = q->wr.wr_id,
                               .conn = c,
@@ -136,12 +137,16 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
     }
     pt->inflight -= slot;
     c->inflight -= slot;
+    struct txp *x = comp_txp(c, pt->psn_dsn[i]);
+    if (x && x->copies)
+        x->copies--;
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
     } else {
         pt->st.lost_pkts++;
-        eng_comp_lost(c, pt->psn_dsn[i]);
+        if (x && !x->copies) /* R-LOSS-5: not while a copy may arrive */
+            eng_comp_lost(c, pt->psn_dsn[i]);
     }
     comp_advance_una(c, pt);
 }
@@ -159,8 +164,10 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
-    if (!seq_lt(h->sack_high, pt->next_psn))
-        return; /* R-ACK-6: acknowledges something never sent */
+    if (!seq_lt(h->sack_high, pt->next_psn)) {
+        c->cnt.drop_bad_ack++; /* R-ACK-6: acknowledges something never sent */
+        return;
+    }
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[i];
@@ -180,8 +187,10 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
 
 static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 {
-    if (seq_lt(c->snd_next, dsn_cum))
+    if (seq_lt(c->snd_next, dsn_cum)) {
+        c->cnt.drop_bad_ack++;
         return;
+    }
     for (uint32_t d = c->snd_una; seq_lt(d, dsn_cum); d++)
         eng_comp_dsn_acked(c, d);
 }
@@ -216,15 +225,17 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
 {
     uint64_t rtt = 0;
     if (sum->high_new) {
-        rtt = (uint32_t)(eng_ts(now) - h->echo_ts); /* R-RTT-1 */
-        eng_path_rtt_sample(c, pt, rtt);
+        uint32_t d = eng_ts(now) - h->echo_ts; /* R-RTT-1 */
+        rtt = d < 0x80000000u ? d : 0;         /* a bogus echo: no sample */
+        if (rtt)
+            eng_path_rtt_sample(c, pt, rtt);
     }
     uint16_t ce = comp_new_ce(pt, h);
     if (sum->lost)
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
-    if (h->rate_mbps != c->rate_hint_mbps) {
+    if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-2 */
         c->rate_hint_mbps = h->rate_mbps;
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps,
                                    pt->min_rtt ? pt->min_rtt : pt->srtt);
@@ -268,10 +279,57 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         eng_comp_fail_txp(c, x, MROCE_WC_RNR_RETRY_EXC_ERR);
         return;
     }
+    if (x->tx_count) /* R-RETRY-4: an RNR wait is not a loss */
+        x->tx_count--;
     x->state = TXP_RNR;
     x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
+}
+
+/* The refused PSN was not acknowledged: stop counting it in flight, and
+ * stop the path's timer if nothing else is outstanding on it. */
+static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    uint32_t i = h->psn & (c->path_window - 1);
+    struct path_tx *pt = &c->ptx[h->path];
+    if (!seq_lt(h->psn, pt->next_psn) || seq_lt(h->psn, pt->una) ||
+        pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
+        (pt->psn_len[i] & ENG_PSN_PROBE))
+        return;
+    pt->inflight -= pt->psn_len[i];
+    c->inflight -= pt->psn_len[i];
+    pt->psn_len[i] = 0;
+    struct txp *x = comp_txp(c, h->dsn);
+    if (x && x->copies)
+        x->copies--;
+    comp_advance_una(c, pt);
+    if (pt->una == pt->next_psn)
+        pt->rto_at = ENG_NEVER;
+}
+
+/* R-NACK-4: the DSN must be outstanding and belong to the named message. */
+static struct txp *comp_nak_txp(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    struct txp *x = comp_txp(c, h->dsn);
+    if (!x || x->state == TXP_ACKED || x->state == TXP_RNR)
+        return NULL;
+    if (x->kind == TXK_MSG && (x->stream != h->stream || x->msn != h->msn))
+        return NULL;
+    return x;
+}
+
+/* A fatal NACK for a message whose packets are all acknowledged (a READ
+ * the responder could not execute) names it by stream and MSN. */
+static bool comp_nak_wr(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    if (h->stream >= c->n_streams)
+        return false;
+    struct stream *s = &c->streams[h->stream];
+    if (seq_lt(h->msn, s->sq_head) || !seq_lt(h->msn, s->sq_next))
+        return false;
+    eng_conn_error(c, h->stream, h->msn, comp_nak_status(h->nak_code));
+    return true;
 }
 
 void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
@@ -281,25 +339,19 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         c->cnt.drop_state++;
         return;
     }
-    /* the refused PSN was not acknowledged; stop counting it in flight */
-    uint32_t i = h->psn & (c->path_window - 1);
-    struct path_tx *pt = &c->ptx[h->path];
-    if (pt->psn_dsn[i] == h->dsn && pt->psn_len[i] &&
-        !(pt->psn_len[i] & ENG_PSN_PROBE)) {
-        pt->inflight -= pt->psn_len[i];
-        c->inflight -= pt->psn_len[i];
-        pt->psn_len[i] = 0;
-        comp_advance_una(c, pt);
-    }
-    struct txp *x = comp_txp(c, h->dsn);
-    if (!x || x->state == TXP_ACKED || x->state == TXP_RNR) {
-        c->cnt.drop_stale++;
+    if (h->nak_code < MROCE_NAK_RNR || h->nak_code > MROCE_NAK_CONN_CLOSED) {
+        c->cnt.drop_stale++; /* R-NACK-2: unknown syndrome */
         return;
     }
-    if (h->nak_code == MROCE_NAK_RNR)
+    struct txp *x = comp_nak_txp(c, h);
+    if (x)
+        comp_nak_release(c, h);
+    if (h->nak_code == MROCE_NAK_RNR && x)
         comp_rnr(c, x, now, h->nak_info);
-    else
+    else if (h->nak_code != MROCE_NAK_RNR && x)
         eng_comp_fail_txp(c, x, comp_nak_status(h->nak_code));
+    else if (h->nak_code == MROCE_NAK_RNR || !comp_nak_wr(c, h))
+        c->cnt.drop_stale++;
 }
 
 /* RNR waits that are over go back to the retransmission queue. */

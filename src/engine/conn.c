@@ -162,15 +162,24 @@ static uint32_t conn_min(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
+/* R-CONN-4: every peer value in its range, so no minimum can be 0. */
+static bool conn_params_ok(const struct mroce_conn_params *r)
+{
+    return r->conn_id && r->udp_port && r->n_paths &&
+           r->n_paths <= ENG_MAX_PATHS && r->n_streams && r->mtu >= 256 &&
+           r->mtu <= 9000 && conn_pow2(r->dsn_window) &&
+           r->dsn_window <= (1u << 20) && r->msg_window && r->max_rd &&
+           (r->addr.family == MROCE_AF_INET ||
+            r->addr.family == MROCE_AF_INET6);
+}
+
 /* R-CONN-3: effective values are the minimum of both sides, except the
  * message window: each side announces what it accepts (R-MSG-14). */
 int mroce_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
 {
     if (c->state != MROCE_CONN_INIT)
         return MROCE_ESTATE;
-    if (!r->conn_id || !r->n_paths || !r->n_streams || r->mtu < 256 ||
-        !conn_pow2(r->dsn_window) || !r->msg_window ||
-        (r->addr.family != MROCE_AF_INET && r->addr.family != MROCE_AF_INET6))
+    if (!conn_params_ok(r))
         return MROCE_EINVAL;
     c->remote = *r;
     c->n_paths = conn_min(c->attr.n_paths, r->n_paths);

@@ -170,7 +170,7 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         ctx->cnt.drop_unknown_conn++; /* R-CONN-2: no reply */
         return MROCE_EPROTO;
     }
-    if (meta->src.family && !ctx_addr_eq(&meta->src, &c->remote.addr)) {
+    if (!ctx_addr_eq(&meta->src, &c->remote.addr)) {
         ctx->cnt.drop_bad_src++;
         return MROCE_EPROTO;
     }

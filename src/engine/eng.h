@@ -17,6 +17,12 @@
 #define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
 #define ENG_MAX_BACKOFF 16
 
+/* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
+static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
+{
+    return len ? (len - 1) / mtu + 1 : 1;
+}
+
 /* Serial-number comparisons on 32-bit sequence spaces (spec section 1.4). */
 static inline bool seq_lt(uint32_t a, uint32_t b)
 {
@@ -61,6 +67,7 @@ struct txp {
     uint8_t state, kind;
     uint8_t tx_count; /* transmissions of any cause (R-RETRY-1) */
     uint8_t rnr_retries;
+    uint8_t copies; /* transmissions of it still unresolved on paths */
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
@@ -76,7 +83,7 @@ struct sq_slot {
     bool all_sent, fatal;
     uint32_t msn, ssn;
     uint32_t npkts, acked, sent_bytes;
-    uint32_t read_got; /* READ: response bytes placed */
+    uint32_t read_got; /* READ: response packets placed */
     struct mroce_mr *mr;
 };
 
@@ -86,6 +93,7 @@ struct in_msg {
     uint8_t op, status;
     uint32_t msn, len, imm, ssn;
     uint32_t npkts, got; /* packets in the message, packets accepted */
+    uint32_t dsn;        /* of its first accepted packet, for NACKs */
     uint64_t va;
     uint32_t rkey;
 };
@@ -107,7 +115,7 @@ struct stream {
 struct rd_resp {
     bool used;
     uint16_t stream;
-    uint32_t msn, len, sent, npkts, acked;
+    uint32_t msn, len, sent_pkts, npkts, acked;
     uint8_t *src;
 };
 

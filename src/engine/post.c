@@ -26,13 +26,6 @@ static int post_local(struct mroce_conn *c, const struct mroce_sge *sge,
     return 0;
 }
 
-static uint32_t post_npkts(const struct mroce_conn *c, uint8_t op, uint32_t len)
-{
-    if (op == MROCE_OP_READ_REQ || !len)
-        return 1;
-    return (len + c->mtu - 1) / c->mtu;
-}
-
 static int post_sq(struct mroce_conn *c, uint8_t op,
                    const struct mroce_send_wr *wr)
 {
@@ -51,7 +44,7 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
         return MROCE_EAGAIN;
     struct sq_slot *q = &s->sq[s->sq_tail % c->attr.sq_depth];
     *q = (struct sq_slot){.wr = *wr, .op = op, .msn = s->sq_tail, .mr = mr};
-    q->npkts = post_npkts(c, op, wr->sge.length);
+    q->npkts = op == MROCE_OP_READ_REQ ? 1 : eng_npkts(wr->sge.length, c->mtu);
     if (op != MROCE_OP_WRITE && op != MROCE_OP_READ_REQ)
         q->ssn = s->next_ssn++; /* R-MSG-7: consumes a receive */
     if (mr)

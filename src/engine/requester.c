@@ -14,7 +14,7 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
     meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
 }
 
-static struct sq_slot *req_slot(struct mroce_conn *c, const struct txp *x)
+static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)
 {
     return &c->streams[x->stream].sq[x->msn % c->attr.sq_depth];
 }
@@ -70,6 +70,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     x->last_path = p;
     x->state = TXP_OUT;
     x->tx_count++;
+    x->copies++;
     c->cnt.tx_data_pkts++;
 }
 
@@ -163,12 +164,12 @@ static struct txp *req_next_resp(struct mroce_conn *c)
     for (uint32_t i = 0; i < c->attr.max_rd; i++) {
         uint32_t k = (c->rr_resp + i) % c->attr.max_rd;
         struct rd_resp *r = &c->resp[k];
-        if (!r->used || r->sent >= r->len)
-            continue;
+        if (!r->used || r->sent_pkts >= r->npkts)
+            continue; /* R-MSG-10: a zero-length READ gets one packet too */
         c->rr_resp = k + 1;
-        uint32_t n = req_chunk(c, r->len, r->sent);
-        struct txp *x = req_new_txp(c, TXK_RESP, r->stream, k, r->sent, n);
-        r->sent += n;
+        uint32_t off = r->sent_pkts++ * c->mtu;
+        uint32_t n = req_chunk(c, r->len, off);
+        struct txp *x = req_new_txp(c, TXK_RESP, r->stream, k, off, n);
         return x;
     }
     return NULL;
@@ -213,6 +214,14 @@ static struct txp *req_next_msg(struct mroce_conn *c)
     return NULL;
 }
 
+/* The last packet of a message (a READ_REQ is its only packet). */
+static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
+{
+    uint32_t n =
+        x->kind == TXK_RESP ? c->resp[x->msn].npkts : req_slot(c, x)->npkts;
+    return x->offset / c->mtu + 1 >= n;
+}
+
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
@@ -228,11 +237,7 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         x = req_next_msg(c);
     if (!x)
         return 0;
-    uint8_t flags = 0;
-    if (x->offset + x->len >= (x->kind == TXK_RESP
-                                   ? c->resp[x->msn].len
-                                   : req_slot(c, x)->wr.sge.length))
-        flags |= MROCE_HF_ACKREQ; /* R-ACK-1: last packet of a message */
+    uint8_t flags = req_last_pkt(c, x) ? MROCE_HF_ACKREQ : 0; /* R-ACK-1 */
     return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
 }
 
@@ -252,7 +257,8 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             c->state = MROCE_CONN_CLOSED;
             return 0;
         }
-        c->close_at = now + c->ptx[0].rto;
+        /* R-CONN-8: the wait doubles with every CLOSE sent */
+        c->close_at = now + (c->ptx[0].rto << (c->close_tries - 1));
         eng_conn_arm(c, c->close_at);
         h.opcode = MROCE_OP_CLOSE;
     } else {

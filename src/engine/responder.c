@@ -126,9 +126,9 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                              .ssn = h->ssn,
                              .va = h->va,
                              .rkey = h->rkey};
-        m->npkts = h->opcode == MROCE_OP_READ_REQ || !h->msg_len
-                       ? 1
-                       : (h->msg_len - 1) / c->mtu + 1;
+        m->dsn = h->dsn;
+        m->npkts =
+            h->opcode == MROCE_OP_READ_REQ ? 1 : eng_npkts(h->msg_len, c->mtu);
     } else if (!resp_same_msg(m, h)) {
         *v = resp_invalid(c); /* R-MSG-3: fields constant per message */
         return NULL;
@@ -235,7 +235,7 @@ static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
     if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len)
         return resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
-    q->read_got += h->payload_len;
+    q->read_got++; /* DSN dedup makes each packet count once */
     return RV_OK;
 }
 
@@ -262,22 +262,68 @@ static int resp_place(struct mroce_conn *c, struct stream *s,
 /* ---- receive-side completion in MSN order (R-ORD-3, R-ORD-4) ---- */
 
 /* R-MSG-10, R-MSG-13: a READ executes in MSN order when a slot is free. */
-static bool resp_start_read(struct mroce_conn *c, uint16_t sid,
-                            const struct in_msg *m)
+static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
+                               uint16_t sid, const struct in_msg *m);
+
+/* R-MSG-13: 1 = started, 0 = no response slot free (retried when one
+ * frees), -1 = the region is gone or changed since the request arrived. */
+static int resp_start_read(struct mroce_conn *c, uint16_t sid,
+                           const struct in_msg *m)
 {
+    int err = 0;
+    uint8_t *src = NULL;
+    if (m->len)
+        src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
+                             MROCE_ACCESS_REMOTE_READ, &err, NULL);
+    if (err)
+        return -1;
     for (uint32_t i = 0; i < c->attr.max_rd; i++) {
         struct rd_resp *r = &c->resp[i];
         if (r->used)
             continue;
-        int err;
-        *r = (struct rd_resp){
-            .used = true, .stream = sid, .msn = m->msn, .len = m->len};
-        r->npkts = m->len ? (m->len + c->mtu - 1) / c->mtu : 1;
-        r->src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
-                                MROCE_ACCESS_REMOTE_READ, &err, NULL);
-        return true;
+        *r = (struct rd_resp){.used = true,
+                              .stream = sid,
+                              .msn = m->msn,
+                              .len = m->len,
+                              .src = src,
+                              .npkts = eng_npkts(m->len, c->mtu)};
+        return 1;
     }
-    return false;
+    return 0;
+}
+
+/* A message found invalid only when it retires: NACK it by stream and
+ * MSN (R-NACK-4) and end the connection. */
+static void resp_fatal_msg(struct mroce_conn *c, uint16_t sid,
+                           const struct in_msg *m, uint8_t code)
+{
+    struct mroce_hdr h = {.stream = sid, .msn = m->msn, .dsn = m->dsn};
+    if (code == MROCE_NAK_REMOTE_ACCESS)
+        c->cnt.drop_bad_key++;
+    else
+        c->cnt.drop_bad_msg++;
+    resp_nak(c, &h, code, 0);
+    eng_conn_error(c, 0, 0, 0);
+}
+
+/* Executes a retiring message; false if it cannot retire (yet). */
+static bool resp_execute(struct mroce_conn *c, struct stream *s, uint16_t sid,
+                         const struct in_msg *m)
+{
+    if (m->op == MROCE_OP_READ_REQ) {
+        int r = resp_start_read(c, sid, m);
+        if (r < 0)
+            resp_fatal_msg(c, sid, m, MROCE_NAK_REMOTE_ACCESS);
+        return r > 0;
+    }
+    if (m->op == MROCE_OP_WRITE)
+        return true;
+    if (m->ssn != s->rq_head) { /* R-MSG-6: receives are used in order */
+        resp_fatal_msg(c, sid, m, MROCE_NAK_INVALID_REQUEST);
+        return false;
+    }
+    resp_complete_recv(c, s, sid, m);
+    return true;
 }
 
 static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
@@ -305,10 +351,8 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
         struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
         if (!m->used || m->msn != s->in_base || m->got < m->npkts)
             return;
-        if (m->op == MROCE_OP_READ_REQ && !resp_start_read(c, sid, m))
-            return; /* resumes when a response slot frees */
-        if (m->op != MROCE_OP_WRITE && m->op != MROCE_OP_READ_REQ)
-            resp_complete_recv(c, s, sid, m);
+        if (!resp_execute(c, s, sid, m))
+            return; /* a READ resumes when a response slot frees */
         m->used = false;
         s->in_base++;
         c->cnt.msgs_rx++;
@@ -323,13 +367,13 @@ static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
     if (h->stream >= c->n_streams || !resp_chunk_ok(c, h)) {
         return resp_invalid(c);
     }
-    if (resp_dsn_test(c, h->dsn) || seq_lt(h->dsn, c->rcv_cum))
+    if (seq_lt(h->dsn, c->rcv_cum))
         return RV_DUP;
-    if (h->dsn - c->rcv_cum >= c->dsn_window) {
+    if (h->dsn - c->rcv_cum >= c->dsn_window) { /* before the bitmap */
         c->cnt.drop_dsn_window++;
         return RV_DROP;
     }
-    return RV_OK;
+    return resp_dsn_test(c, h->dsn) ? RV_DUP : RV_OK;
 }
 
 static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
