@@ -69,14 +69,70 @@ static uint32_t crc_soft(uint32_t c, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* The crc32 instruction has a latency of 3 cycles and a throughput of 1,
+ * so one chain runs at a third of the speed the core can give. Long
+ * buffers are cut into three equal lanes computed together and joined:
+ * the register after A||B||C is shift(A, 2n) ^ shift(B, n) ^ C, where
+ * shift(r, n) multiplies r by x^(8n) modulo the polynomial. */
+#define CRC_POLY 0x82F63B78u
+
+static uint32_t crc_mulmod(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if (!(a & (m - 1)))
+                return p;
+        }
+        m >>= 1;
+        b = (b >> 1) ^ (CRC_POLY & (0u - (b & 1u)));
+    }
+}
+
+/* Lane length in bytes and x^(8n), x^(16n) mod P (reflected). */
+static const struct {
+    size_t len;
+    uint32_t k1, k2;
+} crc_lanes[] = {
+    {1360, 0xD6A79573u, 0x4672C7F2u}, /* 3 x 1360 = a 4 KiB packet */
+    {128, 0xB8FDB1E7u, 0x88E56F72u},
+};
+
+__attribute__((target("sse4.2"))) static uint64_t crc_load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t
+crc_hw_lanes(uint32_t c, const uint8_t *p, size_t n, uint32_t k1, uint32_t k2)
+{
+    uint64_t a = c, b = 0, d = 0;
+    for (size_t i = 0; i < n; i += 8) {
+        a = __builtin_ia32_crc32di(a, crc_load64(p + i));
+        b = __builtin_ia32_crc32di(b, crc_load64(p + n + i));
+        d = __builtin_ia32_crc32di(d, crc_load64(p + 2 * n + i));
+    }
+    return crc_mulmod(k2, (uint32_t)a) ^ crc_mulmod(k1, (uint32_t)b) ^
+           (uint32_t)d;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t
 crc_hw(uint32_t c, const uint8_t *p, size_t len)
 {
+    for (size_t l = 0; l < sizeof(crc_lanes) / sizeof(crc_lanes[0]); l++) {
+        size_t n = crc_lanes[l].len;
+        while (len >= 3 * n) {
+            c = crc_hw_lanes(c, p, n, crc_lanes[l].k1, crc_lanes[l].k2);
+            p += 3 * n;
+            len -= 3 * n;
+        }
+    }
     uint64_t c64 = c;
     while (len >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c64 = __builtin_ia32_crc32di(c64, v);
+        c64 = __builtin_ia32_crc32di(c64, crc_load64(p));
         p += 8;
         len -= 8;
     }
