@@ -2,6 +2,7 @@
  *
  *   mroce-bench loss-sweep [--json FILE] [--bytes N] [--seed S]
  *                          [--msg N] [--streams N] [--paths N]
+ *                          [--pcap FILE [--pcap-max N]]
  *
  * loss-sweep: two engines over the test wire (4096-byte MTU, 100 Gbit/s
  * egress per endpoint, 2 us one-way delay, 16 ECMP routes, 16 paths) move
@@ -12,6 +13,11 @@
  * timed around the engine loop only. Every WRITE's destination is compared
  * with its source before the slot is reused; any difference, failed work
  * request or stall exits non-zero.
+ *
+ * --pcap FILE writes the first N packets (--pcap-max, default 2000) that
+ * the engines send in the 1% loss run to a pcap file, through the driver
+ * loop's tap, so before the wire drops any (docs/wireshark.md). The time
+ * spent writing is left out of ns/pkt like the verification time.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 
@@ -23,6 +29,7 @@
 
 #include <mroce/mroce.h>
 
+#include "io/pcap/pcap.h"
 #include "io/testwire/testwire.h"
 #include "io/testwire/twloop.h"
 
@@ -36,6 +43,8 @@
 #define WIRE_OVERHEAD 66   /* UDP 8 + IPv4 20 + Ethernet 14+4+8+12 */
 #define HDR_BYTES (48 + 4) /* MTH+DXH+RETH, ICRC: a WRITE data packet */
 #define VIRT_LIMIT_NS 600000000000ull
+#define CAPTURE_POINT 1 /* loss_points index captured by --pcap */
+#define PCAP_MAX_DEFAULT 2000
 
 static const double loss_points[N_LOSS] = {0.0, 0.01, 0.1};
 
@@ -46,6 +55,8 @@ struct opts {
     uint32_t msg;
     uint16_t streams;
     uint16_t paths;
+    const char *pcap;
+    uint64_t pcap_max;
 };
 
 struct result {
@@ -105,6 +116,59 @@ static double ideal_gbps(void)
     return (double)RATE_BPS / 1e9 * MTU / frame;
 }
 
+/* ---- Packet capture (--pcap) ---- */
+
+struct capture {
+    struct mroce_pcap *pcap; /* NULL: not capturing */
+    struct mroce_twloop *loop;
+    uint64_t max;
+    int failed;
+    double wall_s; /* time spent writing, not in ns_per_pkt */
+};
+
+/* Sees every packet an engine sends; switches itself off after max. */
+static void capture_tap(void *ud, uint64_t now, int from_ep,
+                        const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                        size_t len)
+{
+    struct capture *c = ud;
+    double t0 = wall_now();
+    (void)from_ep;
+    if (mroce_pcap_write(c->pcap, now, meta, buf, len) < 0)
+        c->failed = 1;
+    if (c->failed || mroce_pcap_count(c->pcap) >= c->max)
+        mroce_twloop_set_tap(c->loop, NULL, NULL);
+    c->wall_s += wall_now() - t0;
+}
+
+static int capture_open(struct capture *c, const struct opts *o,
+                        struct mroce_twloop *loop)
+{
+    int rc = mroce_pcap_open(o->pcap, &c->pcap);
+    if (rc < 0) {
+        perror(o->pcap);
+        return rc;
+    }
+    c->loop = loop;
+    c->max = o->pcap_max;
+    mroce_twloop_set_tap(loop, capture_tap, c);
+    return 0;
+}
+
+/* Returns -1 if any write failed. NULL pcap: nothing to do. */
+static int capture_close(struct capture *c, const char *path)
+{
+    if (!c->pcap)
+        return 0;
+    uint64_t n = mroce_pcap_count(c->pcap);
+    if (mroce_pcap_close(c->pcap) < 0 || c->failed) {
+        fprintf(stderr, "pcap: writing %s failed\n", path);
+        return -1;
+    }
+    fprintf(stderr, "pcap: %" PRIu64 " packets written to %s\n", n, path);
+    return 0;
+}
+
 /* ---- One transfer ---- */
 
 struct xfer {
@@ -118,6 +182,7 @@ struct xfer {
     double verify_s; /* wall time spent checking, not in ns_per_pkt */
     uint64_t sum_src, sum_dst;
     uint64_t next_report;
+    struct capture cap;
 };
 
 static int xfer_post(struct xfer *x)
@@ -269,7 +334,7 @@ static void collect(struct xfer *x, struct result *r, double wall)
     mroce_twloop_get_stats(x->p->loop, &ls);
     r->virt_s = (double)ls.now / 1e9;
     r->goodput_gbps = (double)(x->done * x->o->msg) * 8 / (double)ls.now;
-    r->wall_s = wall - x->verify_s;
+    r->wall_s = wall - x->verify_s - x->cap.wall_s;
     r->data_pkts = c.tx_data_pkts;
     r->retx_pkts = c.retx_pkts;
     r->tlp_pkts = c.tlp_pkts;
@@ -284,12 +349,15 @@ static void collect(struct xfer *x, struct result *r, double wall)
     r->sum_dst = x->sum_dst;
 }
 
-static int run_point(const struct opts *o, double loss, struct result *r)
+static int run_point(const struct opts *o, double loss, int capture,
+                     struct result *r)
 {
     struct xfer x;
     memset(r, 0, sizeof(*r));
     r->loss = loss;
     int rc = xfer_open(&x, o, loss);
+    if (rc == 0 && capture)
+        rc = capture_open(&x.cap, o, x.p->loop);
     if (rc < 0) {
         fprintf(stderr, "set-up: %s\n", mroce_strerror(rc));
         xfer_close(&x);
@@ -311,6 +379,7 @@ static int run_point(const struct opts *o, double loss, struct result *r)
         x.failed = 1;
     }
     int bad = x.failed || r->sum_src != r->sum_dst;
+    bad |= capture_close(&x.cap, o->pcap) < 0;
     xfer_close(&x);
     return bad ? -1 : 0;
 }
@@ -453,7 +522,9 @@ static void usage(void)
     fprintf(stderr, "usage: mroce-bench loss-sweep [--json FILE] [--bytes N] "
                     "[--seed S]\n"
                     "                              [--msg N] [--streams N] "
-                    "[--paths N]\n");
+                    "[--paths N]\n"
+                    "                              [--pcap FILE [--pcap-max "
+                    "N]]\n");
 }
 
 static int parse_num(const char *s, uint64_t *out)
@@ -473,6 +544,10 @@ static int parse_opt(struct opts *o, const char *k, const char *v)
         o->json = v;
         return 0;
     }
+    if (strcmp(k, "--pcap") == 0) {
+        o->pcap = v;
+        return 0;
+    }
     if (parse_num(v, &n) < 0)
         return -1;
     if (strcmp(k, "--bytes") == 0)
@@ -485,6 +560,8 @@ static int parse_opt(struct opts *o, const char *k, const char *v)
         o->streams = (uint16_t)n;
     else if (strcmp(k, "--paths") == 0 && n >= 1 && n <= 256)
         o->paths = (uint16_t)n;
+    else if (strcmp(k, "--pcap-max") == 0 && n >= 1)
+        o->pcap_max = n;
     else
         return -1;
     return 0;
@@ -498,6 +575,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->msg = 4 * MIB;
     o->streams = 4;
     o->paths = 16;
+    o->pcap = NULL;
+    o->pcap_max = PCAP_MAX_DEFAULT;
     if (argc < 2 || strcmp(argv[1], "loss-sweep") != 0)
         return -1;
     for (int i = 2; i < argc; i += 2)
@@ -518,7 +597,8 @@ int main(int argc, char **argv)
     struct result r[N_LOSS];
     int bad = 0;
     for (int i = 0; i < N_LOSS; i++)
-        bad |= run_point(&o, loss_points[i], &r[i]) < 0;
+        bad |= run_point(&o, loss_points[i], o.pcap && i == CAPTURE_POINT,
+                         &r[i]) < 0;
     for (int i = 0; i < N_LOSS; i++)
         r[i].ratio =
             r[0].goodput_gbps > 0 ? r[i].goodput_gbps / r[0].goodput_gbps : 0.0;
