@@ -219,8 +219,8 @@ struct mroce_conn_attr {
     uint32_t dsn_window;         /* packets in flight, power of 2 [4096] */
     uint32_t path_window;        /* PSNs in flight per path, pow2<=256 [256]*/
     uint32_t max_rd;             /* outstanding READs [16] */
-    uint8_t retry_cnt;           /* retransmissions per packet [7] */
-    uint8_t rnr_retry;           /* RNR retries, 7 = infinite [7] */
+    uint8_t retry_cnt;           /* timeout rounds before ERROR [7] */
+    uint8_t rnr_retry;           /* RNR retries, 7 = unlimited [7] */
     uint64_t min_rto_ns;         /* [100000] */
     uint64_t max_rto_ns;         /* [100000000] */
     uint32_t ack_every;          /* ACK every n packets per path [1] */
@@ -260,7 +260,8 @@ void mroce_conn_get_params(const struct mroce_conn *conn,
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
 /* Abortive close: flushes every outstanding work request and posted
- * receive with WR_FLUSH_ERR, then sends CLOSE until CLOSE_ACK (R-CONN-8).
+ * receive with WR_FLUSH_ERR, then sends CLOSE, with a doubling wait, until
+ * CLOSE_ACK or 1 + retry_cnt copies (R-CONN-8).
  * Errors: ESTATE if not connected. */
 int mroce_conn_disconnect(struct mroce_conn *conn);
 /* Frees the connection; outstanding WRs are dropped without completion. */
@@ -320,8 +321,8 @@ struct mroce_conn_counters {
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
     uint64_t drop_bad_msg; /* inconsistent message fields */
     uint64_t drop_state;   /* data while closed/in error */
-    uint64_t drop_stale;   /* NACK for nothing outstanding */
-    uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent */
+    uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
+    uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
 };

@@ -59,7 +59,8 @@ static void comp_resp_acked(struct mroce_conn *c, struct rd_resp *r)
 {
     if (++r->acked < r->npkts)
         return;
-    r->used = false; /* a deferred READ may now start (R-MSG-13) */
+    eng_resp_release(r);
+    /* a deferred READ may now start (R-MSG-13) */
     for (uint32_t i = 0; i < c->n_streams; i++)
         eng_resp_retire(c, &c->streams[i]);
 }
@@ -160,14 +161,12 @@ struct ack_sum {
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
  * is lost, because a path does not reorder. */
-static void comp_sack(struct mroce_conn *c, uint16_t p,
+static bool comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
-    if (!seq_lt(h->sack_high, pt->next_psn)) {
-        c->cnt.drop_bad_ack++; /* R-ACK-6: acknowledges something never sent */
-        return;
-    }
+    if (!seq_lt(h->sack_high, pt->next_psn))
+        return false; /* R-ACK-6: acknowledges something never sent */
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[i];
@@ -183,18 +182,20 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
         }
         eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
     }
+    return true;
 }
 
-static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 {
-    if (seq_lt(c->snd_next, dsn_cum)) {
-        c->cnt.drop_bad_ack++;
-        return;
-    }
+    if (seq_lt(c->snd_next, dsn_cum))
+        return false;
     for (uint32_t d = c->snd_una; seq_lt(d, dsn_cum); d++)
         eng_comp_dsn_acked(c, d);
+    return true;
 }
 
+/* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),
+ * the connection progresses (R-RETRY-1) and the timer restarts (R-RTT-5). */
 static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
                                uint64_t now)
 {
@@ -235,7 +236,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
-    if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-2 */
+    if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         c->rate_hint_mbps = h->rate_mbps;
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps,
                                    pt->min_rtt ? pt->min_rtt : pt->srtt);
@@ -251,8 +252,10 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     }
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    comp_sack(c, h->path, h, &sum);
-    comp_cum(c, h->dsn_cum);
+    bool ok = comp_sack(c, h->path, h, &sum);
+    ok &= comp_cum(c, h->dsn_cum);
+    if (!ok)
+        c->cnt.drop_bad_ack++; /* once per ACK, whatever part was bogus */
     if (sum.pkts)
         comp_path_progress(c, pt, now);
     comp_cc(c, pt, now, h, &sum);
@@ -279,7 +282,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         eng_comp_fail_txp(c, x, MROCE_WC_RNR_RETRY_EXC_ERR);
         return;
     }
-    if (x->tx_count) /* R-RETRY-4: an RNR wait is not a loss */
+    if (x->tx_count) /* R-RETRY-4: not counted toward R-RETRY-1's 64 */
         x->tx_count--;
     x->state = TXP_RNR;
     x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
@@ -287,8 +290,8 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
     c->n_rnr++;
 }
 
-/* The refused PSN was not acknowledged: stop counting it in flight, and
- * stop the path's timer if nothing else is outstanding on it. */
+/* R-NACK-5: the refused PSN was not acknowledged: stop counting it in
+ * flight, and stop the path's timer if nothing else is outstanding on it. */
 static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     uint32_t i = h->psn & (c->path_window - 1);
@@ -319,8 +322,9 @@ static struct txp *comp_nak_txp(struct mroce_conn *c, const struct mroce_hdr *h)
     return x;
 }
 
-/* A fatal NACK for a message whose packets are all acknowledged (a READ
- * the responder could not execute) names it by stream and MSN. */
+/* R-NACK-4: a fatal NACK for a message whose packets are all sent (a
+ * READ the responder could not execute, R-MSG-17) names it by stream and
+ * MSN. */
 static bool comp_nak_wr(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     if (h->stream >= c->n_streams)
@@ -340,7 +344,7 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         return;
     }
     if (h->nak_code < MROCE_NAK_RNR || h->nak_code > MROCE_NAK_CONN_CLOSED) {
-        c->cnt.drop_stale++; /* R-NACK-2: unknown syndrome */
+        c->cnt.drop_stale++; /* R-NACK-2: reserved syndrome, ignored */
         return;
     }
     struct txp *x = comp_nak_txp(c, h);
@@ -354,9 +358,39 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         c->cnt.drop_stale++;
 }
 
+/* R-RETRY-6: a READ whose request was acknowledged waits for the
+ * responder's data with nothing of ours in flight, so no timer would
+ * notice a peer that vanished. While READs wait, the connection checks
+ * the peer every two RTOs: a PROBE on an active path, which either is
+ * acknowledged or ends in an RTO and the usual retry rounds. */
+void eng_comp_read_watch(struct mroce_conn *c, uint64_t now)
+{
+    c->read_watch = now + 2 * eng_path_rto(c, &c->ptx[0]);
+    eng_conn_arm(c, c->read_watch);
+}
+
+static void comp_read_watch_fire(struct mroce_conn *c, uint64_t now)
+{
+    if (!c->reads_out || c->state != MROCE_CONN_CONNECTED) {
+        c->read_watch = ENG_NEVER;
+        return;
+    }
+    for (uint32_t i = 0; i < c->n_paths && c->snd_una == c->snd_next; i++) {
+        struct path_tx *pt = &c->ptx[(c->rr_path + i) % c->n_paths];
+        if (pt->state != PATH_ACTIVE || pt->probe_due)
+            continue;
+        pt->probe_due = true;
+        c->n_probe_due++;
+        break;
+    }
+    eng_comp_read_watch(c, now);
+}
+
 /* RNR waits that are over go back to the retransmission queue. */
 void eng_comp_timers(struct mroce_conn *c, uint64_t now)
 {
+    if (c->read_watch <= now)
+        comp_read_watch_fire(c, now);
     for (uint32_t d = c->snd_una; c->n_rnr && d != c->snd_next; d++) {
         struct txp *x = &c->txp[d & (c->dsn_window - 1)];
         if (x->state != TXP_RNR || x->rnr_at > now)

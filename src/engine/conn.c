@@ -21,6 +21,8 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     a->path_window = DEF(a->path_window, MROCE_SACK_BITS);
     a->max_rd = DEF(a->max_rd, 16);
     a->retry_cnt = DEF(a->retry_cnt, 7);
+    if (a->retry_cnt >= ENG_MAX_BACKOFF) /* the backoff must exceed it */
+        return MROCE_EINVAL;
     a->rnr_retry = DEF(a->rnr_retry, 7);
     a->min_rto_ns = DEF(a->min_rto_ns, 100000);
     a->max_rto_ns = DEF(a->max_rto_ns, 100000000);
@@ -121,6 +123,7 @@ static void conn_init_local(struct mroce_conn *c)
     c->local.max_rd = c->attr.max_rd;
     c->n_streams = c->attr.n_streams;
     c->deadline = ENG_NEVER;
+    c->read_watch = ENG_NEVER;
 }
 
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
@@ -259,7 +262,7 @@ static void conn_flush(struct mroce_conn *c, uint8_t state, uint16_t stream,
         conn_flush_stream(c, &c->streams[i], (uint16_t)i, msn,
                           i == stream ? status : 0);
     for (uint32_t i = 0; i < c->attr.max_rd; i++)
-        c->resp[i].used = false;
+        eng_resp_release(&c->resp[i]);
     c->retx_count = 0;
     c->n_rnr = 0;
     for (uint32_t p = 0; p < c->n_paths; p++)
@@ -311,6 +314,8 @@ static void conn_release(struct mroce_conn *c)
             c->rcq->pending--;
         }
     }
+    for (uint32_t i = 0; i < c->attr.max_rd; i++)
+        eng_resp_release(&c->resp[i]);
 }
 
 void mroce_conn_destroy(struct mroce_conn *c)
@@ -347,5 +352,7 @@ void eng_conn_update_deadline(struct mroce_conn *c)
     }
     if (c->close_pending && c->close_at < t)
         t = c->close_at;
+    if (c->read_watch < t)
+        t = c->read_watch;
     c->deadline = t;
 }

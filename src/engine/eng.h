@@ -15,7 +15,7 @@
 #define ENG_MAX_PATHS 256
 #define ENG_PSN_PROBE 0x8000 /* psn_len of a PSN carried by a PROBE */
 #define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16
+#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -65,9 +65,9 @@ enum txp_kind { TXK_MSG, TXK_RESP };
 struct txp {
     uint32_t dsn;
     uint8_t state, kind;
-    uint8_t tx_count; /* transmissions of any cause (R-RETRY-1) */
+    uint8_t tx_count; /* transmissions but RNR-refused ones (R-RETRY-1) */
     uint8_t rnr_retries;
-    uint8_t copies; /* transmissions of it still unresolved on paths */
+    uint8_t copies; /* its transmissions still unresolved (R-LOSS-5) */
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
@@ -93,7 +93,7 @@ struct in_msg {
     uint8_t op, status;
     uint32_t msn, len, imm, ssn;
     uint32_t npkts, got; /* packets in the message, packets accepted */
-    uint32_t dsn;        /* of its first accepted packet, for NACKs */
+    uint32_t dsn;        /* first packet seen, for R-MSG-16..17 */
     uint64_t va;
     uint32_t rkey;
 };
@@ -117,6 +117,7 @@ struct rd_resp {
     uint16_t stream;
     uint32_t msn, len, sent_pkts, npkts, acked;
     uint8_t *src;
+    struct mroce_mr *mr; /* referenced while the response is served */
 };
 
 enum path_state {
@@ -154,7 +155,7 @@ struct path_rx {
     uint32_t unacked;
     uint32_t echo_ts;
     uint64_t ack_at;  /* delayed-ACK deadline; 0 = queued, NEVER = none */
-    uint16_t ack_via; /* our path that carried the last ACK for it */
+    uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
 };
 
 struct nak_entry {
@@ -178,6 +179,7 @@ struct mroce_conn {
     struct stream *streams;
     uint32_t rr_stream;
     uint32_t reads_out;
+    uint64_t read_watch; /* READs wait for data: check the peer then */
 
     /* sender: DSN space */
     struct txp *txp;
@@ -197,7 +199,7 @@ struct mroce_conn {
     uint32_t inflight;    /* bytes in flight over all paths */
     uint32_t n_probe_due; /* paths with a PROBE to send */
     uint64_t rtt_hint;    /* latest smoothed RTT of any path */
-    uint8_t backoff;      /* timeout rounds since the last progress */
+    uint8_t backoff;      /* timeout rounds since progress (R-RETRY-1) */
     uint64_t round_end;   /* timeouts before this are the same round */
     uint8_t *ack_pending; /* per path flag */
     uint16_t *ack_queue;  /* paths with an ACK to send */
@@ -303,6 +305,7 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
 void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h);
 void eng_resp_retire(struct mroce_conn *c, struct stream *s);
+void eng_resp_release(struct rd_resp *r);
 int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     size_t cap, struct mroce_pkt_meta *meta);
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);
@@ -322,6 +325,7 @@ void eng_comp_fail_txp(struct mroce_conn *c, const struct txp *x,
                        uint8_t status);
 void eng_comp_retry_exceeded(struct mroce_conn *c);
 void eng_comp_timers(struct mroce_conn *c, uint64_t now);
+void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
 
 /* path.c */
 void eng_path_init(struct mroce_conn *c, uint16_t p);

@@ -63,11 +63,12 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
 }
 
-/* R-RTT-6: the path's RTO, doubled for every timeout round the
- * connection had since it last saw progress, so the retry limit is a
- * bounded time when the peer is gone. A path on a fresh port that has not
- * answered yet keeps the undoubled RTO: each of its timeouts tries another
- * port, so a connection explores many routes before its limit. */
+/* R-RTT-4: the effective RTO: the path's RTO doubled for every timeout
+ * round the connection had since it last saw progress (R-RETRY-1), so the
+ * retry limit is a bounded time when the peer is gone. A path on a fresh
+ * port that has not answered yet keeps the undoubled RTO: each of its
+ * timeouts tries another port, so a connection explores many routes before
+ * its limit. */
 uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     if (pt->state == PATH_PROBING)
@@ -119,9 +120,9 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
     c->cnt.repaths++;
 }
 
-/* R-RTT-7: the newest packet of a silent path is sent again on another
- * path (data recovery), and a PROBE on the silent path itself makes the
- * receiver's next ACK for it reveal whether the tail was lost. */
+/* R-RTT-7: a silent path becomes SUSPECT, its newest packet is sent again
+ * on another path (data recovery), and a PROBE on the silent path itself
+ * makes the receiver's next ACK for it reveal whether the tail was lost. */
 static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
 {
     pt->tlp_done = true;
@@ -141,13 +142,10 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     }
 }
 
-/* R-RTT-6, R-PATH-3: all in flight is lost; a timeout means the route is
- * broken (or the peer is gone), so the path fails at once and moves to a
- * new source port, where PROBEs (and, with no active path left, data one
- * packet at a time) test it. Each further timeout moves it again. */
-/* R-RETRY-1: timeouts of several paths within one RTO are one round;
- * each round without progress doubles every RTO, and more than retry_cnt
- * rounds end the connection (the peer or the fabric is gone). */
+/* R-RETRY-1: timeouts of several paths within one backed-off RTO of the
+ * first are one round; each round without progress doubles the RTO of the
+ * paths that are not probing, and more than retry_cnt rounds end the
+ * connection (the peer or the fabric is gone). */
 static void path_backoff(struct mroce_conn *c, const struct path_tx *pt,
                          uint64_t now)
 {
@@ -162,6 +160,10 @@ static void path_backoff(struct mroce_conn *c, const struct path_tx *pt,
         eng_comp_retry_exceeded(c);
 }
 
+/* R-RTT-6, R-PATH-3: all in flight is lost; a timeout means the route is
+ * broken (or the peer is gone), so the path fails at once and moves to a
+ * new source port, where only PROBEs test it (R-PATH-6, R-PATH-11). Each
+ * further timeout moves it again. */
 static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
     struct path_tx *pt = &c->ptx[p];

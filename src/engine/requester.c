@@ -238,10 +238,19 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     if (!x)
         return 0;
     uint8_t flags = req_last_pkt(c, x) ? MROCE_HF_ACKREQ : 0; /* R-ACK-1 */
+    if (x->kind == TXK_MSG && req_slot(c, x)->op == MROCE_OP_READ_REQ)
+        eng_comp_read_watch(c, now);
     return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
 }
 
 /* ---- connection control packets (R-CONN-8, R-CONN-10) ---- */
+
+static uint64_t req_close_wait(const struct mroce_conn *c)
+{
+    uint32_t k = c->close_tries - 1u < 16 ? c->close_tries - 1u : 16;
+    uint64_t w = c->ptx[0].rto << k;
+    return w < c->attr.max_rto_ns ? w : c->attr.max_rto_ns;
+}
 
 static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                      struct mroce_pkt_meta *meta)
@@ -258,7 +267,7 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             return 0;
         }
         /* R-CONN-8: the wait doubles with every CLOSE sent */
-        c->close_at = now + (c->ptx[0].rto << (c->close_tries - 1));
+        c->close_at = now + req_close_wait(c);
         eng_conn_arm(c, c->close_at);
         h.opcode = MROCE_OP_CLOSE;
     } else {

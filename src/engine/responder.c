@@ -261,20 +261,29 @@ static int resp_place(struct mroce_conn *c, struct stream *s,
 
 /* ---- receive-side completion in MSN order (R-ORD-3, R-ORD-4) ---- */
 
-/* R-MSG-10, R-MSG-13: a READ executes in MSN order when a slot is free. */
 static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
                                uint16_t sid, const struct in_msg *m);
 
-/* R-MSG-13: 1 = started, 0 = no response slot free (retried when one
- * frees), -1 = the region is gone or changed since the request arrived. */
+void eng_resp_release(struct rd_resp *r)
+{
+    if (r->used && r->mr)
+        r->mr->refs--;
+    r->used = false;
+    r->mr = NULL;
+}
+
+/* R-MSG-10, R-MSG-13: a READ executes in MSN order when a slot is free.
+ * 1 = started, 0 = no response slot free (retried when one frees), -1 =
+ * the region is gone or changed since the request arrived (R-MSG-17). */
 static int resp_start_read(struct mroce_conn *c, uint16_t sid,
                            const struct in_msg *m)
 {
     int err = 0;
     uint8_t *src = NULL;
+    struct mroce_mr *mr = NULL;
     if (m->len)
         src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
-                             MROCE_ACCESS_REMOTE_READ, &err, NULL);
+                             MROCE_ACCESS_REMOTE_READ, &err, &mr);
     if (err)
         return -1;
     for (uint32_t i = 0; i < c->attr.max_rd; i++) {
@@ -286,14 +295,18 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
                               .msn = m->msn,
                               .len = m->len,
                               .src = src,
+                              .mr = mr,
                               .npkts = eng_npkts(m->len, c->mtu)};
+        if (mr) /* the region stays registered while we read it */
+            mr->refs++;
         return 1;
     }
     return 0;
 }
 
-/* A message found invalid only when it retires: NACK it by stream and
- * MSN (R-NACK-4) and end the connection. */
+/* A message found invalid only when it retires (R-MSG-16, R-MSG-17): NACK
+ * it by stream and MSN, which the requester matches (R-NACK-4), and end the
+ * connection (R-NACK-6). */
 static void resp_fatal_msg(struct mroce_conn *c, uint16_t sid,
                            const struct in_msg *m, uint8_t code)
 {
@@ -318,7 +331,7 @@ static bool resp_execute(struct mroce_conn *c, struct stream *s, uint16_t sid,
     }
     if (m->op == MROCE_OP_WRITE)
         return true;
-    if (m->ssn != s->rq_head) { /* R-MSG-6: receives are used in order */
+    if (m->ssn != s->rq_head) { /* R-MSG-16: receives are used in order */
         resp_fatal_msg(c, sid, m, MROCE_NAK_INVALID_REQUEST);
         return false;
     }
@@ -393,10 +406,12 @@ static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
     return v;
 }
 
-static void resp_after(struct mroce_conn *c, const struct mroce_hdr *h)
+static void resp_after(struct mroce_conn *c, uint64_t now,
+                       const struct mroce_hdr *h)
 {
     struct stream *s = &c->streams[h->stream];
     if (h->opcode == MROCE_OP_READ_RESP) {
+        eng_comp_read_watch(c, now); /* the responder is alive */
         eng_comp_retire(c, s);
         return;
     }
@@ -412,7 +427,8 @@ static void resp_after(struct mroce_conn *c, const struct mroce_hdr *h)
  * through. ACKs are not acknowledged, so the receiver tests the
  * path that carried the last ACK for that forward path like a sender
  * tests a silent path: SUSPECT (no ACKs routed over it while another path
- * is active) and a PROBE, whose ACK clears it or whose RTO re-paths it. */
+ * is active) and a PROBE without RETX (so the peer does not react in
+ * turn), whose ACK clears it or whose RTO re-paths it. */
 static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *via = &c->ptx[c->prx[p].ack_via];
@@ -460,7 +476,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     }
     resp_dsn_mark(c, h->dsn);
-    resp_after(c, h);
+    resp_after(c, now, h);
 }
 
 /* ---- control packets ---- */
@@ -485,7 +501,7 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
             c->state = MROCE_CONN_CLOSED;
         }
         break;
-    case MROCE_OP_PROBE: /* R-PATH-9: recorded and acknowledged */
+    case MROCE_OP_PROBE: /* R-PATH-9, R-ACK-8: recorded and acknowledged */
         if (c->state != MROCE_CONN_CONNECTED)
             break;
         if (h->flags & MROCE_HF_RETX) /* its sender hears nothing */

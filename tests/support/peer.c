@@ -461,7 +461,8 @@ uint64_t peer_drops(const struct peer *p)
            x.drop_bad_crc + x.drop_bad_payload + x.drop_unknown_conn +
            x.drop_bad_src + c.drop_bad_path + c.drop_dsn_window +
            c.drop_msn_window + c.drop_bad_key + c.drop_bad_bounds +
-           c.drop_bad_access + c.drop_bad_msg + c.drop_state + c.drop_stale;
+           c.drop_bad_access + c.drop_bad_msg + c.drop_state + c.drop_stale +
+           c.drop_bad_ack;
 }
 
 size_t peer_mem_dirty(const struct peer *p)
