@@ -86,13 +86,22 @@ struct mroce_conn;
 
 struct mroce_ctx_attr {
     struct mroce_hooks hooks;
-    uint64_t seed;          /* for the default rand64 */
-    struct mroce_addr addr; /* this endpoint's IP address */
-    uint16_t udp_port;      /* 0: MROCE_UDP_PORT (4797) */
-    uint32_t mtu;           /* payload bytes per packet; 0: 4096 */
-    uint32_t link_mbps;     /* line rate for the fair-share hint;
-                               0: 100000 */
+    uint64_t seed;           /* for the default rand64 */
+    struct mroce_addr addr;  /* this endpoint's IP address */
+    uint16_t udp_port;       /* 0: MROCE_UDP_PORT (4797) */
+    uint32_t mtu;            /* payload bytes per packet; 0: 4096 */
+    uint32_t link_mbps;      /* line rate for the fair-share hint;
+                                0: 100000 */
+    uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
+    uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
 };
+
+/* The wire protocol a context speaks. Every call of this API works with
+ * both; the path extensions (mroce_path_*) are MetaRoCE only. RoCEv2 is
+ * the IBTA RC baseline of src/roce (UDP port 4791, go-back-N, DCQCN),
+ * kept for side-by-side comparisons. */
+#define MROCE_TRANSPORT_METAROCE 0
+#define MROCE_TRANSPORT_ROCEV2 1
 
 #define MROCE_UDP_PORT 4797
 
@@ -227,7 +236,11 @@ struct mroce_conn_attr {
     uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
     uint32_t init_cwnd_pkts;     /* per path [16] */
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
+    uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
+    uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
 };
+
+#define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
 
 /* What the two sides exchange out of band before connecting (R-CONN-3). */
 struct mroce_conn_params {
@@ -240,6 +253,10 @@ struct mroce_conn_params {
     uint32_t dsn_window;
     uint32_t msg_window; /* messages in flight per stream it accepts */
     uint32_t max_rd;
+    uint8_t transport; /* MROCE_TRANSPORT_*; both sides must agree */
+    uint16_t n_qps;    /* RoCEv2: QP numbers and first PSNs */
+    uint32_t qpn[MROCE_MAX_QPS];
+    uint32_t psn[MROCE_MAX_QPS];
 };
 
 enum mroce_conn_state {
@@ -323,6 +340,7 @@ struct mroce_conn_counters {
     uint64_t drop_state;   /* data while closed/in error */
     uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
     uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
+    uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
 };

@@ -126,8 +126,8 @@ static void conn_init_local(struct mroce_conn *c)
     c->read_watch = ENG_NEVER;
 }
 
-int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
-                      struct mroce_conn **out)
+int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
+                    struct mroce_conn **out)
 {
     struct mroce_ctx *ctx = pd->ctx;
     struct mroce_conn_attr a = *attr;
@@ -154,8 +154,8 @@ int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     return 0;
 }
 
-void mroce_conn_get_params(const struct mroce_conn *c,
-                           struct mroce_conn_params *out)
+void eng_conn_get_params(const struct mroce_conn *c,
+                         struct mroce_conn_params *out)
 {
     *out = c->local;
 }
@@ -178,7 +178,7 @@ static bool conn_params_ok(const struct mroce_conn_params *r)
 
 /* R-CONN-3: effective values are the minimum of both sides, except the
  * message window: each side announces what it accepts (R-MSG-14). */
-int mroce_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
+int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
 {
     if (c->state != MROCE_CONN_INIT)
         return MROCE_ESTATE;
@@ -208,13 +208,13 @@ int mroce_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     return 0;
 }
 
-int mroce_conn_state(const struct mroce_conn *c)
+int eng_conn_state(const struct mroce_conn *c)
 {
     return c->state;
 }
 
-void mroce_conn_get_counters(const struct mroce_conn *c,
-                             struct mroce_conn_counters *out)
+void eng_conn_get_counters(const struct mroce_conn *c,
+                           struct mroce_conn_counters *out)
 {
     *out = c->cnt;
 }
@@ -285,7 +285,7 @@ void eng_conn_close(struct mroce_conn *c)
 }
 
 /* R-CONN-8: abortive: flush everything, then CLOSE until CLOSE_ACK. */
-int mroce_conn_disconnect(struct mroce_conn *c)
+int eng_conn_disconnect(struct mroce_conn *c)
 {
     if (c->state != MROCE_CONN_CONNECTED)
         return MROCE_ESTATE;
@@ -318,7 +318,7 @@ static void conn_release(struct mroce_conn *c)
         eng_resp_release(&c->resp[i]);
 }
 
-void mroce_conn_destroy(struct mroce_conn *c)
+void eng_conn_destroy(struct mroce_conn *c)
 {
     conn_release(c);
     eng_conn_unlink(c->ctx, c);

@@ -41,13 +41,13 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags)
     ctx->fault = flags;
 }
 
-size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx)
+size_t eng_ctx_max_pkt(const struct mroce_ctx *ctx)
 {
     return MROCE_MAX_HDR_LEN + ctx->mtu + MROCE_ICRC_LEN;
 }
 
-void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
-                            struct mroce_ctx_counters *out)
+void eng_ctx_get_counters(const struct mroce_ctx *ctx,
+                          struct mroce_ctx_counters *out)
 {
     *out = ctx->cnt;
 }
@@ -155,9 +155,9 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
 
 /* R-RX-1, R-RX-2: decode, find the connection, check the source and the
  * path, then dispatch. */
-int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
-                 const struct mroce_pkt_meta *meta, const uint8_t *buf,
-                 size_t len)
+int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
+               const struct mroce_pkt_meta *meta, const uint8_t *buf,
+               size_t len)
 {
     struct mroce_hdr h;
     int err = mroce_wire_decode(buf, len, &h);
@@ -186,10 +186,10 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 
 /* ---- transmit: round-robin over connections ---- */
 
-int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
-                 struct mroce_pkt_meta *meta)
+int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
+               struct mroce_pkt_meta *meta)
 {
-    if (cap < mroce_ctx_max_pkt(ctx))
+    if (cap < eng_ctx_max_pkt(ctx))
         return MROCE_ENOBUFS;
     for (uint32_t i = 0; i < ctx->n_conns; i++) {
         struct mroce_conn *c = ctx->tx_cursor ? ctx->tx_cursor : ctx->conns;
@@ -209,7 +209,7 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
 
 /* ---- timers ---- */
 
-uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
+uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
     uint64_t t = ENG_NEVER;
     for (const struct mroce_conn *c = ctx->conns; c; c = c->next)
@@ -218,7 +218,7 @@ uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
     return t;
 }
 
-void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
+void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
 {
     struct mroce_conn *c = ctx->conns;
     while (c) {
@@ -258,7 +258,7 @@ uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
 void eng_ctx_release(struct mroce_ctx *ctx)
 {
     while (ctx->conns)
-        mroce_conn_destroy(ctx->conns);
+        eng_conn_destroy(ctx->conns);
     for (uint32_t i = 0; i < ctx->mr_cap; i++)
         if (ctx->mrs[i])
             eng_free(ctx, ctx->mrs[i]);

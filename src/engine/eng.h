@@ -164,8 +164,13 @@ struct nak_entry {
     uint32_t psn, dsn, msn, info;
 };
 
+struct roce_conn;
+struct roce_dev;
+
 struct mroce_conn {
     struct mroce_ctx *ctx;
+    struct roce_conn *roce;       /* RoCEv2 transport: the rest is unused */
+    struct mroce_conn *roce_next; /* ctx list of RoCEv2 connections */
     struct mroce_pd *pd;
     struct mroce_cq *scq, *rcq;
     struct mroce_conn_attr attr;
@@ -224,6 +229,8 @@ struct mroce_conn {
 
 struct mroce_ctx {
     struct mroce_hooks hooks;
+    struct roce_dev *roce;         /* set: the context runs RoCEv2 */
+    struct mroce_conn *roce_conns; /* their public handles */
     uint64_t rng_state;
     struct mroce_addr addr;
     uint16_t udp_port;
@@ -273,6 +280,39 @@ uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
         if ((o)->next)                                                         \
             (o)->next->prev = (o)->prev;                                       \
     } while (0)
+
+/* The engine's side of the public API (src/verbs dispatches to these or to
+ * the RoCEv2 engine; same contracts as the mroce_* calls in mroce.h). */
+size_t eng_ctx_max_pkt(const struct mroce_ctx *ctx);
+void eng_ctx_get_counters(const struct mroce_ctx *ctx,
+                          struct mroce_ctx_counters *out);
+int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
+               const struct mroce_pkt_meta *meta, const uint8_t *buf,
+               size_t len);
+int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
+               struct mroce_pkt_meta *meta);
+uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx);
+void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now);
+int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
+                    struct mroce_conn **out);
+void eng_conn_get_params(const struct mroce_conn *c,
+                         struct mroce_conn_params *out);
+int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r);
+int eng_conn_state(const struct mroce_conn *c);
+void eng_conn_get_counters(const struct mroce_conn *c,
+                           struct mroce_conn_counters *out);
+int eng_conn_disconnect(struct mroce_conn *c);
+void eng_conn_destroy(struct mroce_conn *c);
+int eng_post_write(struct mroce_conn *c, const struct mroce_send_wr *wr);
+int eng_post_write_imm(struct mroce_conn *c, const struct mroce_send_wr *wr);
+int eng_post_send(struct mroce_conn *c, const struct mroce_send_wr *wr);
+int eng_post_send_imm(struct mroce_conn *c, const struct mroce_send_wr *wr);
+int eng_post_read(struct mroce_conn *c, const struct mroce_send_wr *wr);
+int eng_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr);
+int eng_path_query(const struct mroce_conn *c, uint16_t path,
+                   struct mroce_path_info *out);
+int eng_path_move(struct mroce_conn *c, uint16_t path);
+int eng_path_enable(struct mroce_conn *c, uint16_t path, int on);
 
 /* ctx teardown: frees everything the context owns. */
 void eng_ctx_release(struct mroce_ctx *ctx);

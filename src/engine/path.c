@@ -370,8 +370,8 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
 
 /* ---- extension API (R-PATH-12) ---- */
 
-int mroce_path_query(const struct mroce_conn *c, uint16_t path,
-                     struct mroce_path_info *out)
+int eng_path_query(const struct mroce_conn *c, uint16_t path,
+                   struct mroce_path_info *out)
 {
     if (path >= c->n_paths)
         return MROCE_ENOENT;
@@ -387,7 +387,7 @@ int mroce_path_query(const struct mroce_conn *c, uint16_t path,
     return 0;
 }
 
-int mroce_path_repath(struct mroce_conn *c, uint16_t path)
+int eng_path_move(struct mroce_conn *c, uint16_t path)
 {
     if (path >= c->n_paths)
         return MROCE_ENOENT;
@@ -395,7 +395,7 @@ int mroce_path_repath(struct mroce_conn *c, uint16_t path)
     return 0;
 }
 
-int mroce_path_enable(struct mroce_conn *c, uint16_t path, int on)
+int eng_path_enable(struct mroce_conn *c, uint16_t path, int on)
 {
     if (path >= c->n_paths)
         return MROCE_ENOENT;

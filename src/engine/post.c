@@ -54,32 +54,32 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
     return 0;
 }
 
-int mroce_post_write(struct mroce_conn *c, const struct mroce_send_wr *wr)
+int eng_post_write(struct mroce_conn *c, const struct mroce_send_wr *wr)
 {
     return post_sq(c, MROCE_OP_WRITE, wr);
 }
 
-int mroce_post_write_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
+int eng_post_write_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
 {
     return post_sq(c, MROCE_OP_WRITE_IMM, wr);
 }
 
-int mroce_post_send(struct mroce_conn *c, const struct mroce_send_wr *wr)
+int eng_post_send(struct mroce_conn *c, const struct mroce_send_wr *wr)
 {
     return post_sq(c, MROCE_OP_SEND, wr);
 }
 
-int mroce_post_send_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
+int eng_post_send_imm(struct mroce_conn *c, const struct mroce_send_wr *wr)
 {
     return post_sq(c, MROCE_OP_SEND_IMM, wr);
 }
 
-int mroce_post_read(struct mroce_conn *c, const struct mroce_send_wr *wr)
+int eng_post_read(struct mroce_conn *c, const struct mroce_send_wr *wr)
 {
     return post_sq(c, MROCE_OP_READ_REQ, wr);
 }
 
-int mroce_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
+int eng_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
 {
     if (c->state != MROCE_CONN_CONNECTED && c->state != MROCE_CONN_INIT)
         return MROCE_ESTATE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "roce/roce.h"
 
 static void *verbs_alloc(void *ud, size_t size)
 {
@@ -37,6 +38,19 @@ static void verbs_hooks(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
         ctx->hooks.log = verbs_nolog;
 }
 
+/* A RoCEv2 context gets a device of the baseline engine (src/roce). */
+static int verbs_transport(struct mroce_ctx *ctx,
+                           const struct mroce_ctx_attr *a)
+{
+    if (a->transport == MROCE_TRANSPORT_METAROCE)
+        return 0;
+    if (a->transport != MROCE_TRANSPORT_ROCEV2)
+        return MROCE_EINVAL;
+    struct roce_dev_attr ra = {.link_mbps = ctx->link_mbps,
+                               .dcqcn = !a->rocev2_no_dcqcn};
+    return roce_dev_create(ctx, &ra, &ctx->roce);
+}
+
 int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
@@ -56,9 +70,11 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
     ctx->conn_hash_cap = 1024;
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
-    if (!ctx->conn_hash) {
+    int err = ctx->conn_hash ? verbs_transport(ctx, a) : MROCE_ENOMEM;
+    if (err) {
+        eng_free(ctx, ctx->conn_hash);
         ctx->hooks.free(ctx->hooks.ud, ctx);
-        return MROCE_ENOMEM;
+        return err;
     }
     *out = ctx;
     return 0;
@@ -68,6 +84,10 @@ void mroce_ctx_close(struct mroce_ctx *ctx)
 {
     if (!ctx)
         return;
+    while (ctx->roce_conns)
+        mroce_conn_destroy(ctx->roce_conns);
+    if (ctx->roce)
+        roce_dev_destroy(ctx->roce);
     eng_ctx_release(ctx);
     ctx->hooks.free(ctx->hooks.ud, ctx);
 }

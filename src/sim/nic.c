@@ -1,0 +1,207 @@
+/* A host's NIC; see nic.h for the model. */
+#include "sim/nic.h"
+
+#include <stdlib.h>
+
+#include "sim/defaults.h"
+
+#define NIC_MAX_PORTS 256
+
+struct nic_queue {
+    struct mroce_sim_pkt *head, *tail;
+};
+
+struct nic_port {
+    struct mroce_sim_link *out;
+    struct nic_queue q[MROCE_SIM_NPRIO];
+    bool busy; /* a tx_done event is pending */
+    bool paused[MROCE_SIM_NPRIO];
+    uint64_t pause_start[MROCE_SIM_NPRIO];
+    struct mroce_sim_nic_port_counters c;
+};
+
+struct mroce_sim_nic {
+    struct mroce_sim_evlist *ev;
+    struct mroce_sim_nic_owner owner;
+    struct nic_port *ports;
+    int n_ports;
+    uint32_t limit;  /* frames waiting, all ports */
+    uint32_t queued; /* frames waiting now */
+};
+
+struct mroce_sim_nic *mroce_sim_nic_create(struct mroce_sim_evlist *ev,
+                                           const struct mroce_sim_nic_cfg *cfg,
+                                           const struct mroce_sim_nic_owner *o)
+{
+    int n = cfg && cfg->n_ports ? cfg->n_ports : 1;
+    uint32_t txq =
+        cfg && cfg->txq_pkts ? cfg->txq_pkts : MROCE_SIM_NIC_TXQ_PKTS;
+    if (!ev || !o || !o->rx || !o->room || n < 1 || n > NIC_MAX_PORTS)
+        return NULL;
+    struct mroce_sim_nic *nic = calloc(1, sizeof(*nic));
+    if (!nic)
+        return NULL;
+    nic->ports = calloc((size_t)n, sizeof(*nic->ports));
+    if (!nic->ports) {
+        free(nic);
+        return NULL;
+    }
+    nic->ev = ev;
+    nic->owner = *o;
+    nic->n_ports = n;
+    nic->limit = txq * (uint32_t)n;
+    return nic;
+}
+
+void mroce_sim_nic_destroy(struct mroce_sim_nic *nic)
+{
+    if (!nic)
+        return;
+    free(nic->ports);
+    free(nic);
+}
+
+int mroce_sim_nic_n_ports(const struct mroce_sim_nic *nic)
+{
+    return nic->n_ports;
+}
+
+int mroce_sim_nic_port_of(const struct mroce_sim_nic *nic, uint16_t src_port)
+{
+    return src_port % nic->n_ports;
+}
+
+bool mroce_sim_nic_has_room(const struct mroce_sim_nic *nic)
+{
+    return nic->queued < nic->limit;
+}
+
+uint32_t mroce_sim_nic_queued(const struct mroce_sim_nic *nic)
+{
+    return nic->queued;
+}
+
+/* ---- Transmit ---- */
+
+static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now);
+
+static void nic_tx_done(void *obj, uint64_t arg, uint64_t now)
+{
+    struct mroce_sim_nic *nic = obj;
+    nic->ports[arg].busy = false;
+    nic_start(nic, (int)arg, now);
+}
+
+static int nic_pick_queue(const struct nic_port *P)
+{
+    for (int q = MROCE_SIM_NPRIO - 1; q >= 0; q--)
+        if (P->q[q].head && !P->paused[q])
+            return q;
+    return -1;
+}
+
+/* Starts the next frame as soon as the port's link is free (now, or by
+ * one tx_done event when the frame on the wire ends; none when nothing
+ * waits, as in the switch), then offers the freed slot to the owner,
+ * which may call mroce_sim_nic_send from inside. */
+static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
+{
+    struct nic_port *P = &nic->ports[port];
+    int q = P->busy ? -1 : nic_pick_queue(P);
+    if (q < 0)
+        return;
+    uint64_t free_at = mroce_sim_link_busy_until(P->out);
+    if (free_at > now) {
+        P->busy = true;
+        mroce_sim_ev_at(nic->ev, free_at, nic_tx_done, nic, (uint64_t)port);
+        return;
+    }
+    struct mroce_sim_pkt *p = P->q[q].head;
+    P->q[q].head = p->next;
+    if (!P->q[q].head)
+        P->q[q].tail = NULL;
+    p->next = NULL;
+    nic->queued--;
+    P->c.tx_pkts++;
+    P->c.tx_bytes += p->wire_bytes;
+    uint64_t end = mroce_sim_link_send(P->out, p, now);
+    /* A packet sent from inside the callback finds the link busy and
+     * schedules the tx_done itself. */
+    nic->owner.room(nic->owner.ud, now);
+    if (!P->busy && nic_pick_queue(P) >= 0) {
+        P->busy = true;
+        mroce_sim_ev_at(nic->ev, end, nic_tx_done, nic, (uint64_t)port);
+    }
+}
+
+void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,
+                        struct mroce_sim_pkt *p, uint64_t now_ps)
+{
+    int port = mroce_sim_nic_port_of(nic, p->meta.src_port);
+    struct nic_port *P = &nic->ports[port];
+    if (!P->out) {
+        mroce_sim_pkt_drop(pool, p, MROCE_SIM_DROP_NO_ROUTE);
+        return;
+    }
+    struct nic_queue *q = &P->q[p->prio];
+    p->next = NULL;
+    if (q->tail)
+        q->tail->next = p;
+    else
+        q->head = p;
+    q->tail = p;
+    nic->queued++;
+    nic_start(nic, port, now_ps);
+}
+
+/* ---- PFC and receive ---- */
+
+static void nic_pause(void *obj, int port, int prio, bool on, uint64_t now)
+{
+    struct mroce_sim_nic *nic = obj;
+    struct nic_port *P = &nic->ports[port];
+    if (on == P->paused[prio])
+        return;
+    P->paused[prio] = on;
+    if (on) {
+        P->pause_start[prio] = now;
+        P->c.pause_rx[prio]++;
+        return;
+    }
+    P->c.pause_ps[prio] += now - P->pause_start[prio];
+    nic_start(nic, port, now);
+}
+
+static void nic_recv(void *obj, int port, struct mroce_sim_pkt *p, uint64_t now)
+{
+    struct mroce_sim_nic *nic = obj;
+    nic->ports[port].c.rx_pkts++;
+    nic->ports[port].c.rx_bytes += p->wire_bytes;
+    nic->owner.rx(nic->owner.ud, port, p, now);
+}
+
+void mroce_sim_nic_attach(struct mroce_sim_nic *nic, int port,
+                          struct mroce_sim_link *out, struct mroce_sim_link *in)
+{
+    nic->ports[port].out = out;
+    if (out) {
+        struct mroce_sim_pause_sink ps = {
+            .pause = nic_pause, .obj = nic, .port = port};
+        mroce_sim_link_set_src(out, &ps);
+    }
+    if (in) {
+        struct mroce_sim_sink sk = {.recv = nic_recv, .obj = nic, .port = port};
+        mroce_sim_link_set_dst(in, &sk);
+    }
+}
+
+void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
+                                     struct mroce_sim_nic_port_counters *out)
+{
+    const struct nic_port *P = &nic->ports[port];
+    *out = P->c;
+    uint64_t now = mroce_sim_ev_now(nic->ev);
+    for (int q = 0; q < MROCE_SIM_NPRIO; q++)
+        if (P->paused[q])
+            out->pause_ps[q] += now - P->pause_start[q];
+}

@@ -1,0 +1,120 @@
+/* Simulated packets and their pool.
+ *
+ * A packet is an engine's UDP payload (copied once, when the host injects
+ * it) plus what the fabric needs: addressing (struct mroce_pkt_meta), the
+ * priority, the bytes it occupies on the wire, a flow hash of its 5-tuple,
+ * a trimmed flag, its injection time and a hop count. Packets come from a
+ * pool of preallocated chunks with two size classes (control-sized and
+ * MTU-sized buffers), so the hot path never calls malloc once the pool
+ * has grown to the simulation's peak.
+ *
+ * Ownership: a packet belongs to exactly one holder at a time (a NIC or
+ * switch queue, a link in flight, a host delivering it). The holder that
+ * ends its life calls mroce_sim_pkt_deliver or mroce_sim_pkt_drop, which
+ * count it and return it to the pool. The pool's counters prove
+ * conservation: injected = delivered + dropped (by reason) + in flight.
+ *
+ * Thread-safety: none; a pool belongs to one simulation.
+ */
+#ifndef MROCE_SIM_PKT_H
+#define MROCE_SIM_PKT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mroce/mroce.h>
+
+/* Priorities: strict priority, control above data (switch.h). */
+#define MROCE_SIM_PRIO_DATA 0
+#define MROCE_SIM_PRIO_CTRL 1
+#define MROCE_SIM_NPRIO 2
+
+/* Why a packet was dropped. */
+enum mroce_sim_drop {
+    MROCE_SIM_DROP_QUEUE,     /* egress queue or shared buffer full */
+    MROCE_SIM_DROP_HEADROOM,  /* lossless priority beyond PFC headroom */
+    MROCE_SIM_DROP_LINK_DOWN, /* sent into, or caught on, a down link */
+    MROCE_SIM_DROP_LOSS,      /* random loss on a link */
+    MROCE_SIM_DROP_NO_ROUTE,  /* unknown destination */
+    MROCE_SIM_DROP_HOST,      /* destination host not accepting */
+    MROCE_SIM_DROP_N
+};
+
+/* Static name of a drop reason ("queue", "headroom", ...); never NULL. */
+const char *mroce_sim_drop_str(int reason);
+
+struct mroce_sim_pkt {
+    struct mroce_sim_pkt *next; /* link for the holder's queue */
+    uint8_t *data;              /* UDP payload */
+    uint32_t len;               /* payload bytes (kept bytes if trimmed) */
+    uint32_t wire_bytes;        /* bytes on the wire incl. all overhead */
+    struct mroce_pkt_meta meta; /* addresses, ports, ECN as sent/marked */
+    uint64_t flow_hash;         /* of the 5-tuple; switches mix in a seed */
+    uint64_t inject_ps;         /* when the host handed it to its NIC */
+    int32_t src_host;           /* host index of the sender */
+    int32_t dst_host;           /* host index routed to, -1 unknown */
+    uint32_t epoch;             /* link scratch: its down-count at send */
+    uint16_t in_port;           /* switch scratch: ingress port */
+    uint8_t prio;               /* MROCE_SIM_PRIO_* */
+    uint8_t trimmed;            /* payload cut by a switch */
+    uint8_t hops;               /* switches traversed */
+    uint8_t big;                /* size class (pool internal) */
+    uint8_t live;               /* between inject and deliver/drop */
+};
+
+struct mroce_sim_pool_counters {
+    uint64_t injected;
+    uint64_t delivered;
+    uint64_t dropped[MROCE_SIM_DROP_N];
+    uint64_t dropped_total;
+    uint64_t in_flight; /* alive now: injected, not yet delivered/dropped */
+    uint64_t peak_in_flight;
+    uint64_t allocated;       /* packets the pool holds (live + free) */
+    uint64_t allocated_bytes; /* memory those take, for RSS reports */
+};
+
+struct mroce_sim_pool;
+
+/* A pool for payloads up to max_payload bytes; chunk is how many packets
+ * each growth step adds (0: 1024). NULL on allocation failure. */
+struct mroce_sim_pool *mroce_sim_pool_create(uint32_t max_payload,
+                                             uint32_t chunk);
+/* Frees every packet, live or not. NULL is a no-op. */
+void mroce_sim_pool_destroy(struct mroce_sim_pool *pool);
+uint32_t mroce_sim_pool_max_payload(const struct mroce_sim_pool *pool);
+
+/* Bytes a UDP payload of len occupies on the wire for address family
+ * (MROCE_AF_INET or MROCE_AF_INET6), see defaults.h. */
+uint32_t mroce_sim_wire_bytes(uint32_t len, uint8_t family);
+
+/* Hash of (src ip, dst ip, UDP, src port, dst port). */
+uint64_t mroce_sim_flow_hash(const struct mroce_pkt_meta *meta);
+
+/* Takes a packet from the pool, copies buf[0..len) and meta into it, fills
+ * wire_bytes and flow_hash, sets inject_ps = now_ps, prio, hosts, and
+ * counts it injected. Returns NULL if len exceeds max_payload or memory
+ * ran out (nothing counted). buf stays the caller's. */
+struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
+                                           const struct mroce_pkt_meta *meta,
+                                           const uint8_t *buf, uint32_t len,
+                                           uint64_t now_ps);
+
+/* Cuts the payload to keep bytes (no-op if already shorter), updates
+ * wire_bytes and sets trimmed. */
+void mroce_sim_pkt_trim(struct mroce_sim_pkt *p, uint32_t keep);
+
+/* Ends the packet's life: counted delivered (handed to its destination's
+ * endpoint) or dropped for reason; the packet returns to the pool. */
+void mroce_sim_pkt_deliver(struct mroce_sim_pool *pool,
+                           struct mroce_sim_pkt *p);
+void mroce_sim_pkt_drop(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
+                        int reason);
+
+void mroce_sim_pool_get_counters(const struct mroce_sim_pool *pool,
+                                 struct mroce_sim_pool_counters *out);
+
+/* True if injected == delivered + dropped + in flight. */
+bool mroce_sim_pool_conserved(const struct mroce_sim_pool *pool);
+
+#endif

@@ -1,0 +1,250 @@
+/* Unit tests for the simulator's event list (src/sim/event.c): order by
+ * time, ties by insertion, cancellation, clamping, stop, growth; plus a
+ * micro-benchmark that prints events per second (never asserted). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/event.h"
+#include "sim/rng.h"
+
+#define MAX_LOG 4096
+
+struct log {
+    struct mroce_sim_evlist *l;
+    int n;
+    uint64_t arg[MAX_LOG];
+    uint64_t when[MAX_LOG];
+};
+
+static void rec(void *obj, uint64_t arg, uint64_t now)
+{
+    struct log *g = obj;
+    assert_int_equal(now, mroce_sim_ev_now(g->l));
+    assert_true(g->n < MAX_LOG);
+    g->arg[g->n] = arg;
+    g->when[g->n] = now;
+    g->n++;
+}
+
+static struct log *log_new(void)
+{
+    struct log *g = calloc(1, sizeof(*g));
+    assert_non_null(g);
+    g->l = mroce_sim_ev_create(4); /* tiny: exercises growth */
+    assert_non_null(g->l);
+    return g;
+}
+
+static void log_free(struct log *g)
+{
+    mroce_sim_ev_destroy(g->l);
+    free(g);
+}
+
+static void test_order_and_ties(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    /* Times 30, 10, 20, 10, 30, 10: ties must keep insertion order. */
+    const uint64_t t[] = {30, 10, 20, 10, 30, 10};
+    for (uint64_t i = 0; i < 6; i++)
+        assert_true(mroce_sim_ev_at(g->l, t[i], rec, g, i) != 0);
+    assert_int_equal(mroce_sim_ev_pending(g->l), 6);
+    assert_int_equal(mroce_sim_ev_next_time(g->l), 10);
+    assert_int_equal(mroce_sim_ev_run(g->l, MROCE_SIM_NEVER), 6);
+    const uint64_t want[] = {1, 3, 5, 2, 0, 4};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(g->arg[i], want[i]);
+    assert_int_equal(mroce_sim_ev_now(g->l), 30);
+    assert_false(mroce_sim_ev_step(g->l));
+    log_free(g);
+}
+
+/* Many ties among many times: a heap that broke ties by anything but
+ * insertion order would fail this. */
+static void test_random_ties_stable(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    struct mroce_sim_rng r;
+    mroce_sim_rng_init(&r, 7);
+    for (uint64_t i = 0; i < 3000; i++)
+        mroce_sim_ev_at(g->l, mroce_sim_rng_next(&r) % 50, rec, g, i);
+    mroce_sim_ev_run(g->l, MROCE_SIM_NEVER);
+    assert_int_equal(g->n, 3000);
+    for (int i = 1; i < g->n; i++) {
+        assert_true(g->when[i - 1] <= g->when[i]);
+        if (g->when[i - 1] == g->when[i])
+            assert_true(g->arg[i - 1] < g->arg[i]);
+    }
+    log_free(g);
+}
+
+/* An event scheduled for now from a handler runs after the others
+ * already due now; one scheduled in the past is clamped to now. */
+static void chain(void *obj, uint64_t arg, uint64_t now)
+{
+    struct log *g = obj;
+    rec(obj, arg, now);
+    if (arg == 100)
+        mroce_sim_ev_at(g->l, now, rec, g, 101);
+    if (arg == 200)
+        mroce_sim_ev_at(g->l, now - 5, rec, g, 201);
+}
+
+static void test_same_time_from_handler(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    mroce_sim_ev_at(g->l, 10, chain, g, 100);
+    mroce_sim_ev_at(g->l, 10, rec, g, 1);
+    mroce_sim_ev_at(g->l, 20, chain, g, 200);
+    mroce_sim_ev_run(g->l, MROCE_SIM_NEVER);
+    const uint64_t want[] = {100, 1, 101, 200, 201};
+    assert_int_equal(g->n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(g->arg[i], want[i]);
+    assert_int_equal(g->when[4], 20);
+    log_free(g);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    mroce_sim_ev_handle h[10];
+    for (uint64_t i = 0; i < 10; i++)
+        h[i] = mroce_sim_ev_at(g->l, 100 - i * 7, rec, g, i);
+    assert_true(mroce_sim_ev_cancel(g->l, h[3]));
+    assert_false(mroce_sim_ev_cancel(g->l, h[3])); /* already gone */
+    assert_true(mroce_sim_ev_cancel(g->l, h[9]));  /* the earliest */
+    assert_false(mroce_sim_ev_cancel(g->l, 0));
+    assert_int_equal(mroce_sim_ev_pending(g->l), 8);
+    mroce_sim_ev_run(g->l, MROCE_SIM_NEVER);
+    assert_int_equal(g->n, 8);
+    for (int i = 0; i < g->n; i++)
+        assert_true(g->arg[i] != 3 && g->arg[i] != 9);
+    for (int i = 1; i < g->n; i++)
+        assert_true(g->when[i - 1] <= g->when[i]);
+    /* A fired event's handle is stale even after its slot is reused. */
+    mroce_sim_ev_handle fresh = mroce_sim_ev_after(g->l, 1, rec, g, 77);
+    for (int i = 0; i < 10; i++)
+        assert_false(mroce_sim_ev_cancel(g->l, h[i]));
+    assert_true(mroce_sim_ev_cancel(g->l, fresh));
+    log_free(g);
+}
+
+static void stopper(void *obj, uint64_t arg, uint64_t now)
+{
+    struct log *g = obj;
+    rec(obj, arg, now);
+    mroce_sim_ev_stop(g->l);
+}
+
+static void test_run_until_and_stop(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    mroce_sim_ev_at(g->l, 10, rec, g, 1);
+    mroce_sim_ev_at(g->l, 20, stopper, g, 2);
+    mroce_sim_ev_at(g->l, 30, rec, g, 3);
+    mroce_sim_ev_at(g->l, 50, rec, g, 4);
+    assert_int_equal(mroce_sim_ev_run(g->l, 15), 1);
+    assert_int_equal(mroce_sim_ev_now(g->l), 15);     /* clock advanced */
+    assert_int_equal(mroce_sim_ev_run(g->l, 100), 1); /* stopped at 20 */
+    assert_int_equal(mroce_sim_ev_now(g->l), 20);
+    assert_int_equal(mroce_sim_ev_run(g->l, 40), 1);
+    assert_int_equal(mroce_sim_ev_now(g->l), 40);
+    assert_int_equal(mroce_sim_ev_next_time(g->l), 50);
+    assert_int_equal(mroce_sim_ev_count(g->l), 3);
+    log_free(g);
+}
+
+/* Two lists in one process do not share anything. */
+static void test_two_lists(void **state)
+{
+    (void)state;
+    struct log *a = log_new(), *b = log_new();
+    mroce_sim_ev_at(a->l, 5, rec, a, 1);
+    mroce_sim_ev_at(b->l, 3, rec, b, 2);
+    mroce_sim_ev_run(a->l, MROCE_SIM_NEVER);
+    assert_int_equal(a->n, 1);
+    assert_int_equal(b->n, 0);
+    assert_int_equal(mroce_sim_ev_now(b->l), 0);
+    log_free(a);
+    log_free(b);
+}
+
+/* ---- Micro-benchmark: the classic hold model ---- */
+
+struct hold {
+    struct mroce_sim_evlist *l;
+    struct mroce_sim_rng r;
+    uint64_t left;
+};
+
+/* Each event schedules one more at a random delay (up to 100 ns), so the
+ * number pending stays constant, as in a busy fabric. */
+static void hold_ev(void *obj, uint64_t arg, uint64_t now)
+{
+    struct hold *h = obj;
+    if (h->left == 0)
+        return;
+    h->left--;
+    mroce_sim_ev_at(h->l, now + mroce_sim_rng_next(&h->r) % 100000, hold_ev, h,
+                    arg);
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void bench_hold(size_t pending, uint64_t events)
+{
+    struct hold h = {.l = mroce_sim_ev_create(pending), .left = events};
+    assert_non_null(h.l);
+    mroce_sim_rng_init(&h.r, 1);
+    for (size_t i = 0; i < pending; i++)
+        mroce_sim_ev_at(h.l, mroce_sim_rng_next(&h.r) % 100000, hold_ev, &h, i);
+    double t0 = wall_s();
+    uint64_t n = mroce_sim_ev_run(h.l, MROCE_SIM_NEVER);
+    double dt = wall_s() - t0;
+    printf("[ bench    ] event list, %7zu pending: %llu events in %.3f s = "
+           "%.1f M events/s\n",
+           pending, (unsigned long long)n, dt, (double)n / dt / 1e6);
+    mroce_sim_ev_destroy(h.l);
+}
+
+static void test_bench(void **state)
+{
+    (void)state;
+    bench_hold(1000, 5000000);
+    bench_hold(10000, 5000000);
+    bench_hold(100000, 5000000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order_and_ties),
+        cmocka_unit_test(test_random_ties_stable),
+        cmocka_unit_test(test_same_time_from_handler),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_run_until_and_stop),
+        cmocka_unit_test(test_two_lists),
+        cmocka_unit_test(test_bench),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
