@@ -1,0 +1,988 @@
+/* Experiments: one scenario from configuration to results; see exp.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage under c11 */
+#include "sim/exp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <mroce/mroce.h>
+
+#include "sim/defaults.h"
+#include "sim/host.h"
+#include "sim/rng.h"
+#include "sim/topo.h"
+#include "sim/trace.h"
+#include "wire/roce.h"
+#include "wire/wire.h"
+
+#define EXP_MIB (1024u * 1024u)
+#define EXP_US MROCE_SIM_PS_PER_US
+/* The run loop hands control back this often in simulated time, to
+ * report progress; cheap (one clock read). */
+#define EXP_SLICE_PS (20 * EXP_US)
+/* After the last flow settles, run on until the fabric is empty (no
+ * packet alive) for conservation to end at zero in flight, at most this
+ * long, in steps of EXP_DRAIN_STEP_PS. */
+#define EXP_DRAIN_PS (1000 * EXP_US)
+#define EXP_DRAIN_STEP_PS (1 * EXP_US)
+/* wr_id: flow index in the high half; receives are tagged in the low. */
+#define EXP_RECV_TAG 0xFFFFFFFFu
+#define EXP_MAX_MSG (1u << 30)
+#define EXP_MAX_HOSTS 65536
+
+struct exp;
+
+/* One host's engine, driven by the host through exp_ep_ops. */
+struct exp_ep {
+    struct exp *x;
+    int host;
+    struct mroce_ctx *ctx;
+    struct mroce_pd *pd;
+    struct mroce_cq *cq;
+    uint32_t cq_depth;
+    int n_in; /* flows arriving here, for reorder accounting */
+    int *in;
+};
+
+/* A flow at run time; pub is its reported record. */
+struct exp_flow {
+    struct mroce_sim_exp_flow *pub;
+    struct exp_ep *src, *dst;
+    struct mroce_conn *sc, *rc;
+    struct mroce_mr *smr, *dmr;
+    uint8_t *sbuf, *dbuf;
+    uint32_t n_msgs, n_wc, n_recv;
+    /* Reorder accounting at the destination: the next sequence number
+     * expected per sequence space (MetaRoCE: the connection's DSN;
+     * RoCEv2: the PSN of each of the destination's QPs). */
+    uint32_t rx_id; /* MetaRoCE: the destination's connection id */
+    uint16_t n_seq;
+    uint32_t *qpn; /* RoCEv2: the destination's QPNs */
+    uint32_t *next;
+    uint8_t *seen;
+};
+
+struct exp {
+    struct mroce_sim_exp_cfg c;
+    struct mroce_sim_exp_result *res;
+    struct mroce_sim_topo *t;
+    struct mroce_sim_evlist *ev;
+    struct mroce_sim_trace *trace;
+    struct exp_ep *eps; /* one per host; ctx NULL where idle */
+    struct exp_flow *fl;
+    int n_flows, n_settled;
+    uint32_t msg, n_msgs; /* the split of every flow */
+    uint8_t *pattern;     /* the sources' bytes */
+    uint16_t n_streams;
+    uint64_t ooo;
+};
+
+/* ---- Small helpers ---- */
+
+static double exp_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int exp_fail(struct exp *x, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->res->error, sizeof(x->res->error), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+static uint32_t exp_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
+}
+
+const char *mroce_sim_exp_workload_str(int workload)
+{
+    static const char *const n[] = {"single", "permutation", "incast"};
+    return workload >= 0 && workload < 3 ? n[workload] : "unknown";
+}
+
+static int exp_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double mroce_sim_exp_percentile(double *v, int n, double p)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof(*v), exp_cmp_double);
+    /* nearest rank: the smallest value with at least p% at or below it */
+    double r = p / 100.0 * n;
+    int k = (int)r;
+    if ((double)k < r)
+        k++;
+    k = k < 1 ? 1 : k > n ? n : k;
+    return v[k - 1];
+}
+
+/* ---- Configuration ---- */
+
+#define EXP_DEF(v, d) ((v) ? (v) : (d))
+
+void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
+                               struct mroce_sim_exp_cfg *o)
+{
+    *o = *in;
+    o->hosts = EXP_DEF(o->hosts, 16);
+    o->hosts_per_leaf = EXP_DEF(o->hosts_per_leaf, o->hosts < 8 ? o->hosts : 8);
+    o->spines = EXP_DEF(o->spines, o->hosts_per_leaf);
+    o->planes = EXP_DEF(o->planes, 1);
+    o->link_bps = EXP_DEF(o->link_bps, MROCE_SIM_LINK_BPS);
+    o->mtu = EXP_DEF(o->mtu, MROCE_SIM_MTU_PAYLOAD);
+    o->paths = EXP_DEF(o->paths, 16); /* mroce_conn_attr.n_paths */
+    o->qps = EXP_DEF(o->qps, 1);
+    bool roce = o->transport == MROCE_TRANSPORT_ROCEV2;
+    o->pfc = EXP_DEF(o->pfc, roce ? MROCE_SIM_EXP_ON : MROCE_SIM_EXP_OFF);
+    o->dcqcn = EXP_DEF(o->dcqcn, MROCE_SIM_EXP_ON);
+    o->size = EXP_DEF(o->size, EXP_MIB);
+    o->msg_bytes = EXP_DEF(o->msg_bytes, 4 * EXP_MIB);
+    o->senders = EXP_DEF(o->senders, 4);
+    o->rocev2_timeout = EXP_DEF(o->rocev2_timeout, 14);
+    o->deadline_ps = EXP_DEF(o->deadline_ps, 2 * MROCE_SIM_PS_PER_S);
+    if (o->progress_every_s <= 0)
+        o->progress_every_s = 0.25;
+}
+
+static int exp_check_faults(struct exp *x)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    if (c->n_degrade < 0 || c->n_degrade > MROCE_SIM_EXP_MAX_FAULTS ||
+        c->n_fail < 0 || c->n_fail > MROCE_SIM_EXP_MAX_FAULTS)
+        return exp_fail(x, MROCE_EINVAL, "at most %d faults of each kind",
+                        MROCE_SIM_EXP_MAX_FAULTS);
+    for (int i = 0; i < c->n_degrade; i++)
+        if (!(c->degrade[i].fraction > 0 && c->degrade[i].fraction <= 1))
+            return exp_fail(x, MROCE_EINVAL,
+                            "degrade fraction must be in (0, 1]");
+    if (!(c->loss >= 0 && c->loss < 1))
+        return exp_fail(x, MROCE_EINVAL, "loss must be in [0, 1)");
+    return 0;
+}
+
+static int exp_check(struct exp *x)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    if (c->transport != MROCE_TRANSPORT_METAROCE &&
+        c->transport != MROCE_TRANSPORT_ROCEV2)
+        return exp_fail(x, MROCE_EINVAL, "unknown transport %d", c->transport);
+    if (c->hosts < 2 || c->hosts > EXP_MAX_HOSTS || c->hosts_per_leaf < 1 ||
+        c->hosts % c->hosts_per_leaf)
+        return exp_fail(x, MROCE_EINVAL,
+                        "hosts (%d) must be >= 2 and a multiple of "
+                        "hosts-per-leaf (%d)",
+                        c->hosts, c->hosts_per_leaf);
+    if (c->paths < 1 || c->paths > 256 || c->qps < 1 || c->qps > MROCE_MAX_QPS)
+        return exp_fail(x, MROCE_EINVAL, "paths and qps must be 1..256");
+    if (c->workload < MROCE_SIM_EXP_SINGLE ||
+        c->workload > MROCE_SIM_EXP_INCAST)
+        return exp_fail(x, MROCE_EINVAL, "unknown workload");
+    if (c->workload == MROCE_SIM_EXP_INCAST &&
+        (c->senders < 1 || c->senders >= c->hosts))
+        return exp_fail(x, MROCE_EINVAL, "incast senders must be 1..%d",
+                        c->hosts - 1);
+    if (c->transport == MROCE_TRANSPORT_ROCEV2 &&
+        (c->mtu < 256 || c->mtu > 4096 || (c->mtu & (c->mtu - 1))))
+        return exp_fail(x, MROCE_EINVAL,
+                        "a RoCEv2 MTU is a power of 2 in 256..4096");
+    if (c->msg_bytes > EXP_MAX_MSG || c->size / c->msg_bytes >= 65536)
+        return exp_fail(x, MROCE_EINVAL,
+                        "messages of at most 1 GiB, at most 65536 of them");
+    return exp_check_faults(x);
+}
+
+/* ---- Topology, faults and trace ---- */
+
+/* The largest UDP payload the engines emit at this MTU, read from a
+ * throwaway context: the packet pool's big buffers take this size, not
+ * the 9216-byte jumbo default, so the run touches half the memory. */
+static uint32_t exp_max_payload(const struct mroce_sim_exp_cfg *c)
+{
+    struct mroce_ctx_attr a = {.mtu = c->mtu,
+                               .transport = (uint8_t)c->transport,
+                               .addr = {.family = MROCE_AF_INET}};
+    struct mroce_ctx *ctx;
+    if (mroce_ctx_open(&a, &ctx))
+        return 0; /* the topology's default */
+    size_t n = mroce_ctx_max_pkt(ctx);
+    mroce_ctx_close(ctx);
+    return (uint32_t)n;
+}
+
+static int exp_topo(struct exp *x)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    struct mroce_sim_topo_cfg tc = {
+        .max_payload = exp_max_payload(c),
+        .hosts_per_leaf = c->hosts_per_leaf,
+        .leaves = c->hosts / c->hosts_per_leaf,
+        .spines = c->spines,
+        .planes = c->planes,
+        .link_bps = c->link_bps,
+        .mtu = c->mtu,
+        .seed = c->seed,
+        .reroute_ps = c->reroute_ps,
+        .sw = {.pfc = c->pfc == MROCE_SIM_EXP_ON},
+    };
+    int err = mroce_sim_topo_create(&tc, &x->t);
+    if (err)
+        return exp_fail(x, err, "topology refused (%s)", mroce_strerror(err));
+    x->ev = mroce_sim_topo_ev(x->t);
+    return 0;
+}
+
+/* A link by name, or by decimal id. */
+static int exp_link(struct exp *x, const char *name)
+{
+    int id = mroce_sim_topo_link_find(x->t, name);
+    if (id >= 0)
+        return id;
+    char *end;
+    errno = 0;
+    long v = strtol(name, &end, 10);
+    if (errno || end == name || *end || v < 0 ||
+        v >= mroce_sim_topo_n_links(x->t))
+        return -1;
+    return (int)v;
+}
+
+/* Loss on every host uplink: each packet, data or ACK, crosses exactly
+ * one, so every packet is lost end to end with probability p whatever
+ * its path (metrics.md "Loss"; ACKs lose too). */
+static int exp_loss(struct exp *x)
+{
+    if (x->c.loss <= 0)
+        return 0;
+    for (int i = 0; i < mroce_sim_topo_n_links(x->t); i++) {
+        const struct mroce_sim_link_info *li =
+            mroce_sim_topo_link_info(x->t, i);
+        if (li->kind == MROCE_SIM_LINK_HOST_UP &&
+            mroce_sim_topo_link_loss(x->t, i, false, x->c.loss, 0))
+            return exp_fail(x, MROCE_ENOMEM, "cannot schedule loss");
+    }
+    return 0;
+}
+
+static int exp_faults(struct exp *x)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    for (int i = 0; i < c->n_degrade; i++) {
+        int id = exp_link(x, c->degrade[i].link);
+        if (id < 0)
+            return exp_fail(x, MROCE_EINVAL, "unknown link '%s'",
+                            c->degrade[i].link);
+        if (mroce_sim_topo_link_degrade(x->t, id, true, c->degrade[i].fraction,
+                                        0))
+            return exp_fail(x, MROCE_ENOMEM, "cannot schedule degrade");
+    }
+    for (int i = 0; i < c->n_fail; i++) {
+        int id = exp_link(x, c->fail[i].link);
+        if (id < 0)
+            return exp_fail(x, MROCE_EINVAL, "unknown link '%s'",
+                            c->fail[i].link);
+        if (mroce_sim_topo_link_down(x->t, id, true, c->fail[i].t_ps))
+            return exp_fail(x, MROCE_ENOMEM, "cannot schedule failure");
+    }
+    return exp_loss(x);
+}
+
+/* Host 0's cable in every plane, both directions, in one capture. */
+static int exp_trace(struct exp *x)
+{
+    if (!x->c.pcap)
+        return 0;
+    int err = mroce_sim_trace_open(x->c.pcap, &x->trace);
+    if (err)
+        return exp_fail(x, err, "cannot open pcap file '%s'", x->c.pcap);
+    for (int i = 0; i < mroce_sim_topo_n_links(x->t); i++) {
+        const struct mroce_sim_link_info *li =
+            mroce_sim_topo_link_info(x->t, i);
+        if (li->host == 0)
+            mroce_sim_trace_add_link(x->trace, li->link);
+    }
+    return 0;
+}
+
+/* ---- Workload ---- */
+
+/* A uniformly random derangement: Fisher-Yates, redrawn while any host
+ * maps to itself (about e tries on average). */
+static void exp_derangement(int *to, int n, uint64_t seed)
+{
+    struct mroce_sim_rng r;
+    mroce_sim_rng_init(&r, mroce_sim_seed(seed, 0x7065726dull));
+    for (bool fixed = true; fixed;) {
+        for (int i = 0; i < n; i++)
+            to[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(mroce_sim_rng_next(&r) % (uint64_t)(i + 1));
+            int tmp = to[i];
+            to[i] = to[j];
+            to[j] = tmp;
+        }
+        fixed = false;
+        for (int i = 0; i < n && !fixed; i++)
+            fixed = to[i] == i;
+    }
+}
+
+static int exp_pairs(struct exp *x, int *src, int *dst)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    int n = c->hosts;
+    if (c->workload == MROCE_SIM_EXP_SINGLE) {
+        src[0] = 0;
+        dst[0] = n - 1;
+        return 1;
+    }
+    if (c->workload == MROCE_SIM_EXP_INCAST) {
+        for (int i = 0; i < c->senders; i++) {
+            src[i] = n - 1 - i;
+            dst[i] = 0;
+        }
+        return c->senders;
+    }
+    exp_derangement(dst, n, c->seed);
+    for (int i = 0; i < n; i++)
+        src[i] = i;
+    return n;
+}
+
+/* Transport header bytes of the data packets that carry most of a flow:
+ * all packets of a MetaRoCE WRITE carry MTH+DXH+RETH (+SNH+IMM for
+ * WRITE_IMM) and the CRC; a RoCEv2 WRITE's middle packets carry the BTH
+ * and the ICRC (its first packet adds a RETH, its last an ImmDt). */
+static uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
+{
+    if (x->c.transport == MROCE_TRANSPORT_ROCEV2)
+        return ROCE_BTH_LEN + ROCE_ICRC_LEN;
+    uint8_t op = n_msgs > 1 ? MROCE_OP_WRITE : MROCE_OP_WRITE_IMM;
+    return (uint32_t)mroce_wire_hdr_len(op) + MROCE_ICRC_LEN;
+}
+
+/* The ideal FCT of a flow alone; with P planes its packets are shared
+ * equally among them, so each plane carries ceil(packets / P). */
+static uint64_t exp_ideal(const struct exp *x, int src, int dst)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    uint64_t pkts = (c->size + c->mtu - 1) / c->mtu;
+    uint64_t per_plane = (pkts + (uint64_t)c->planes - 1) / c->planes;
+    uint64_t bytes =
+        per_plane * c->mtu < c->size ? per_plane * c->mtu : c->size;
+    return mroce_sim_topo_ideal_fct_ps(x->t, bytes, c->mtu,
+                                       exp_hdr_bytes(x, x->n_msgs), src, dst);
+}
+
+/* With k > 1 RoCEv2 QPs a flow is cut into at least k messages and its
+ * connection has k streams of one QP each; message m goes on stream
+ * m % k and the last message of each stream carries an immediate. So
+ * every QP carries a share and notifies on its own, as NCCL posts a
+ * WRITE_IMM per QP when it splits data over QPs; one stream of k QPs
+ * would fence each receive-consuming message behind the other QPs'
+ * acknowledgements (src/roce/README.md) and serialize the tail. */
+static void exp_split(struct exp *x)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    uint64_t k = c->transport == MROCE_TRANSPORT_ROCEV2 ? (uint64_t)c->qps : 1;
+    uint64_t share = (c->size + k - 1) / k;
+    share = (share + c->mtu - 1) / c->mtu * c->mtu;
+    x->msg = (uint32_t)(share < c->msg_bytes ? share : c->msg_bytes);
+    x->n_msgs = (uint32_t)((c->size + x->msg - 1) / x->msg);
+    x->n_streams = (uint16_t)(x->n_msgs < k ? x->n_msgs : k);
+}
+
+static int exp_flows(struct exp *x)
+{
+    int n = x->c.hosts;
+    int *src = calloc((size_t)n, sizeof(int));
+    int *dst = calloc((size_t)n, sizeof(int));
+    x->fl = calloc((size_t)n, sizeof(*x->fl));
+    x->res->flows = calloc((size_t)n, sizeof(*x->res->flows));
+    if (!src || !dst || !x->fl || !x->res->flows) {
+        free(src);
+        free(dst);
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    }
+    x->n_flows = x->res->n_flows = exp_pairs(x, src, dst);
+    for (int i = 0; i < x->n_flows; i++) {
+        struct exp_flow *f = &x->fl[i];
+        f->pub = &x->res->flows[i];
+        f->pub->src = src[i];
+        f->pub->dst = dst[i];
+        f->pub->ideal_ps = exp_ideal(x, src[i], dst[i]);
+        f->n_msgs = x->n_msgs;
+    }
+    free(src);
+    free(dst);
+    return 0;
+}
+
+/* ---- Engines ---- */
+
+static int exp_ep_open(struct exp *x, struct exp_ep *e)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    struct mroce_ctx_attr a = {
+        .seed = mroce_sim_seed(c->seed, 0x656e67ull << 32 | (uint64_t)e->host),
+        .mtu = c->mtu,
+        .link_mbps = (uint32_t)(c->link_bps * (uint64_t)c->planes / 1000000),
+        .transport = (uint8_t)c->transport,
+        .rocev2_no_dcqcn = c->dcqcn == MROCE_SIM_EXP_OFF,
+    };
+    mroce_sim_topo_host_addr(x->t, e->host, &a.addr);
+    int err = mroce_ctx_open(&a, &e->ctx);
+    if (!err)
+        err = mroce_pd_alloc(e->ctx, &e->pd);
+    if (!err)
+        err = mroce_cq_create(e->ctx, e->cq_depth, &e->cq);
+    if (err)
+        return exp_fail(x, err, "engine of host %d: %s", e->host,
+                        mroce_strerror(err));
+    return 0;
+}
+
+/* Sizes each taking part host's CQ and reorder table, then opens it. */
+static int exp_eps(struct exp *x)
+{
+    int n = x->c.hosts;
+    x->eps = calloc((size_t)n, sizeof(*x->eps));
+    if (!x->eps)
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    for (int i = 0; i < x->n_flows; i++) {
+        struct exp_flow *f = &x->fl[i];
+        f->src = &x->eps[f->pub->src];
+        f->dst = &x->eps[f->pub->dst];
+        f->src->cq_depth += f->n_msgs;
+        f->dst->cq_depth += x->n_streams;
+        f->dst->n_in++;
+    }
+    for (int h = 0; h < n; h++) {
+        struct exp_ep *e = &x->eps[h];
+        e->x = x;
+        e->host = h;
+        if (!e->cq_depth)
+            continue;
+        e->cq_depth += 16;
+        e->in = calloc((size_t)e->n_in + 1, sizeof(int));
+        if (!e->in)
+            return exp_fail(x, MROCE_ENOMEM, "out of memory");
+        e->n_in = 0;
+        int err = exp_ep_open(x, e);
+        if (err)
+            return err;
+    }
+    for (int i = 0; i < x->n_flows; i++)
+        x->fl[i].dst->in[x->fl[i].dst->n_in++] = i;
+    return 0;
+}
+
+/* Every source is a window of one random pattern, flow i's starting
+ * EXP_SRC_STRIDE x i bytes in: each flow sends different bytes (data
+ * delivered to the wrong flow or offset is caught, unless shifted by
+ * exactly a multiple of the stride across flows) while the sources cost
+ * one buffer instead of one per flow. */
+#define EXP_SRC_STRIDE 8u
+
+static int exp_pattern(struct exp *x)
+{
+    uint64_t n = x->c.size + (uint64_t)EXP_SRC_STRIDE * x->n_flows;
+    x->pattern = malloc(n);
+    if (!x->pattern)
+        return exp_fail(x, MROCE_ENOMEM, "cannot allocate %llu bytes",
+                        (unsigned long long)n);
+    struct mroce_sim_rng r;
+    mroce_sim_rng_init(&r, mroce_sim_seed(x->c.seed, 0x66696c6cull));
+    for (uint64_t i = 0; i < n; i += 8) {
+        uint64_t v = mroce_sim_rng_next(&r);
+        memcpy(x->pattern + i, &v, n - i < 8 ? n - i : 8);
+    }
+    return 0;
+}
+
+/* The destination is zeroed, which also faults its pages in before the
+ * run, so the run's wall clock is the simulation's. */
+static int exp_bufs(struct exp *x, struct exp_flow *f, int idx)
+{
+    unsigned rw = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE;
+    f->sbuf = x->pattern + (uint64_t)EXP_SRC_STRIDE * idx;
+    f->dbuf = malloc(x->c.size);
+    if (!f->dbuf ||
+        mroce_reg_mr(f->src->pd, f->sbuf, x->c.size, MROCE_ACCESS_LOCAL_WRITE,
+                     &f->smr) ||
+        mroce_reg_mr(f->dst->pd, f->dbuf, x->c.size, rw, &f->dmr))
+        return exp_fail(x, MROCE_ENOMEM, "cannot register %llu bytes",
+                        (unsigned long long)x->c.size);
+    memset(f->dbuf, 0, x->c.size);
+    return 0;
+}
+
+static int exp_conn(struct exp *x, struct exp_ep *e, struct mroce_conn **out)
+{
+    uint32_t sq = (x->n_msgs + x->n_streams - 1) / x->n_streams;
+    struct mroce_conn_attr ca = {
+        .send_cq = e->cq,
+        .recv_cq = e->cq,
+        .n_streams = x->n_streams,
+        .n_paths = (uint16_t)x->c.paths,
+        .sq_depth = sq > 64 ? sq : 0,
+        .rocev2_timeout = x->c.rocev2_timeout,
+    };
+    return mroce_conn_create(e->pd, &ca, out);
+}
+
+/* The destination's sequence spaces, for reorder accounting. */
+static int exp_seq_init(struct exp_flow *f)
+{
+    struct mroce_conn_params p;
+    mroce_conn_get_params(f->rc, &p);
+    f->rx_id = p.conn_id;
+    f->n_seq = p.transport == MROCE_TRANSPORT_ROCEV2 ? p.n_qps : 1;
+    f->qpn = calloc(f->n_seq, sizeof(*f->qpn));
+    f->next = calloc(f->n_seq, sizeof(*f->next));
+    f->seen = calloc(f->n_seq, 1);
+    if (!f->qpn || !f->next || !f->seen)
+        return MROCE_ENOMEM;
+    if (p.transport == MROCE_TRANSPORT_ROCEV2)
+        memcpy(f->qpn, p.qpn, f->n_seq * sizeof(*f->qpn));
+    return 0;
+}
+
+/* One receive per stream for its closing WRITE_IMM, then both ends. */
+static int exp_connect(struct exp *x, struct exp_flow *f, int idx)
+{
+    struct mroce_conn_params ps, pr;
+    mroce_conn_get_params(f->sc, &ps);
+    mroce_conn_get_params(f->rc, &pr);
+    int err = 0;
+    for (uint16_t s = 0; !err && s < x->n_streams; s++) {
+        struct mroce_recv_wr rw = {
+            .wr_id = (uint64_t)idx << 32 | EXP_RECV_TAG,
+            .stream = s,
+            .sge = {(uint64_t)(uintptr_t)f->dbuf, 0, mroce_mr_lkey(f->dmr)},
+        };
+        err = mroce_post_recv(f->rc, &rw);
+    }
+    if (!err)
+        err = mroce_conn_connect(f->sc, &pr);
+    if (!err)
+        err = mroce_conn_connect(f->rc, &ps);
+    return err ? err : exp_seq_init(f);
+}
+
+static int exp_flow_open(struct exp *x, int idx)
+{
+    struct exp_flow *f = &x->fl[idx];
+    int err = exp_bufs(x, f, idx);
+    if (err)
+        return err;
+    err = exp_conn(x, f->src, &f->sc);
+    if (!err)
+        err = exp_conn(x, f->dst, &f->rc);
+    if (!err)
+        err = exp_connect(x, f, idx);
+    if (err)
+        return exp_fail(x, err, "connection %d -> %d: %s", f->pub->src,
+                        f->pub->dst, mroce_strerror(err));
+    return 0;
+}
+
+/* The flow's messages back to back, round-robin over the streams; the
+ * last of each stream with an immediate that completes at the
+ * destination. */
+static int exp_post(struct exp *x, int idx)
+{
+    struct exp_flow *f = &x->fl[idx];
+    uint64_t off = 0;
+    for (uint32_t m = 0; m < f->n_msgs; m++) {
+        uint64_t len = x->c.size - off;
+        len = len > x->msg ? x->msg : len;
+        struct mroce_send_wr wr = {
+            .wr_id = (uint64_t)idx << 32 | m,
+            .stream = (uint16_t)(m % x->n_streams),
+            .sge = {(uint64_t)(uintptr_t)(f->sbuf + off), (uint32_t)len,
+                    mroce_mr_lkey(f->smr)},
+            .remote_addr = (uint64_t)(uintptr_t)(f->dbuf + off),
+            .rkey = mroce_mr_rkey(f->dmr),
+            .imm = (uint32_t)idx,
+        };
+        bool last = m + x->n_streams >= f->n_msgs;
+        int err = last ? mroce_post_write_imm(f->sc, &wr)
+                       : mroce_post_write(f->sc, &wr);
+        if (err)
+            return exp_fail(x, err, "post on flow %d: %s", idx,
+                            mroce_strerror(err));
+        off += len;
+    }
+    return 0;
+}
+
+/* ---- Driving: the ops the hosts call ---- */
+
+/* Counts a data packet arriving below the next expected sequence number
+ * of its space (RFC 4737's reordered packet: overtaken by a later one,
+ * or sent again). */
+static void exp_seq(struct exp *x, struct exp_flow *f, int q, uint32_t seq,
+                    bool roce)
+{
+    int32_t d =
+        roce ? roce_psn_diff(seq, f->next[q]) : (int32_t)(seq - f->next[q]);
+    if (f->seen[q] && d < 0) {
+        x->ooo++;
+        return;
+    }
+    f->seen[q] = 1;
+    f->next[q] = roce ? roce_psn_add(seq, 1) : seq + 1;
+}
+
+static void exp_peek_meta(struct exp_ep *e, const uint8_t *buf, size_t len)
+{
+    if (len < MROCE_MTH_LEN + MROCE_DXH_LEN)
+        return;
+    const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
+    if (!oi || !(oi->headers & MROCE_H_DXH) || !(oi->headers & MROCE_H_PAYLOAD))
+        return;
+    uint32_t conn = exp_be32(buf + 4);
+    for (int i = 0; i < e->n_in; i++) {
+        struct exp_flow *f = &e->x->fl[e->in[i]];
+        if (f->rx_id == conn) {
+            exp_seq(e->x, f, 0, exp_be32(buf + MROCE_MTH_LEN), false);
+            return;
+        }
+    }
+}
+
+static void exp_peek_roce(struct exp_ep *e, const uint8_t *buf, size_t len)
+{
+    struct roce_hdr h;
+    if (roce_decode(NULL, buf, len, &h) != ROCE_WIRE_OK)
+        return;
+    const struct roce_op_info *oi = roce_op_info(h.opcode);
+    if (!oi || oi->kind != ROCE_K_WRITE)
+        return;
+    for (int i = 0; i < e->n_in; i++) {
+        struct exp_flow *f = &e->x->fl[e->in[i]];
+        for (int q = 0; q < f->n_seq; q++)
+            if (f->qpn[q] == h.dqpn) {
+                exp_seq(e->x, f, q, h.psn, true);
+                return;
+            }
+    }
+}
+
+static void exp_on_wc(struct exp *x, const struct mroce_wc *wc, uint64_t now)
+{
+    struct exp_flow *f = &x->fl[wc->wr_id >> 32];
+    if ((uint32_t)wc->wr_id == EXP_RECV_TAG) {
+        if (wc->status == MROCE_WC_SUCCESS && ++f->n_recv == x->n_streams)
+            f->pub->fct_ps = now;
+        return;
+    }
+    if (wc->status != MROCE_WC_SUCCESS && !f->pub->status)
+        f->pub->status = wc->status;
+    if (++f->n_wc < f->n_msgs)
+        return;
+    f->pub->settle_ps = now;
+    if (++x->n_settled == x->n_flows)
+        mroce_sim_ev_stop(x->ev);
+}
+
+/* Right after every packet and timer, so completion times are exact to
+ * the event that caused them (to the engine's 1 ns clock). */
+static void exp_poll(struct exp_ep *e, uint64_t now_ns)
+{
+    struct mroce_wc wc[16];
+    int n;
+    while ((n = mroce_poll_cq(e->cq, 16, wc)) > 0)
+        for (int i = 0; i < n; i++)
+            exp_on_wc(e->x, &wc[i], now_ns * MROCE_SIM_PS_PER_NS);
+}
+
+static size_t exp_ep_max_pkt(const void *ep)
+{
+    return mroce_ctx_max_pkt(((const struct exp_ep *)ep)->ctx);
+}
+
+static int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
+                     struct mroce_pkt_meta *meta)
+{
+    return mroce_ctx_tx(((struct exp_ep *)ep)->ctx, now, buf, cap, meta);
+}
+
+static int exp_ep_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
+                     const uint8_t *buf, size_t len)
+{
+    struct exp_ep *e = ep;
+    int rc = mroce_ctx_rx(e->ctx, now, meta, buf, len);
+    /* after the engine: its checks have brought the headers to cache */
+    if (e->n_in) {
+        if (e->x->c.transport == MROCE_TRANSPORT_ROCEV2)
+            exp_peek_roce(e, buf, len);
+        else
+            exp_peek_meta(e, buf, len);
+    }
+    exp_poll(e, now);
+    return rc;
+}
+
+static uint64_t exp_ep_next_expiry(const void *ep)
+{
+    return mroce_ctx_next_expiry(((const struct exp_ep *)ep)->ctx);
+}
+
+static void exp_ep_on_expiry(void *ep, uint64_t now)
+{
+    struct exp_ep *e = ep;
+    mroce_ctx_on_expiry(e->ctx, now);
+    exp_poll(e, now);
+}
+
+static const struct mroce_sim_ep_ops exp_ep_ops = {
+    .max_pkt = exp_ep_max_pkt,
+    .tx = exp_ep_tx,
+    .rx = exp_ep_rx,
+    .next_expiry = exp_ep_next_expiry,
+    .on_expiry = exp_ep_on_expiry,
+};
+
+static int exp_attach(struct exp *x)
+{
+    for (int h = 0; h < x->c.hosts; h++) {
+        if (!x->eps[h].ctx)
+            continue;
+        int err = mroce_sim_host_attach(mroce_sim_topo_host(x->t, h),
+                                        &exp_ep_ops, &x->eps[h]);
+        if (err)
+            return exp_fail(x, err, "attach host %d: %s", h,
+                            mroce_strerror(err));
+    }
+    return 0;
+}
+
+/* ---- Running ---- */
+
+static void exp_progress(struct exp *x, double t0, double *last)
+{
+    double now = exp_wall();
+    if (!x->c.progress || now - *last < x->c.progress_every_s)
+        return;
+    *last = now;
+    struct mroce_sim_exp_progress p = {
+        .now_ps = mroce_sim_ev_now(x->ev),
+        .events = mroce_sim_ev_count(x->ev),
+        .wall_s = now - t0,
+        .flows_settled = x->n_settled,
+        .flows = x->n_flows,
+    };
+    x->c.progress(x->c.progress_ud, &p);
+}
+
+static bool exp_in_flight(struct exp *x)
+{
+    struct mroce_sim_pool_counters pc;
+    mroce_sim_pool_get_counters(mroce_sim_topo_pool(x->t), &pc);
+    return pc.in_flight > 0;
+}
+
+/* Until every flow settled or the deadline; then, if all settled, until
+ * the fabric is empty (bounded), so the conservation count ends with
+ * nothing alive. A run cut by the deadline stops there. */
+static void exp_loop(struct exp *x)
+{
+    double t0 = exp_wall(), last = t0;
+    uint64_t dl = x->c.deadline_ps;
+    while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
+           mroce_sim_ev_pending(x->ev)) {
+        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
+        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
+        exp_progress(x, t0, &last);
+    }
+    x->res->end_ps = mroce_sim_ev_now(x->ev);
+    uint64_t stop = x->res->end_ps + EXP_DRAIN_PS;
+    while (x->n_settled == x->n_flows && exp_in_flight(x) &&
+           mroce_sim_ev_now(x->ev) < stop)
+        mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
+    x->res->wall_s = exp_wall() - t0;
+}
+
+/* ---- Results ---- */
+
+static void exp_flow_result(struct exp *x, struct exp_flow *f)
+{
+    struct mroce_sim_exp_flow *p = f->pub;
+    struct mroce_conn_counters cc;
+    mroce_conn_get_counters(f->sc, &cc);
+    p->retx_pkts = cc.retx_pkts;
+    p->data_pkts = cc.tx_data_pkts;
+    p->timeouts = cc.rto_events;
+    p->completed = f->n_wc == f->n_msgs && !p->status && p->fct_ps;
+    p->data_ok = memcmp(f->sbuf, f->dbuf, x->c.size) == 0;
+    struct mroce_sim_exp_result *r = x->res;
+    r->data_pkts += p->data_pkts;
+    r->retx_pkts += p->retx_pkts;
+    r->timeouts += p->timeouts;
+    r->flows_completed += p->completed;
+    r->flows_failed += !p->completed;
+    r->flows_corrupt += p->completed && !p->data_ok;
+    if (p->completed && p->fct_ps > r->jct_ps)
+        r->jct_ps = p->fct_ps;
+}
+
+static int exp_stats(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    double *fct = calloc((size_t)x->n_flows + 1, sizeof(double));
+    double *sd = calloc((size_t)x->n_flows + 1, sizeof(double));
+    if (!fct || !sd) {
+        free(fct);
+        free(sd);
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < x->n_flows; i++) {
+        const struct mroce_sim_exp_flow *p = &r->flows[i];
+        if (!p->completed)
+            continue;
+        fct[n] = (double)p->fct_ps / EXP_US;
+        sd[n++] = (double)p->fct_ps / (double)p->ideal_ps;
+    }
+    r->fct_us.p50 = mroce_sim_exp_percentile(fct, n, 50);
+    r->fct_us.p99 = mroce_sim_exp_percentile(fct, n, 99);
+    r->fct_us.max = mroce_sim_exp_percentile(fct, n, 100);
+    r->slowdown.p50 = mroce_sim_exp_percentile(sd, n, 50);
+    r->slowdown.p99 = mroce_sim_exp_percentile(sd, n, 99);
+    r->slowdown.max = mroce_sim_exp_percentile(sd, n, 100);
+    free(fct);
+    free(sd);
+    return 0;
+}
+
+static void exp_fabric(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    struct mroce_sim_topo_counters tc;
+    mroce_sim_topo_get_counters(x->t, &tc);
+    r->pkts = tc.pkts;
+    r->drops = tc.pkts.dropped_total;
+    memcpy(r->drop, tc.pkts.dropped, sizeof(r->drop));
+    r->ecn_marks = tc.ecn_marks;
+    r->trimmed = tc.trimmed;
+    r->pfc_pauses = tc.pfc_pauses;
+    r->pfc_pause_ps = tc.pfc_pause_ps;
+    r->max_qbytes = tc.max_qbytes;
+    r->events = tc.events;
+    r->ooo_pkts = x->ooo;
+    r->ideal_ps = exp_ideal(x, 0, x->c.hosts - 1);
+    if (r->wall_s > 0) {
+        r->events_per_s = (double)r->events / r->wall_s;
+        r->pkts_per_s = (double)r->pkts.injected / r->wall_s;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+}
+
+static int exp_results(struct exp *x)
+{
+    for (int i = 0; i < x->n_flows; i++)
+        exp_flow_result(x, &x->fl[i]);
+    exp_fabric(x);
+    struct mroce_sim_exp_result *r = x->res;
+    r->fraction_of_ideal =
+        r->jct_ps && !r->flows_failed ? (double)r->ideal_ps / r->jct_ps : 0;
+    return exp_stats(x);
+}
+
+/* ---- Setup and teardown ---- */
+
+static int exp_setup(struct exp *x)
+{
+    int err = exp_check(x);
+    if (!err) {
+        exp_split(x);
+        err = exp_topo(x);
+    }
+    if (!err)
+        err = exp_flows(x);
+    if (!err)
+        err = exp_eps(x);
+    if (!err)
+        err = exp_pattern(x);
+    for (int i = 0; !err && i < x->n_flows; i++)
+        err = exp_flow_open(x, i);
+    if (!err)
+        err = exp_faults(x);
+    if (!err)
+        err = exp_trace(x);
+    for (int i = 0; !err && i < x->n_flows; i++)
+        err = exp_post(x, i);
+    return err ? err : exp_attach(x);
+}
+
+/* Frees everything; returns nonzero if the trace lost frames. */
+static int exp_teardown(struct exp *x)
+{
+    mroce_sim_topo_destroy(x->t); /* hosts first: they drive the engines */
+    int err = 0;
+    if (x->trace) {
+        x->res->pcap_frames = mroce_sim_trace_count(x->trace);
+        if (mroce_sim_trace_close(x->trace))
+            err = MROCE_EINVAL;
+        if (err && !x->res->error[0])
+            exp_fail(x, err, "pcap: frames not written");
+    }
+    for (int h = 0; x->eps && h < x->c.hosts; h++) {
+        mroce_ctx_close(x->eps[h].ctx); /* its conns, MRs, CQ, PD */
+        free(x->eps[h].in);
+    }
+    for (int i = 0; x->fl && i < x->n_flows; i++) {
+        free(x->fl[i].dbuf);
+        free(x->fl[i].qpn);
+        free(x->fl[i].next);
+        free(x->fl[i].seen);
+    }
+    free(x->eps);
+    free(x->fl);
+    free(x->pattern);
+    return err;
+}
+
+int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
+                      struct mroce_sim_exp_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    struct exp x = {.res = res};
+    mroce_sim_exp_cfg_resolve(cfg, &x.c);
+    res->cfg = x.c;
+    double t0 = exp_wall();
+    int err = exp_setup(&x);
+    res->setup_s = exp_wall() - t0;
+    if (!err) {
+        exp_loop(&x);
+        err = exp_results(&x);
+    }
+    int terr = exp_teardown(&x);
+    return err ? err : terr;
+}
+
+void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res)
+{
+    free(res->flows);
+    res->flows = NULL;
+    res->n_flows = 0;
+}

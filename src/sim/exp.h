@@ -1,0 +1,155 @@
+/* Experiments: one fabric scenario from a flat configuration to its
+ * results. This is what `mroce-sim` runs and what the validation tests
+ * run, so the numbers a test checks are the numbers the CLI prints.
+ *
+ * A scenario: a leaf-spine (or multiplane) topology, one real engine per
+ * host that takes part (MetaRoCE or RoCEv2, through the public verbs API
+ * and mroce_sim_ctx_ops-style driving), a workload of flows that all
+ * start at time 0, optional faults, and a run until every flow settled.
+ *
+ * A flow moves `size` bytes from a source host to a destination host over
+ * its own connection, as RDMA WRITEs of at most `msg_bytes` posted back to
+ * back; the last one carries an immediate, so the destination learns that
+ * all the data is in place (completions of a stream come in order). The
+ * flow completion time (FCT) is when that receive completion appears at
+ * the destination: the moment the data is usable there, which is what
+ * the analytic ideal (topo.h) measures. A flow settles when its sender
+ * has a completion for every WRITE; it fails if any completion is an
+ * error or it has not settled by the deadline. Every destination buffer
+ * is compared with its source after the run.
+ *
+ * Times are picoseconds, as everywhere in the simulator. Wall-clock
+ * fields (wall_s, events_per_s, peak_rss_mb, setup_s) are the only ones
+ * that differ between two runs of the same configuration.
+ *
+ * Thread-safety: a run uses no globals; runs in different threads are
+ * independent.
+ */
+#ifndef MROCE_SIM_EXP_H
+#define MROCE_SIM_EXP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/pkt.h"
+
+#define MROCE_SIM_EXP_MAX_FAULTS 16
+#define MROCE_SIM_EXP_LINK_NAME 64
+
+/* Switches: 0 takes the default. */
+#define MROCE_SIM_EXP_DEFAULT 0
+#define MROCE_SIM_EXP_ON 1
+#define MROCE_SIM_EXP_OFF 2
+
+enum mroce_sim_exp_workload {
+    MROCE_SIM_EXP_SINGLE,      /* host 0 -> the last host (far leaf) */
+    MROCE_SIM_EXP_PERMUTATION, /* every host -> a random partner, no self */
+    MROCE_SIM_EXP_INCAST,      /* the last `senders` hosts -> host 0 */
+};
+
+/* A link fault: the link by name (topo.h: "leaf0-spine1", "p1.host3-leaf0")
+ * or by decimal id. Faults hit the cable, both directions. */
+struct mroce_sim_exp_fault {
+    char link[MROCE_SIM_EXP_LINK_NAME];
+    double fraction; /* degrade: rate fraction, 0 < f <= 1 */
+    uint64_t t_ps;   /* fail: when the cable goes down */
+};
+
+struct mroce_sim_exp_progress {
+    uint64_t now_ps;
+    uint64_t events;
+    double wall_s;
+    int flows_settled, flows;
+};
+
+/* Zero fields take the default in brackets. */
+struct mroce_sim_exp_cfg {
+    int transport;      /* MROCE_TRANSPORT_* [METAROCE] */
+    int hosts;          /* [16] */
+    int hosts_per_leaf; /* must divide hosts [min(8, hosts)] */
+    int spines;         /* [hosts_per_leaf: non-blocking] */
+    int planes;         /* [1] */
+    uint64_t link_bps;  /* every link [400G] */
+    uint32_t mtu;       /* payload bytes per packet [4096] */
+    int paths;          /* MetaRoCE paths per connection [engine: 16] */
+    int qps;            /* RoCEv2 QPs per connection [1] */
+    int pfc;            /* MROCE_SIM_EXP_ON/OFF [production default: on
+                           for RoCEv2, off for MetaRoCE] */
+    int dcqcn;          /* RoCEv2 only: MROCE_SIM_EXP_ON/OFF [on] */
+    double loss;        /* end-to-end random loss, on host uplinks */
+    struct mroce_sim_exp_fault degrade[MROCE_SIM_EXP_MAX_FAULTS];
+    int n_degrade;
+    struct mroce_sim_exp_fault fail[MROCE_SIM_EXP_MAX_FAULTS];
+    int n_fail;
+    uint64_t reroute_ps;    /* switches drop a dead link from ECMP after
+                               this long; 0 never [0] */
+    uint64_t seed;          /* topology, engines and workload derive from it */
+    const char *pcap;       /* trace host 0's links to this file [none] */
+    int workload;           /* mroce_sim_exp_workload [SINGLE] */
+    uint64_t size;          /* bytes per flow [1 MiB] */
+    uint32_t msg_bytes;     /* largest WRITE [4 MiB] */
+    int senders;            /* incast fan-in [4] */
+    uint8_t rocev2_timeout; /* RoCEv2 ACK timeout 4.096 us x 2^t [14] */
+    uint64_t deadline_ps;   /* simulated time limit [2 s] */
+    /* Called from the run loop at most every progress_every_s of wall
+     * time (if set) [0.25 s]. */
+    void (*progress)(void *ud, const struct mroce_sim_exp_progress *p);
+    void *progress_ud;
+    double progress_every_s;
+};
+
+struct mroce_sim_exp_flow {
+    int src, dst;
+    uint64_t ideal_ps;  /* this flow alone on the idle fabric */
+    uint64_t fct_ps;    /* destination's completion; 0 if none */
+    uint64_t settle_ps; /* sender's last completion; 0 if none */
+    int status;         /* first failed completion, or MROCE_WC_SUCCESS */
+    bool completed;     /* every WRITE succeeded and the data arrived */
+    bool data_ok;       /* destination equals source */
+    uint64_t retx_pkts, data_pkts, timeouts;
+};
+
+struct mroce_sim_exp_pct {
+    double p50, p99, max;
+};
+
+struct mroce_sim_exp_result {
+    char error[160]; /* why mroce_sim_exp_run refused the scenario */
+    struct mroce_sim_exp_cfg cfg; /* with defaults resolved */
+    int n_flows;
+    struct mroce_sim_exp_flow *flows; /* n_flows, owned */
+    int flows_completed, flows_failed, flows_corrupt;
+    uint64_t ideal_ps;               /* one flow of `size` host 0 -> far leaf */
+    uint64_t jct_ps;                 /* last FCT */
+    double fraction_of_ideal;        /* ideal / jct */
+    struct mroce_sim_exp_pct fct_us; /* over completed flows */
+    struct mroce_sim_exp_pct slowdown; /* FCT / the flow's ideal */
+    uint64_t data_pkts, retx_pkts, ooo_pkts, timeouts;
+    uint64_t drops, drop[MROCE_SIM_DROP_N];
+    uint64_t ecn_marks, trimmed, pfc_pauses, pfc_pause_ps, max_qbytes;
+    struct mroce_sim_pool_counters pkts; /* conservation, at the end */
+    uint64_t end_ps;      /* simulated time when the run stopped */
+    uint64_t pcap_frames; /* frames written to the trace */
+    uint64_t events;
+    /* wall clock: the only fields that differ between identical runs */
+    double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
+};
+
+/* Runs the scenario. Returns 0 if it ran (flows may still have failed:
+ * see flows_failed/flows_corrupt), or MROCE_EINVAL with res->error set
+ * (bad configuration, unknown link), MROCE_ENOMEM. Release the result
+ * with mroce_sim_exp_result_free either way. */
+int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
+                      struct mroce_sim_exp_result *res);
+void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res);
+
+/* The configuration with defaults resolved (what a run reports). */
+void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
+                               struct mroce_sim_exp_cfg *out);
+
+/* Nearest-rank percentile (p in 0..100) of n values; sorts v. 0 if n 0. */
+double mroce_sim_exp_percentile(double *v, int n, double p);
+
+const char *mroce_sim_exp_workload_str(int workload);
+
+#endif

@@ -1,0 +1,243 @@
+/* Experiment reports; see report.h. */
+#include "sim/report.h"
+
+#include <inttypes.h>
+
+#include <mroce/mroce.h>
+
+#include "sim/event.h"
+
+#define R_US(ps) ((double)(ps) / MROCE_SIM_PS_PER_US)
+
+const char *mroce_sim_report_transport_str(int transport)
+{
+    return transport == MROCE_TRANSPORT_ROCEV2 ? "rocev2" : "metaroce";
+}
+
+static const char *onoff(int v)
+{
+    return v == MROCE_SIM_EXP_ON ? "on" : "off";
+}
+
+/* ---- Table ---- */
+
+static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_sim_exp_cfg *c = &r->cfg;
+    bool roce = c->transport == MROCE_TRANSPORT_ROCEV2;
+    fprintf(f,
+            "mroce-sim: %s, %s, %d flow(s) x %" PRIu64 " B "
+            "(WRITEs of <= %" PRIu32 " B), seed %" PRIu64 "\n",
+            mroce_sim_report_transport_str(c->transport),
+            mroce_sim_exp_workload_str(c->workload), r->n_flows, c->size,
+            c->msg_bytes, c->seed);
+    fprintf(f,
+            "  fabric     %d hosts = %d leaves x %d, %d spines, %d plane(s), "
+            "%.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
+            c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
+            c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
+            onoff(c->pfc));
+    if (roce)
+        fprintf(f, "  transport  %d QP(s)/connection, DCQCN %s, timeout %d\n",
+                c->qps, onoff(c->dcqcn), c->rocev2_timeout);
+    else
+        fprintf(f, "  transport  %d paths/connection\n", c->paths);
+    if (c->loss > 0 || c->n_degrade || c->n_fail)
+        fprintf(f, "  faults     loss %g, %d degraded, %d failed link(s)\n",
+                c->loss, c->n_degrade, c->n_fail);
+}
+
+static void table_fct(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    double ideal = R_US(r->ideal_ps);
+    fprintf(f, "  flows      %d completed, %d failed, %d corrupt\n",
+            r->flows_completed, r->flows_failed, r->flows_corrupt);
+    fprintf(f, "  ideal      %.3f us (one flow alone, host 0 -> %d)\n", ideal,
+            r->cfg.hosts - 1);
+    fprintf(f, "  FCT        p50 %.3f  p99 %.3f  max %.3f us\n", r->fct_us.p50,
+            r->fct_us.p99, r->fct_us.max);
+    fprintf(f, "  FCT/ideal  p50 %.3f  p99 %.3f  max %.3f\n",
+            r->fct_us.p50 / ideal, r->fct_us.p99 / ideal,
+            r->fct_us.max / ideal);
+    fprintf(f,
+            "  slowdown   p50 %.3f  p99 %.3f  max %.3f (vs each flow alone)\n",
+            r->slowdown.p50, r->slowdown.p99, r->slowdown.max);
+    fprintf(f, "  JCT        %.3f us, fraction of ideal %.3f\n",
+            R_US(r->jct_ps), r->fraction_of_ideal);
+}
+
+static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    double retx = r->data_pkts ? 100.0 * r->retx_pkts / r->data_pkts : 0;
+    fprintf(f,
+            "  packets    data %" PRIu64 ", retx %" PRIu64 " (%.2f%%), "
+            "out of order %" PRIu64 ", timeouts %" PRIu64 "\n",
+            r->data_pkts, r->retx_pkts, retx, r->ooo_pkts, r->timeouts);
+    fprintf(f, "  drops      %" PRIu64, r->drops);
+    for (int i = 0; i < MROCE_SIM_DROP_N; i++)
+        if (r->drop[i])
+            fprintf(f, " %s %" PRIu64, mroce_sim_drop_str(i), r->drop[i]);
+    fprintf(f,
+            "\n  switches   ECN marks %" PRIu64 ", PFC pauses %" PRIu64
+            " (%.3f us paused), max queue %" PRIu64 " B\n",
+            r->ecn_marks, r->pfc_pauses, R_US(r->pfc_pause_ps), r->max_qbytes);
+}
+
+static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f,
+            "  simulator  %" PRIu64 " events, %" PRIu64 " packets to %.3f us "
+            "simulated in %.3f s = %.2f M events/s, %.2f M packets/s\n"
+            "  cost       setup %.3f s, peak RSS %.1f MB\n",
+            r->events, r->pkts.injected, R_US(r->end_ps), r->wall_s,
+            r->events_per_s / 1e6, r->pkts_per_s / 1e6, r->setup_s,
+            r->peak_rss_mb);
+}
+
+static const char *flow_status(const struct mroce_sim_exp_flow *p)
+{
+    if (p->completed)
+        return p->data_ok ? "success" : "data differs from the source";
+    return p->status ? mroce_wc_status_str(p->status) : "incomplete";
+}
+
+static void table_failed(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    for (int i = 0; i < r->n_flows; i++) {
+        const struct mroce_sim_exp_flow *p = &r->flows[i];
+        if (!p->completed || !p->data_ok)
+            fprintf(f, "  FAILED     flow %d, host %d -> %d: %s\n", i, p->src,
+                    p->dst, flow_status(p));
+    }
+}
+
+void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    table_head(f, r);
+    table_fct(f, r);
+    table_fabric(f, r);
+    table_cost(f, r);
+    table_failed(f, r);
+}
+
+/* ---- JSON ---- */
+
+static void json_pct(FILE *f, const char *key,
+                     const struct mroce_sim_exp_pct *p, bool last)
+{
+    fprintf(f, "  \"%s\": {\"p50\": %.6f, \"p99\": %.6f, \"max\": %.6f}%s\n",
+            key, p->p50, p->p99, p->max, last ? "" : ",");
+}
+
+static void json_faults(FILE *f, const struct mroce_sim_exp_cfg *c)
+{
+    fprintf(f, "    \"degrade\": [");
+    for (int i = 0; i < c->n_degrade; i++)
+        fprintf(f, "%s{\"link\": \"%s\", \"fraction\": %g}", i ? ", " : "",
+                c->degrade[i].link, c->degrade[i].fraction);
+    fprintf(f, "],\n    \"fail\": [");
+    for (int i = 0; i < c->n_fail; i++)
+        fprintf(f, "%s{\"link\": \"%s\", \"t_us\": %.6f}", i ? ", " : "",
+                c->fail[i].link, R_US(c->fail[i].t_ps));
+    fprintf(f, "]\n");
+}
+
+static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
+{
+    fprintf(f, "  \"transport\": \"%s\",\n  \"workload\": \"%s\",\n",
+            mroce_sim_report_transport_str(c->transport),
+            mroce_sim_exp_workload_str(c->workload));
+    fprintf(f,
+            "  \"config\": {\"hosts\": %d, \"hosts_per_leaf\": %d, "
+            "\"spines\": %d, \"planes\": %d, \"link_gbps\": %g, "
+            "\"mtu\": %" PRIu32 ", \"paths\": %d, \"qps\": %d,\n"
+            "    \"pfc\": \"%s\", \"dcqcn\": \"%s\", \"loss\": %g, "
+            "\"seed\": %" PRIu64 ", \"size\": %" PRIu64
+            ", \"msg_bytes\": %" PRIu32 ", \"senders\": %d,\n"
+            "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
+            "\"deadline_us\": %.6f,\n",
+            c->hosts, c->hosts_per_leaf, c->spines, c->planes,
+            (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps, onoff(c->pfc),
+            c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
+            c->loss, c->seed, c->size, c->msg_bytes, c->senders,
+            c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps));
+    json_faults(f, c);
+    fprintf(f, "  },\n");
+}
+
+static void json_fct(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f,
+            "  \"flows\": %d, \"flows_completed\": %d, \"flows_failed\": %d, "
+            "\"flows_corrupt\": %d,\n",
+            r->n_flows, r->flows_completed, r->flows_failed, r->flows_corrupt);
+    fprintf(f,
+            "  \"jct_us\": %.6f,\n  \"ideal_us\": %.6f,\n"
+            "  \"fraction_of_ideal\": %.6f,\n",
+            R_US(r->jct_ps), R_US(r->ideal_ps), r->fraction_of_ideal);
+    json_pct(f, "fct_us", &r->fct_us, false);
+    json_pct(f, "fct_slowdown", &r->slowdown, false);
+}
+
+static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f,
+            "  \"data_pkts\": %" PRIu64 ", \"retx_pkts\": %" PRIu64
+            ", \"ooo_pkts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ",\n",
+            r->data_pkts, r->retx_pkts, r->ooo_pkts, r->timeouts);
+    fprintf(f, "  \"drops\": {\"total\": %" PRIu64 ", \"by_reason\": {",
+            r->drops);
+    for (int i = 0; i < MROCE_SIM_DROP_N; i++)
+        fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", mroce_sim_drop_str(i),
+                r->drop[i]);
+    fprintf(f,
+            "}},\n  \"ecn_marks\": %" PRIu64 ", \"trimmed\": %" PRIu64
+            ", \"pfc_pauses\": %" PRIu64 ",\n  \"pfc_pause_us\": %.6f, "
+            "\"max_queue_bytes\": %" PRIu64 ",\n",
+            r->ecn_marks, r->trimmed, r->pfc_pauses, R_US(r->pfc_pause_ps),
+            r->max_qbytes);
+    fprintf(f,
+            "  \"pkts\": {\"injected\": %" PRIu64 ", \"delivered\": %" PRIu64
+            ", \"dropped\": %" PRIu64 ", \"in_flight\": %" PRIu64 "},\n",
+            r->pkts.injected, r->pkts.delivered, r->pkts.dropped_total,
+            r->pkts.in_flight);
+    fprintf(f,
+            "  \"sim_time_us\": %.6f,\n  \"events\": %" PRIu64
+            ",\n  \"pcap_frames\": %" PRIu64 ",\n",
+            R_US(r->end_ps), r->events, r->pcap_frames);
+}
+
+static void json_flows(FILE *f, const struct mroce_sim_exp_result *r, bool last)
+{
+    fprintf(f, "  \"per_flow\": [");
+    for (int i = 0; i < r->n_flows; i++) {
+        const struct mroce_sim_exp_flow *p = &r->flows[i];
+        fprintf(f,
+                "%s\n    {\"src\": %d, \"dst\": %d, \"fct_us\": %.6f, "
+                "\"ideal_us\": %.6f, \"status\": \"%s\", \"data_ok\": %s, "
+                "\"retx_pkts\": %" PRIu64 "}",
+                i ? "," : "", p->src, p->dst, R_US(p->fct_ps),
+                R_US(p->ideal_ps), flow_status(p),
+                p->data_ok ? "true" : "false", p->retx_pkts);
+    }
+    fprintf(f, "\n  ]%s\n", last ? "" : ",");
+}
+
+int mroce_sim_report_json(FILE *f, const struct mroce_sim_exp_result *r,
+                          bool with_wall)
+{
+    fprintf(f, "{\n");
+    json_cfg(f, &r->cfg);
+    json_fct(f, r);
+    json_counters(f, r);
+    json_flows(f, r, !with_wall);
+    if (with_wall)
+        fprintf(f,
+                "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"
+                "  \"events_per_s\": %.0f,\n  \"pkts_per_s\": %.0f,\n"
+                "  \"peak_rss_mb\": %.1f\n",
+                r->setup_s, r->wall_s, r->events_per_s, r->pkts_per_s,
+                r->peak_rss_mb);
+    fprintf(f, "}\n");
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,32 @@
+/* Reports of an experiment (exp.h): a human table and one JSON object.
+ *
+ * JSON fields (docs/sim.md lists them with units): the configuration
+ * with defaults resolved, jct_us, ideal_us, fraction_of_ideal, fct_us
+ * and fct_slowdown as {"p50","p99","max"}, packet and fabric counters,
+ * conservation, events, one record per flow, and last the wall-clock
+ * fields setup_s, wall_s, events_per_s, pkts_per_s and peak_rss_mb.
+ * Times in microseconds with picosecond digits; every value but the
+ * wall-clock fields is a function of the configuration alone.
+ *
+ * Thread-safety: none needed (no state).
+ */
+#ifndef MROCE_SIM_REPORT_H
+#define MROCE_SIM_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "sim/exp.h"
+
+/* The table of a finished run, several lines. */
+void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r);
+
+/* One JSON object and a newline; without the wall-clock fields if
+ * with_wall is false (for comparing runs). Returns 0, or -1 if writing
+ * failed. */
+int mroce_sim_report_json(FILE *f, const struct mroce_sim_exp_result *r,
+                          bool with_wall);
+
+const char *mroce_sim_report_transport_str(int transport);
+
+#endif
