@@ -94,6 +94,9 @@ struct mroce_ctx_attr {
                                 0: 100000 */
     uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
     uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
+    uint8_t no_icrc;         /* RoCEv2 only: send and accept packets without
+                                computing the ICRC (simulation speed; the
+                                packets are not valid RoCEv2 on a wire) */
 };
 
 /* The wire protocol a context speaks. Every call of this API works with
@@ -238,6 +241,7 @@ struct mroce_conn_attr {
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
+    uint32_t rocev2_window;      /* RoCEv2: PSNs in flight per QP [1024] */
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */

@@ -71,6 +71,15 @@ void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
 
 /* ---- connections ---- */
 
+/* Soft-RoCE limits a QP to 128 unacknowledged PSNs because it is software;
+ * RoCE NICs are bound by their send queue, not by such a window, and 128
+ * x 4 KiB is less than one 400G x 12 us BDP. The baseline must not lose
+ * for a reason real RoCE does not have, so the default is 1024. */
+static uint32_t dispatch_window(const struct mroce_conn_attr *a)
+{
+    return a->rocev2_window ? a->rocev2_window : 1024;
+}
+
 static int dispatch_roce_create(struct mroce_pd *pd,
                                 const struct mroce_conn_attr *a,
                                 struct mroce_conn **out)
@@ -90,7 +99,8 @@ static int dispatch_roce_create(struct mroce_pd *pd,
                                 .max_rd = a->max_rd,
                                 .timeout = a->rocev2_timeout,
                                 .retry_cnt = a->retry_cnt,
-                                .rnr_retry = a->rnr_retry};
+                                .rnr_retry = a->rnr_retry,
+                                .max_unacked_psns = dispatch_window(a)};
     int err = roce_conn_create(ctx->roce, pd, &ra, &c->roce);
     if (err) {
         eng_free(ctx, c);

@@ -47,7 +47,9 @@ static int verbs_transport(struct mroce_ctx *ctx,
     if (a->transport != MROCE_TRANSPORT_ROCEV2)
         return MROCE_EINVAL;
     struct roce_dev_attr ra = {.link_mbps = ctx->link_mbps,
-                               .dcqcn = !a->rocev2_no_dcqcn};
+                               .dcqcn = !a->rocev2_no_dcqcn,
+                               .no_icrc_check = a->no_icrc,
+                               .no_icrc_tx = a->no_icrc};
     return roce_dev_create(ctx, &ra, &ctx->roce);
 }
 

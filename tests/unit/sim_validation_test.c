@@ -324,7 +324,7 @@ static double loss_goodput(int transport, const struct lone *clean)
 /* W, the packets in flight: the loss-free packet rate times the round
  * trip a go-back-N restart costs (a full data frame there, an ACK back,
  * four links each way); what a NAK finds already sent. The QP window
- * (128 PSNs) and the BDP at line rate are printed next to it. */
+ * (1024 PSNs by default) and the BDP at line rate are printed next to it. */
 static double inflight(const struct lone *clean)
 {
     double hops = 4, delay = (double)MROCE_SIM_LINK_DELAY_PS;
@@ -336,7 +336,7 @@ static double inflight(const struct lone *clean)
     double rtt = 2 * hops * delay + hops * (data + ack) * ps_per_byte;
     double w = (double)clean->data_pkts / clean->jct_ps * rtt;
     print_message("[ loss     ] rocev2 W: %.1f packets in flight (rate %.2f "
-                  "pkts/us x RTT %.3f us); window 128, BDP at line rate "
+                  "pkts/us x RTT %.3f us); window 1024, BDP at line rate "
                   "%.1f\n",
                   w, (double)clean->data_pkts / clean->jct_ps * US, rtt / US,
                   rtt / (data * ps_per_byte));
@@ -448,8 +448,12 @@ static void test_failure_rocev2_reroute(void **state)
                   (double)ROCE_TIMEOUT_PS / (1000 * US),
                   (unsigned long long)r.timeouts);
     assert_all_intact(&r);
-    assert_true(r.timeouts > 0);
-    assert_true(r.jct_ps >= ROCE_TIMEOUT_PS);
+    /* Packets lost on the dead cable are recovered by go-back-N: by a
+     * NAK when later packets arrive over the new route, else by the
+     * ACK timeout, which then bounds the completion time from below. */
+    assert_true(r.retx_pkts > 0);
+    if (r.timeouts)
+        assert_true(r.jct_ps >= ROCE_TIMEOUT_PS);
     mroce_sim_exp_result_free(&r);
 }
 
