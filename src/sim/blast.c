@@ -215,7 +215,7 @@ static void blast_on_expiry(void *ep, uint64_t now)
         b->now_seen = now;
 }
 
-const struct mroce_sim_ep_ops mroce_sim_blast_ops = {
+const struct mroce_ep_ops mroce_sim_blast_ops = {
     .max_pkt = blast_max_pkt,
     .tx = blast_tx,
     .rx = blast_rx,

@@ -72,6 +72,6 @@ void mroce_sim_blast_get_counters(const struct mroce_sim_blast *b,
                                   struct mroce_sim_blast_counters *out);
 
 /* ep is a struct mroce_sim_blast *. */
-extern const struct mroce_sim_ep_ops mroce_sim_blast_ops;
+extern const struct mroce_ep_ops mroce_sim_blast_ops;
 
 #endif

@@ -756,7 +756,7 @@ static void exp_ep_on_expiry(void *ep, uint64_t now)
     exp_poll(e, now);
 }
 
-static const struct mroce_sim_ep_ops exp_ep_ops = {
+static const struct mroce_ep_ops exp_ep_ops = {
     .max_pkt = exp_ep_max_pkt,
     .tx = exp_ep_tx,
     .rx = exp_ep_rx,

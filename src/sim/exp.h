@@ -4,7 +4,7 @@
  *
  * A scenario: a leaf-spine (or multiplane) topology, one real engine per
  * host that takes part (MetaRoCE or RoCEv2, through the public verbs API
- * and mroce_sim_ctx_ops-style driving), a workload of flows that all
+ * and mroce_ep_ctx_ops-style driving), a workload of flows that all
  * start at time 0, optional faults, and a run until every flow settled.
  *
  * A flow moves `size` bytes from a source host to a destination host over

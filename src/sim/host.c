@@ -12,7 +12,7 @@ struct mroce_sim_host {
     struct mroce_sim_pool *pool;
     struct mroce_sim_nic *nic;
     struct mroce_sim_host_cfg cfg;
-    const struct mroce_sim_ep_ops *ops;
+    const struct mroce_ep_ops *ops;
     void *ep;
     uint8_t *buf; /* the engine writes here; the pool copies once */
     size_t cap;
@@ -24,41 +24,6 @@ struct mroce_sim_host {
 };
 
 /* ---- The mroce_ctx adapter ---- */
-
-static size_t ctx_max_pkt(const void *ep)
-{
-    return mroce_ctx_max_pkt(ep);
-}
-
-static int ctx_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
-                  struct mroce_pkt_meta *meta)
-{
-    return mroce_ctx_tx(ep, now, buf, cap, meta);
-}
-
-static int ctx_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
-                  const uint8_t *buf, size_t len)
-{
-    return mroce_ctx_rx(ep, now, meta, buf, len);
-}
-
-static uint64_t ctx_next_expiry(const void *ep)
-{
-    return mroce_ctx_next_expiry(ep);
-}
-
-static void ctx_on_expiry(void *ep, uint64_t now)
-{
-    mroce_ctx_on_expiry(ep, now);
-}
-
-const struct mroce_sim_ep_ops mroce_sim_ctx_ops = {
-    .max_pkt = ctx_max_pkt,
-    .tx = ctx_tx,
-    .rx = ctx_rx,
-    .next_expiry = ctx_next_expiry,
-    .on_expiry = ctx_on_expiry,
-};
 
 /* ---- Driving ---- */
 
@@ -240,13 +205,13 @@ int mroce_sim_host_id(const struct mroce_sim_host *h)
     return h->cfg.id;
 }
 
-static bool host_ops_ok(const struct mroce_sim_ep_ops *o)
+static bool host_ops_ok(const struct mroce_ep_ops *o)
 {
     return o->max_pkt && o->tx && o->rx && o->next_expiry && o->on_expiry;
 }
 
 int mroce_sim_host_attach(struct mroce_sim_host *h,
-                          const struct mroce_sim_ep_ops *ops, void *ep)
+                          const struct mroce_ep_ops *ops, void *ep)
 {
     if (ops && (!host_ops_ok(ops) || !ep))
         return MROCE_EINVAL;

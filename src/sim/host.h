@@ -37,25 +37,12 @@
 #include <mroce/mroce.h>
 
 #include "sim/event.h"
+#include "io/ep.h"
 #include "sim/nic.h"
 #include "sim/pkt.h"
 
-/* The five sans-I/O driving calls on an opaque endpoint: the same members
- * in the same order as struct mroce_twloop_ops (src/io/testwire/twloop.h)
- * and the mroce_ctx_* calls, so an endpoint written for one driver runs
- * under the other. */
-struct mroce_sim_ep_ops {
-    size_t (*max_pkt)(const void *ep);
-    int (*tx)(void *ep, uint64_t now_ns, uint8_t *buf, size_t cap,
-              struct mroce_pkt_meta *meta);
-    int (*rx)(void *ep, uint64_t now_ns, const struct mroce_pkt_meta *meta,
-              const uint8_t *buf, size_t len);
-    uint64_t (*next_expiry)(const void *ep);
-    void (*on_expiry)(void *ep, uint64_t now_ns);
-};
-
-/* The mroce_ctx_* calls as ops (ep is a struct mroce_ctx *). */
-extern const struct mroce_sim_ep_ops mroce_sim_ctx_ops;
+/* Endpoints are driven through struct mroce_ep_ops (io/ep.h), the same
+ * table as the test wire's loop; mroce_ep_ctx_ops adapts a mroce_ctx. */
 
 /* Destination host index of an address, -1 if unknown. */
 typedef int (*mroce_sim_resolve_fn)(void *ud, const struct mroce_addr *a);
@@ -103,7 +90,7 @@ int mroce_sim_host_id(const struct mroce_sim_host *h);
  * the host or be detached with ops NULL) and kicks it. Errors: EINVAL
  * (ops incomplete, or max_pkt above the pool's max payload), ENOMEM. */
 int mroce_sim_host_attach(struct mroce_sim_host *h,
-                          const struct mroce_sim_ep_ops *ops, void *ep);
+                          const struct mroce_ep_ops *ops, void *ep);
 
 /* Schedules an interaction at the list's now: call after posting work
  * to the endpoint from outside the event loop. */

@@ -46,7 +46,7 @@ static void op_exp(void *ep, uint64_t now)
 {
     roce_dev_on_expiry(ep, now);
 }
-static const struct mroce_twloop_ops roce_ops = {op_max, op_tx, op_rx, op_next,
+static const struct mroce_ep_ops roce_ops = {op_max, op_tx, op_rx, op_next,
                                                  op_exp};
 
 #define BUFSZ (8u << 20)
@@ -108,7 +108,7 @@ static struct rp *rp_create(const struct rp_cfg *cfg)
     assert_int_equal(mroce_tw_create(&cfg->wire, &p->tw), 0);
     struct mroce_addr addr[2];
     void *eps[2];
-    const struct mroce_twloop_ops *ops[2] = {&roce_ops, &roce_ops};
+    const struct mroce_ep_ops *ops[2] = {&roce_ops, &roce_ops};
     for (int i = 0; i < 2; i++) {
         struct mroce_ctx_attr ca = {
             .seed = 7 + (uint64_t)i,
@@ -630,9 +630,9 @@ static void test_gbn_one_loss(void **state)
     struct rp_cfg cfg = base_cfg();
     cfg.conn.start_psn = 0;
     struct rp *p = rp_create(&cfg);
-    static const struct mroce_twloop_ops drop_ops = {op_max, op_tx, op_rx_drop,
+    static const struct mroce_ep_ops drop_ops = {op_max, op_tx, op_rx_drop,
                                                      op_next, op_exp};
-    const struct mroce_twloop_ops *ops[2] = {&roce_ops, &drop_ops};
+    const struct mroce_ep_ops *ops[2] = {&roce_ops, &drop_ops};
     struct mroce_addr addr[2] = {p->ctx[0]->addr, p->ctx[1]->addr};
     void *eps[2] = {p->dev[0], p->dev[1]};
     mroce_twloop_destroy(p->loop);

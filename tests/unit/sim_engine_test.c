@@ -76,7 +76,7 @@ static void w_on_expiry(void *ep, uint64_t now)
     mroce_ctx_on_expiry(((struct watched *)ep)->ctx, now);
 }
 
-static const struct mroce_sim_ep_ops watched_ops = {
+static const struct mroce_ep_ops watched_ops = {
     .max_pkt = w_max_pkt,
     .tx = w_tx,
     .rx = w_rx,

@@ -210,7 +210,7 @@ static void fake_on_expiry(void *ep, uint64_t now)
     }
 }
 
-static const struct mroce_twloop_ops fake_ops = {
+static const struct mroce_ep_ops fake_ops = {
     .max_pkt = fake_max_pkt,
     .tx = fake_tx,
     .rx = fake_rx,
@@ -242,7 +242,7 @@ static void fake_open(struct fake_env *e, const struct mroce_tw_cfg *wc,
             e->f[i].timers[t] = UINT64_MAX;
     }
     assert_int_equal(mroce_tw_create(wc, &e->tw), 0);
-    const struct mroce_twloop_ops *ops[2] = {&fake_ops, &fake_ops};
+    const struct mroce_ep_ops *ops[2] = {&fake_ops, &fake_ops};
     void *eps[2] = {&e->f[0], &e->f[1]};
     assert_int_equal(
         mroce_twloop_create_ops(e->tw, ops, eps, addrs, 2, lc, &e->loop), 0);

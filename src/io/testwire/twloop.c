@@ -11,7 +11,7 @@
 #define TWL_CQ_RETRIES 8 /* doublings of a CQ a connection finds too small */
 
 struct twl_ep {
-    const struct mroce_twloop_ops *ops;
+    const struct mroce_ep_ops *ops;
     void *obj;
     int wire_ep;
     int mode;
@@ -33,43 +33,6 @@ struct mroce_twloop {
     struct mroce_twloop_stats st;
 };
 
-/* ---- The mroce_ctx adapter ---- */
-
-static size_t twl_ctx_max_pkt(const void *ep)
-{
-    return mroce_ctx_max_pkt(ep);
-}
-
-static int twl_ctx_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
-                      struct mroce_pkt_meta *meta)
-{
-    return mroce_ctx_tx(ep, now, buf, cap, meta);
-}
-
-static int twl_ctx_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
-                      const uint8_t *buf, size_t len)
-{
-    return mroce_ctx_rx(ep, now, meta, buf, len);
-}
-
-static uint64_t twl_ctx_next_expiry(const void *ep)
-{
-    return mroce_ctx_next_expiry(ep);
-}
-
-static void twl_ctx_on_expiry(void *ep, uint64_t now)
-{
-    mroce_ctx_on_expiry(ep, now);
-}
-
-const struct mroce_twloop_ops mroce_twloop_ctx_ops = {
-    .max_pkt = twl_ctx_max_pkt,
-    .tx = twl_ctx_tx,
-    .rx = twl_ctx_rx,
-    .next_expiry = twl_ctx_next_expiry,
-    .on_expiry = twl_ctx_on_expiry,
-};
-
 /* ---- Creation ---- */
 
 static void twl_cfg_defaults(struct mroce_twloop_cfg *c)
@@ -80,13 +43,13 @@ static void twl_cfg_defaults(struct mroce_twloop_cfg *c)
         c->max_stall = TWL_MAX_STALL;
 }
 
-static bool twl_ops_ok(const struct mroce_twloop_ops *o)
+static bool twl_ops_ok(const struct mroce_ep_ops *o)
 {
     return o && o->max_pkt && o->tx && o->rx && o->next_expiry && o->on_expiry;
 }
 
 static int twl_attach_all(struct mroce_twloop *l,
-                          const struct mroce_twloop_ops *const *ops,
+                          const struct mroce_ep_ops *const *ops,
                           void *const *eps, const struct mroce_addr *addrs)
 {
     for (int i = 0; i < l->n; i++) {
@@ -110,7 +73,7 @@ static int twl_attach_all(struct mroce_twloop *l,
 }
 
 int mroce_twloop_create_ops(struct mroce_tw *tw,
-                            const struct mroce_twloop_ops *const *ops,
+                            const struct mroce_ep_ops *const *ops,
                             void *const *eps, const struct mroce_addr *addrs,
                             int n, const struct mroce_twloop_cfg *cfg,
                             struct mroce_twloop **out)
@@ -151,12 +114,12 @@ int mroce_twloop_create(struct mroce_tw *tw, struct mroce_ctx *const *ctxs,
             *out = NULL;
         return MROCE_EINVAL;
     }
-    const struct mroce_twloop_ops **ops = malloc((size_t)n * sizeof(*ops));
+    const struct mroce_ep_ops **ops = malloc((size_t)n * sizeof(*ops));
     void **eps = malloc((size_t)n * sizeof(*eps));
     int rc = MROCE_ENOMEM;
     if (ops && eps) {
         for (int i = 0; i < n; i++) {
-            ops[i] = &mroce_twloop_ctx_ops;
+            ops[i] = &mroce_ep_ctx_ops;
             eps[i] = ctxs[i];
         }
         rc = mroce_twloop_create_ops(tw, ops, eps, addrs, n, cfg, out);

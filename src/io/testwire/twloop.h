@@ -33,6 +33,7 @@
 
 #include <mroce/mroce.h>
 
+#include "io/ep.h"
 #include "io/testwire/testwire.h"
 
 #ifdef __cplusplus
@@ -77,24 +78,13 @@ int mroce_twloop_create(struct mroce_tw *tw, struct mroce_ctx *const *ctxs,
                         const struct mroce_twloop_cfg *cfg,
                         struct mroce_twloop **out);
 
-/* An endpoint other than an engine (a fake, a hostile peer): the same
- * four driving calls as mroce_ctx_*, on an opaque object. */
-struct mroce_twloop_ops {
-    size_t (*max_pkt)(const void *ep);
-    int (*tx)(void *ep, uint64_t now_ns, uint8_t *buf, size_t cap,
-              struct mroce_pkt_meta *meta);
-    int (*rx)(void *ep, uint64_t now_ns, const struct mroce_pkt_meta *meta,
-              const uint8_t *buf, size_t len);
-    uint64_t (*next_expiry)(const void *ep);
-    void (*on_expiry)(void *ep, uint64_t now_ns);
-};
-
-/* The ops mroce_twloop_create uses: the mroce_ctx_* calls. */
-extern const struct mroce_twloop_ops mroce_twloop_ctx_ops;
+/* An endpoint other than an engine (a fake, a hostile peer) is driven
+ * through struct mroce_ep_ops (io/ep.h); mroce_ep_ctx_ops is the one
+ * mroce_twloop_create uses. */
 
 /* As mroce_twloop_create, with eps[i] driven through ops[i]. */
 int mroce_twloop_create_ops(struct mroce_tw *tw,
-                            const struct mroce_twloop_ops *const *ops,
+                            const struct mroce_ep_ops *const *ops,
                             void *const *eps, const struct mroce_addr *addrs,
                             int n, const struct mroce_twloop_cfg *cfg,
                             struct mroce_twloop **out);
