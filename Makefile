@@ -5,6 +5,7 @@ MAKEFLAGS += --no-print-directory
 
 BUILD_DIR := build
 ASAN_DIR  := build-asan
+FUZZ_DIR  := build-fuzz
 JOBS      ?= 2
 CMAKE     ?= cmake
 CTEST     ?= ctest
@@ -24,7 +25,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 FORMAT_DIRS = $(wildcard src include tests tools)
 FORMAT_FIND = find $(FORMAT_DIRS) -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build build-asan test run format format-check clean
+.PHONY: all deps build build-asan test test-fuzz run format format-check clean
 
 all: build
 
@@ -46,6 +47,18 @@ test: deps
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
 	$(MAKE) --no-print-directory build-asan
 	$(SAN_ENV) $(CTEST) --test-dir $(ASAN_DIR) --output-on-failure -j$(JOBS)
+	$(MAKE) --no-print-directory test-fuzz
+
+# libFuzzer targets (clang, tests/fuzz/), each run for a bounded number of
+# inputs from generated seeds: about 30 s on 2 cores after the build.
+# scripts/run-fuzz.sh [SECONDS] fuzzes for longer with a kept corpus.
+CMAKE_FUZZ_ARGS := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+                   -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DMROCE_SANITIZE=OFF \
+                   -DMROCE_FUZZ=ON
+test-fuzz: deps
+	$(CMAKE) -S . -B $(FUZZ_DIR) $(CMAKE_FUZZ_ARGS)
+	$(CMAKE) --build $(FUZZ_DIR) -j$(JOBS) --target mroce_fuzzers
+	$(CTEST) --test-dir $(FUZZ_DIR) --output-on-failure -j$(JOBS) -R '^fuzz_'
 
 run: deps
 	$(MAKE) --no-print-directory build

@@ -189,7 +189,8 @@ static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 {
     if (seq_lt(c->snd_next, dsn_cum))
         return false;
-    for (uint32_t d = c->snd_una; seq_lt(d, dsn_cum); d++)
+    for (uint32_t d = c->snd_una;
+         seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++)
         eng_comp_dsn_acked(c, d);
     return true;
 }

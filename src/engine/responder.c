@@ -359,6 +359,8 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
 
 void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 {
+    if (c->state != MROCE_CONN_CONNECTED)
+        return; /* flushed: nothing may start or complete any more */
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
         struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
