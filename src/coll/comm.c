@@ -1,0 +1,156 @@
+/* Communicator setup: contexts, connections, buffers (see comm.h). */
+#include "coll/comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEF_BUF (1u << 20)
+#define DEF_QD 128
+
+struct mroce_sge mroce_coll_sge(const struct mroce_mr *mr, const void *addr,
+                                size_t len)
+{
+    struct mroce_sge s = {(uint64_t)(uintptr_t)addr, (uint32_t)len,
+                          len ? mroce_mr_lkey(mr) : 0};
+    return s;
+}
+
+static struct mroce_addr rank_addr(int r)
+{
+    struct mroce_addr a = {.family = MROCE_AF_INET};
+    a.ip[0] = 10;
+    a.ip[2] = (uint8_t)(r / 250);
+    a.ip[3] = (uint8_t)(r % 250 + 1);
+    return a;
+}
+
+static int rank_open(struct mroce_coll_comm *c,
+                     const struct mroce_coll_cfg *cfg, int r, uint32_t qd)
+{
+    struct mroce_coll_rank *k = &c->rank[r];
+    struct mroce_ctx_attr ca = {.seed = cfg->seed + (uint64_t)r,
+                                .addr = rank_addr(r),
+                                .mtu = cfg->mtu,
+                                .transport = cfg->transport};
+    k->addr = ca.addr;
+    int err = mroce_ctx_open(&ca, &k->ctx);
+    if (!err)
+        err = mroce_pd_alloc(k->ctx, &k->pd);
+    /* Each connection reserves CQ room for every WR it may have posted. */
+    uint32_t depth = (uint32_t)(c->n - 1) * c->n_channels * 2 * qd + 64;
+    if (!err)
+        err = mroce_cq_create(k->ctx, depth, &k->cq);
+    k->conn = calloc((size_t)c->n, sizeof(*k->conn));
+    k->sbuf = calloc(1, c->buf_bytes);
+    k->rbuf = calloc(1, c->buf_bytes);
+    k->scratch = calloc(1, c->buf_bytes);
+    if (!err && (!k->conn || !k->sbuf || !k->rbuf || !k->scratch))
+        err = MROCE_ENOMEM;
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                   MROCE_ACCESS_REMOTE_READ;
+    if (!err)
+        err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
+    if (!err)
+        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
+    if (!err)
+        err = mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
+    return err;
+}
+
+static int pair_connect(struct mroce_coll_comm *c,
+                        const struct mroce_coll_cfg *cfg, int a, int b,
+                        uint32_t qd)
+{
+    int ends[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct mroce_coll_rank *k = &c->rank[ends[i]];
+        struct mroce_conn_attr at = {.send_cq = k->cq,
+                                     .recv_cq = k->cq,
+                                     .n_streams = c->n_channels,
+                                     .sq_depth = qd,
+                                     .rq_depth = qd,
+                                     .qps_per_stream = cfg->qps_per_stream,
+                                     .rocev2_timeout = cfg->rocev2_timeout};
+        int err = mroce_conn_create(k->pd, &at, &k->conn[ends[1 - i]]);
+        if (err)
+            return err;
+    }
+    struct mroce_conn *x = c->rank[a].conn[b], *y = c->rank[b].conn[a];
+    struct mroce_conn_params px, py;
+    mroce_conn_get_params(x, &px);
+    mroce_conn_get_params(y, &py);
+    int err = mroce_conn_connect(x, &py);
+    return err ? err : mroce_conn_connect(y, &px);
+}
+
+static int comm_build(struct mroce_coll_comm *c,
+                      const struct mroce_coll_cfg *cfg)
+{
+    uint32_t qd = cfg->queue_depth ? cfg->queue_depth : DEF_QD;
+    for (int r = 0; r < c->n; r++) {
+        int err = rank_open(c, cfg, r, qd);
+        if (err)
+            return err;
+    }
+    for (int a = 0; a < c->n; a++)
+        for (int b = a + 1; b < c->n; b++) {
+            int err = pair_connect(c, cfg, a, b, qd);
+            if (err)
+                return err;
+        }
+    return 0;
+}
+
+int mroce_coll_comm_create(const struct mroce_coll_cfg *cfg,
+                           struct mroce_coll_comm **out)
+{
+    if (!out)
+        return MROCE_EINVAL;
+    *out = NULL;
+    if (!cfg || cfg->n_ranks < 2 || cfg->n_ranks > 256)
+        return MROCE_EINVAL;
+    struct mroce_coll_comm *c = calloc(1, sizeof(*c));
+    if (!c)
+        return MROCE_ENOMEM;
+    c->n = cfg->n_ranks;
+    c->n_channels = cfg->n_channels ? cfg->n_channels : 1;
+    c->buf_bytes = cfg->buf_bytes ? cfg->buf_bytes : DEF_BUF;
+    c->rank = calloc((size_t)c->n, sizeof(*c->rank));
+    int err = c->rank ? comm_build(c, cfg) : MROCE_ENOMEM;
+    if (err) {
+        mroce_coll_comm_destroy(c);
+        return err;
+    }
+    *out = c;
+    return 0;
+}
+
+void mroce_coll_comm_destroy(struct mroce_coll_comm *comm)
+{
+    if (!comm)
+        return;
+    for (int r = 0; comm->rank && r < comm->n; r++) {
+        struct mroce_coll_rank *k = &comm->rank[r];
+        /* Closing the context frees its PD, CQ, MRs and connections. */
+        if (k->ctx)
+            mroce_ctx_close(k->ctx);
+        free(k->conn);
+        free(k->sbuf);
+        free(k->rbuf);
+        free(k->scratch);
+    }
+    free(comm->rank);
+    free(comm);
+}
+
+void mroce_coll_comm_endpoints(const struct mroce_coll_comm *comm,
+                               struct mroce_ctx **ctxs,
+                               struct mroce_addr *addrs)
+{
+    for (int r = 0; r < comm->n; r++) {
+        if (ctxs)
+            ctxs[r] = comm->rank[r].ctx;
+        if (addrs)
+            addrs[r] = comm->rank[r].addr;
+    }
+}
