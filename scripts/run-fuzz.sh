@@ -14,9 +14,9 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 names=("$@")
-((${#names[@]})) || names=(wire rx)
+((${#names[@]})) || names=(wire rx roce_wire roce_rx)
 if ! [[ "$secs" =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [SECONDS] [wire|rx ...]" >&2
+    echo "usage: $0 [SECONDS] [wire|rx|roce_wire|roce_rx ...]" >&2
     exit 2
 fi
 
@@ -33,6 +33,7 @@ mkdir -p "$seeds/wire" "$seeds/rx"
 
 status=0
 for name in "${names[@]}"; do
+    mkdir -p "$seeds/$name" # the RoCEv2 fuzzers start from an empty corpus
     bin="$dir/bin/${name}_fuzz"
     corpus="$dir/corpus/$name"
     art="$dir/artifacts/$name"

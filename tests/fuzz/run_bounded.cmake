@@ -15,7 +15,8 @@ endforeach()
 string(RANDOM LENGTH 10 run_id)
 set(dir "${WORK}/${NAME}-${run_id}")
 file(REMOVE_RECURSE "${dir}")
-file(MAKE_DIRECTORY "${dir}/seeds/wire" "${dir}/seeds/rx" "${dir}/corpus")
+file(MAKE_DIRECTORY "${dir}/seeds/wire" "${dir}/seeds/rx" "${dir}/corpus"
+                    "${dir}/seeds/${NAME}") # fuzzers without seeds
 
 execute_process(COMMAND "${SEEDGEN}" "${dir}/seeds/wire" "${dir}/seeds/rx"
                 RESULT_VARIABLE rc)
