@@ -2,12 +2,15 @@
  * real MetaRoCE or RoCEv2 engine on every host (docs/sim.md).
  *
  *   mroce-sim [--transport metaroce|rocev2] [--workload single|permutation
- *             |incast] [--size BYTES] [--hosts N] [--json FILE] ...
+ *             |incast|allreduce|alltoall] [--size BYTES] [--hosts N]
+ *             [--iters N] [--channels C] [--flavour writeimm|send]
+ *             [--json FILE] ...
  *
  * Prints a table (FCT percentiles next to the analytic ideal, packet and
  * fabric counters, simulator cost) and optionally writes the same as one
- * JSON object. Exit status: 0 if every flow completed with intact data,
- * 1 if a flow failed or its data differs, 2 on a usage or setup error.
+ * JSON object. Exit status: 0 if every flow (collective: every iteration)
+ * completed with intact data (verified result), 1 if one failed or its
+ * data differs, 2 on a usage or setup error.
  * The scenario itself is src/sim/exp.c, shared with the validation tests.
  */
 #include <errno.h>
@@ -111,7 +114,7 @@ static int o_transport(struct opts *o, const char *v)
 
 static int o_workload(struct opts *o, const char *v)
 {
-    for (int w = MROCE_SIM_EXP_SINGLE; w <= MROCE_SIM_EXP_INCAST; w++)
+    for (int w = MROCE_SIM_EXP_SINGLE; w <= MROCE_SIM_EXP_ALLTOALL; w++)
         if (strcmp(v, mroce_sim_exp_workload_str(w)) == 0) {
             o->c.workload = w;
             return 0;
@@ -251,6 +254,35 @@ static int o_msg(struct opts *o, const char *v)
     return 0;
 }
 
+static int o_iters(struct opts *o, const char *v)
+{
+    return parse_int(v, 1, 1000000, &o->c.iters);
+}
+
+static int o_channels(struct opts *o, const char *v)
+{
+    return parse_int(v, 1, 64, &o->c.channels);
+}
+
+static int o_flavour(struct opts *o, const char *v)
+{
+    if (strcmp(v, "writeimm") == 0)
+        o->c.flavour = MROCE_SIM_EXP_FLAVOUR_WRITE_IMM;
+    else if (strcmp(v, "send") == 0)
+        o->c.flavour = MROCE_SIM_EXP_FLAVOUR_SEND;
+    else
+        return -1;
+    return 0;
+}
+
+static int o_schedule(struct opts *o, const char *v)
+{
+    if (strcmp(v, "concurrent") != 0 && strcmp(v, "shifted") != 0)
+        return -1;
+    o->c.shifted = strcmp(v, "shifted") == 0;
+    return 0;
+}
+
 static int o_senders(struct opts *o, const char *v)
 {
     return parse_int(v, 1, 65535, &o->c.senders);
@@ -280,8 +312,14 @@ static const struct {
     const char *help;
 } opt_tab[] = {
     {"--transport", o_transport, "metaroce|rocev2 [metaroce]"},
-    {"--workload", o_workload, "single|permutation|incast [single]"},
-    {"--size", o_size, "BYTES per flow, k/M/G = 2^10/20/30 [1M]"},
+    {"--workload", o_workload,
+     "single|permutation|incast|allreduce|alltoall [single]"},
+    {"--size", o_size,
+     "BYTES per flow (collectives: per rank), k/M/G = 2^10/20/30 [1M]"},
+    {"--iters", o_iters, "N collectives back to back [1]"},
+    {"--channels", o_channels, "C collective channels (streams) [1]"},
+    {"--flavour", o_flavour, "writeimm|send, all-reduce [writeimm]"},
+    {"--schedule", o_schedule, "concurrent|shifted, all-to-all [concurrent]"},
     {"--msg", o_msg, "BYTES per WRITE [4M]"},
     {"--senders", o_senders, "K incast senders [4]"},
     {"--hosts", o_hosts, "N [16]"},
@@ -348,7 +386,8 @@ static void progress(void *ud, const struct mroce_sim_exp_progress *p)
 {
     (void)ud;
     fprintf(stderr,
-            "mroce-sim: %.1f us simulated, %d/%d flows done, %.2f M events, "
+            "mroce-sim: %.1f us simulated, %d/%d flows/iters done, "
+            "%.2f M events, "
             "%.2f M events/s\n",
             (double)p->now_ps / MROCE_SIM_PS_PER_US, p->flows_settled, p->flows,
             (double)p->events / 1e6,

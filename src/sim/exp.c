@@ -12,6 +12,8 @@
 
 #include <mroce/mroce.h>
 
+#include "coll/allreduce.h"
+#include "coll/alltoall.h"
 #include "sim/defaults.h"
 #include "sim/host.h"
 #include "sim/rng.h"
@@ -80,6 +82,13 @@ struct exp {
     uint8_t *pattern;     /* the sources' bytes */
     uint16_t n_streams;
     uint64_t ooo;
+    /* collective workloads */
+    struct mroce_coll_comm *comm;
+    struct mroce_coll_allreduce *ar;
+    struct mroce_coll_alltoall *a2a;
+    bool coll_active;
+    int coll_err;
+    uint64_t coll_t0_ps, coll_done_ps;
 };
 
 /* ---- Small helpers ---- */
@@ -108,8 +117,9 @@ static uint32_t exp_be32(const uint8_t *p)
 
 const char *mroce_sim_exp_workload_str(int workload)
 {
-    static const char *const n[] = {"single", "permutation", "incast"};
-    return workload >= 0 && workload < 3 ? n[workload] : "unknown";
+    static const char *const n[] = {"single", "permutation", "incast",
+                                    "allreduce", "alltoall"};
+    return workload >= 0 && workload < 5 ? n[workload] : "unknown";
 }
 
 static int exp_cmp_double(const void *a, const void *b)
@@ -156,6 +166,8 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
     o->senders = EXP_DEF(o->senders, 4);
     o->rocev2_timeout = EXP_DEF(o->rocev2_timeout, 14);
     o->deadline_ps = EXP_DEF(o->deadline_ps, 2 * MROCE_SIM_PS_PER_S);
+    o->iters = EXP_DEF(o->iters, 1);
+    o->channels = EXP_DEF(o->channels, 1);
     if (o->progress_every_s <= 0)
         o->progress_every_s = 0.25;
 }
@@ -191,8 +203,14 @@ static int exp_check(struct exp *x)
     if (c->paths < 1 || c->paths > 256 || c->qps < 1 || c->qps > MROCE_MAX_QPS)
         return exp_fail(x, MROCE_EINVAL, "paths and qps must be 1..256");
     if (c->workload < MROCE_SIM_EXP_SINGLE ||
-        c->workload > MROCE_SIM_EXP_INCAST)
+        c->workload > MROCE_SIM_EXP_ALLTOALL)
         return exp_fail(x, MROCE_EINVAL, "unknown workload");
+    if (c->workload >= MROCE_SIM_EXP_ALLREDUCE &&
+        (c->hosts > 256 || c->iters < 1 || c->channels < 1 ||
+         c->channels > 64 || c->flavour < 0 || c->flavour > 1))
+        return exp_fail(x, MROCE_EINVAL,
+                        "collectives: at most 256 hosts, iters >= 1, "
+                        "channels 1..64");
     if (c->workload == MROCE_SIM_EXP_INCAST &&
         (c->senders < 1 || c->senders >= c->hosts))
         return exp_fail(x, MROCE_EINVAL, "incast senders must be 1..%d",
@@ -764,13 +782,13 @@ static const struct mroce_ep_ops exp_ep_ops = {
     .on_expiry = exp_ep_on_expiry,
 };
 
-static int exp_attach(struct exp *x)
+static int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
 {
     for (int h = 0; h < x->c.hosts; h++) {
         if (!x->eps[h].ctx)
             continue;
-        int err = mroce_sim_host_attach(mroce_sim_topo_host(x->t, h),
-                                        &exp_ep_ops, &x->eps[h]);
+        int err = mroce_sim_host_attach(mroce_sim_topo_host(x->t, h), ops,
+                                        &x->eps[h]);
         if (err)
             return exp_fail(x, err, "attach host %d: %s", h,
                             mroce_strerror(err));
@@ -912,6 +930,368 @@ static int exp_results(struct exp *x)
     return exp_stats(x);
 }
 
+/* ---- Collectives: a communicator on the simulator's hosts ---- */
+
+/* mroce_coll_comm_create names its ranks 10.0.x.y and opens contexts with
+ * default attributes, but the fabric routes on the topology's host
+ * addresses and the engines should know the line rate. So this builds
+ * the same communicator (comm.h's public struct, allocated the way
+ * mroce_coll_comm_destroy frees it) with rank r's context opened as host
+ * r's engine (exp_ep_open), connections as comm.c makes them. */
+#define EXP_COLL_QD 128
+
+static int exp_rank_bufs(struct mroce_coll_comm *c, struct mroce_coll_rank *k)
+{
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                   MROCE_ACCESS_REMOTE_READ;
+    k->conn = calloc((size_t)c->n, sizeof(*k->conn));
+    k->sbuf = calloc(1, c->buf_bytes);
+    k->rbuf = calloc(1, c->buf_bytes);
+    k->scratch = calloc(1, c->buf_bytes);
+    if (!k->conn || !k->sbuf || !k->rbuf || !k->scratch)
+        return MROCE_ENOMEM;
+    int err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
+    if (!err)
+        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
+    return err ? err
+               : mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
+}
+
+static int exp_rank_open(struct exp *x, int r)
+{
+    struct mroce_coll_comm *c = x->comm;
+    struct mroce_coll_rank *k = &c->rank[r];
+    struct exp_ep *e = &x->eps[r];
+    e->x = x;
+    e->host = r;
+    e->cq_depth = (uint32_t)(c->n - 1) * c->n_channels * 2 * EXP_COLL_QD + 64;
+    int err = exp_ep_open(x, e);
+    if (err)
+        return err;
+    k->ctx = e->ctx;
+    k->pd = e->pd;
+    k->cq = e->cq;
+    mroce_sim_topo_host_addr(x->t, r, &k->addr);
+    err = exp_rank_bufs(c, k);
+    return err ? exp_fail(x, err, "rank %d buffers: %s", r, mroce_strerror(err))
+               : 0;
+}
+
+static int exp_pair(struct exp *x, int a, int b)
+{
+    struct mroce_coll_rank *rk = x->comm->rank;
+    int ends[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct mroce_coll_rank *k = &rk[ends[i]];
+        struct mroce_conn_attr at = {.send_cq = k->cq,
+                                     .recv_cq = k->cq,
+                                     .n_streams = x->comm->n_channels,
+                                     .n_paths = (uint16_t)x->c.paths,
+                                     .sq_depth = EXP_COLL_QD,
+                                     .rq_depth = EXP_COLL_QD,
+                                     .qps_per_stream = (uint16_t)x->c.qps,
+                                     .rocev2_timeout = x->c.rocev2_timeout};
+        int err = mroce_conn_create(k->pd, &at, &k->conn[ends[1 - i]]);
+        if (err)
+            return err;
+    }
+    struct mroce_conn_params pa, pb;
+    mroce_conn_get_params(rk[a].conn[b], &pa);
+    mroce_conn_get_params(rk[b].conn[a], &pb);
+    int err = mroce_conn_connect(rk[a].conn[b], &pb);
+    return err ? err : mroce_conn_connect(rk[b].conn[a], &pa);
+}
+
+/* S as the collective uses it: all-reduce floats a multiple of N,
+ * all-to-all blocks a multiple of the channels. */
+static void exp_coll_sizes(struct exp *x)
+{
+    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
+    uint64_t s;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        uint64_t count = x->c.size / sizeof(float) / n * n;
+        s = (count ? count : n) * sizeof(float);
+    } else {
+        uint64_t block = x->c.size / n / ch * ch;
+        s = (block ? block : ch) * n;
+    }
+    x->res->coll_bytes = s;
+}
+
+static int exp_comm(struct exp *x)
+{
+    int n = x->c.hosts;
+    x->comm = calloc(1, sizeof(*x->comm));
+    x->eps = calloc((size_t)n, sizeof(*x->eps));
+    if (!x->comm || !x->eps ||
+        !(x->comm->rank = calloc((size_t)n, sizeof(*x->comm->rank))))
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    x->comm->n = n;
+    x->comm->n_channels = (uint16_t)x->c.channels;
+    x->comm->buf_bytes = x->res->coll_bytes;
+    for (int r = 0; r < n; r++) {
+        int err = exp_rank_open(x, r);
+        if (err)
+            return err;
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            int err = exp_pair(x, a, b);
+            if (err)
+                return exp_fail(x, err, "connection %d - %d: %s", a, b,
+                                mroce_strerror(err));
+        }
+    return 0;
+}
+
+/* ---- Collectives: driving ---- */
+
+/* Called right after a host's engine took a packet or a timer: polls
+ * every rank's CQ and posts what became possible. Posts land on the
+ * rank whose completions arrived, i.e. this host, which pulls them
+ * straight after the callback. */
+static void exp_coll_step(struct exp *x)
+{
+    if (!x->coll_active)
+        return;
+    int rc = x->ar ? mroce_coll_allreduce_progress(x->ar)
+                   : mroce_coll_alltoall_progress(x->a2a);
+    if (rc == 0)
+        return;
+    x->coll_active = false;
+    x->coll_err = rc < 0 ? rc : 0;
+    x->coll_done_ps = mroce_sim_ev_now(x->ev);
+    mroce_sim_ev_stop(x->ev);
+}
+
+static int exp_coll_rx(void *ep, uint64_t now,
+                       const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                       size_t len)
+{
+    struct exp_ep *e = ep;
+    int rc = mroce_ctx_rx(e->ctx, now, meta, buf, len);
+    exp_coll_step(e->x);
+    return rc;
+}
+
+static void exp_coll_on_expiry(void *ep, uint64_t now)
+{
+    struct exp_ep *e = ep;
+    mroce_ctx_on_expiry(e->ctx, now);
+    exp_coll_step(e->x);
+}
+
+static const struct mroce_ep_ops exp_coll_ops = {
+    .max_pkt = exp_ep_max_pkt,
+    .tx = exp_ep_tx,
+    .rx = exp_coll_rx,
+    .next_expiry = exp_ep_next_expiry,
+    .on_expiry = exp_coll_on_expiry,
+};
+
+static void exp_kick_all(struct exp *x)
+{
+    for (int h = 0; h < x->c.hosts; h++)
+        mroce_sim_host_kick(mroce_sim_topo_host(x->t, h));
+}
+
+static int exp_coll_start(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
+    int err;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        size_t chunk = s / sizeof(float) / n;
+        struct mroce_coll_allreduce_args a = {
+            .count = s / sizeof(float),
+            .slice_count = (chunk + cm->n_channels - 1) / cm->n_channels,
+            .flavour = x->c.flavour == MROCE_SIM_EXP_FLAVOUR_SEND
+                           ? MROCE_COLL_SEND
+                           : MROCE_COLL_WRITE_IMM};
+        err = mroce_coll_allreduce_start(cm, &a, &x->ar);
+    } else {
+        for (int r = 0; r < cm->n; r++) /* stale blocks must not pass */
+            memset(cm->rank[r].rbuf, 0, cm->buf_bytes);
+        struct mroce_coll_alltoall_args a = {
+            .block = s / n,
+            .schedule = x->c.shifted ? MROCE_COLL_A2A_SHIFTED
+                                     : MROCE_COLL_A2A_CONCURRENT};
+        err = mroce_coll_alltoall_start(cm, &a, &x->a2a);
+    }
+    if (err)
+        return exp_fail(x, err, "collective start: %s", mroce_strerror(err));
+    x->coll_active = true;
+    x->coll_err = 0;
+    x->coll_t0_ps = mroce_sim_ev_now(x->ev);
+    exp_kick_all(x);
+    return 0;
+}
+
+/* Until the collective is done or the deadline; every slice, a sweep
+ * (progress, kick every host) in case a completion appeared outside
+ * rx/timer callbacks. */
+static void exp_coll_loop(struct exp *x)
+{
+    double t0 = exp_wall(), last = t0;
+    uint64_t dl = x->c.deadline_ps;
+    while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
+        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
+        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
+        if (!x->coll_active)
+            break;
+        exp_coll_step(x);
+        exp_kick_all(x);
+        exp_progress(x, t0, &last);
+    }
+    x->res->wall_s += exp_wall() - t0;
+}
+
+/* Frees the collective, verifies its result; returns its JCT, 0 if it
+ * failed. */
+static uint64_t exp_coll_finish(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    bool ok = !x->coll_active && !x->coll_err;
+    long bad = -1;
+    uint64_t s = x->res->coll_bytes;
+    if (x->ar && ok)
+        bad = mroce_coll_allreduce_check(cm, s / sizeof(float), NULL);
+    if (x->a2a && ok)
+        bad = mroce_coll_alltoall_check(cm, s / (uint64_t)cm->n, NULL);
+    mroce_coll_allreduce_free(x->ar);
+    mroce_coll_alltoall_free(x->a2a);
+    x->ar = NULL;
+    x->a2a = NULL;
+    x->coll_active = false;
+    x->res->flows_failed += !ok;
+    x->res->flows_corrupt += ok && bad >= 0;
+    if (!ok || bad >= 0)
+        return 0;
+    x->res->flows_completed++;
+    uint64_t jct = x->coll_done_ps - x->coll_t0_ps;
+    return jct ? jct : 1;
+}
+
+/* ---- Collectives: results ---- */
+
+static void exp_coll_counters(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    r->data_pkts = r->retx_pkts = r->timeouts = 0;
+    for (int a = 0; a < x->comm->n; a++)
+        for (int b = 0; b < x->comm->n; b++) {
+            struct mroce_conn_counters cc;
+            if (!x->comm->rank[a].conn || !x->comm->rank[a].conn[b])
+                continue;
+            mroce_conn_get_counters(x->comm->rank[a].conn[b], &cc);
+            r->data_pkts += cc.tx_data_pkts;
+            r->retx_pkts += cc.retx_pkts;
+            r->timeouts += cc.rto_events;
+        }
+}
+
+/* alpha: one MTU packet's ideal from a rank to its ring successor minus
+ * its own serialization, i.e. the one-way base latency with store-and-
+ * forward (the simulator has no endpoint overhead). The ring's chunks
+ * cross every ring link in turn, so the all-reduce takes the mean over
+ * the ring's links; in the all-to-all the farthest pair bounds, so the
+ * maximum (across leaves when there are several). */
+static uint64_t exp_coll_alpha(struct exp *x, uint32_t hdr, bool mean)
+{
+    uint64_t wire = (uint64_t)x->c.mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4;
+    uint64_t ser = wire * 8 * MROCE_SIM_PS_PER_S / x->c.link_bps;
+    uint64_t sum = 0, max = 0;
+    for (int h = 0; h < x->c.hosts; h++) {
+        uint64_t t = mroce_sim_topo_ideal_fct_ps(x->t, x->c.mtu, x->c.mtu, hdr,
+                                                 h, (h + 1) % x->c.hosts);
+        t = t > ser ? t - ser : 0;
+        sum += t;
+        max = t > max ? t : max;
+    }
+    return mean ? sum / (uint64_t)x->c.hosts : max;
+}
+
+static void exp_coll_ideal(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    uint32_t hdr = exp_hdr_bytes(x, 2);
+    r->eta = (double)c->mtu / (c->mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4);
+    r->line_gbps = (double)c->link_bps * c->planes / 1e9;
+    bool ar = c->workload == MROCE_SIM_EXP_ALLREDUCE;
+    r->alpha_ps = exp_coll_alpha(x, hdr, ar);
+    double n = c->hosts, s = (double)r->coll_bytes;
+    double bw = r->eta * r->line_gbps * 1e9 / 8; /* payload bytes/s */
+    double alpha = (double)r->alpha_ps / MROCE_SIM_PS_PER_S, t, factor;
+    if (ar) {
+        factor = 2 * (n - 1) / n;
+        t = factor * s / bw + 2 * (n - 1) * alpha;
+    } else {
+        factor = (n - 1) / n;
+        double host = factor * s / bw + alpha;
+        double o = (double)c->hosts_per_leaf / c->spines;
+        double fabric = o * (n - c->hosts_per_leaf) / n * s / bw;
+        t = host > fabric ? host : fabric;
+    }
+    r->ideal_ps = (uint64_t)(t * MROCE_SIM_PS_PER_S + 0.5);
+    r->ideal_busbw_gbps = factor * s * 8 / t / 1e9;
+    if (!r->jct_ps)
+        return;
+    double jct = (double)r->jct_ps / MROCE_SIM_PS_PER_S;
+    r->algbw_gbps = s * 8 / jct / 1e9;
+    r->busbw_gbps = factor * r->algbw_gbps;
+    r->fraction_of_ideal = r->busbw_gbps / (r->eta * r->line_gbps);
+}
+
+static int exp_coll_run(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    uint64_t sum = 0;
+    x->n_flows = x->c.iters;
+    for (int i = 0; i < x->c.iters; i++) {
+        int err = exp_coll_start(x);
+        if (err)
+            return err;
+        exp_coll_loop(x);
+        uint64_t jct = exp_coll_finish(x);
+        if (!jct)
+            break;
+        sum += jct;
+        r->jct_max_ps = jct > r->jct_max_ps ? jct : r->jct_max_ps;
+        x->n_settled = ++r->iters_done;
+    }
+    r->end_ps = mroce_sim_ev_now(x->ev);
+    r->coll_verified = r->iters_done == x->c.iters;
+    r->jct_ps = r->iters_done ? sum / (uint64_t)r->iters_done : 0;
+    exp_fabric(x);
+    exp_coll_counters(x);
+    exp_coll_ideal(x);
+    return 0;
+}
+
+static int exp_coll_setup(struct exp *x)
+{
+    int err = exp_check(x);
+    if (err)
+        return err;
+    x->n_msgs = 2; /* header sizes as for a multi-message flow */
+    x->n_streams = 1;
+    exp_coll_sizes(x);
+    err = exp_topo(x);
+    if (!err)
+        err = exp_comm(x);
+    if (!err && x->c.workload == MROCE_SIM_EXP_ALLREDUCE)
+        mroce_coll_allreduce_fill(x->comm, x->res->coll_bytes / sizeof(float));
+    if (!err && x->c.workload == MROCE_SIM_EXP_ALLTOALL)
+        mroce_coll_alltoall_fill(x->comm,
+                                 x->res->coll_bytes / (uint64_t)x->c.hosts);
+    if (!err)
+        err = exp_faults(x);
+    if (!err)
+        err = exp_trace(x);
+    return err ? err : exp_attach(x, &exp_coll_ops);
+}
+
 /* ---- Setup and teardown ---- */
 
 static int exp_setup(struct exp *x)
@@ -935,7 +1315,7 @@ static int exp_setup(struct exp *x)
         err = exp_trace(x);
     for (int i = 0; !err && i < x->n_flows; i++)
         err = exp_post(x, i);
-    return err ? err : exp_attach(x);
+    return err ? err : exp_attach(x, &exp_ep_ops);
 }
 
 /* Frees everything; returns nonzero if the trace lost frames. */
@@ -954,6 +1334,11 @@ static int exp_teardown(struct exp *x)
         mroce_ctx_close(x->eps[h].ctx); /* its conns, MRs, CQ, PD */
         free(x->eps[h].in);
     }
+    mroce_coll_allreduce_free(x->ar);
+    mroce_coll_alltoall_free(x->a2a);
+    for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++)
+        x->comm->rank[r].ctx = NULL; /* closed above, as host r's engine */
+    mroce_coll_comm_destroy(x->comm);
     for (int i = 0; x->fl && i < x->n_flows; i++) {
         free(x->fl[i].dbuf);
         free(x->fl[i].qpn);
@@ -974,9 +1359,12 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
     mroce_sim_exp_cfg_resolve(cfg, &x.c);
     res->cfg = x.c;
     double t0 = exp_wall();
-    int err = exp_setup(&x);
+    bool coll = x.c.workload >= MROCE_SIM_EXP_ALLREDUCE;
+    int err = coll ? exp_coll_setup(&x) : exp_setup(&x);
     res->setup_s = exp_wall() - t0;
-    if (!err) {
+    if (!err && coll)
+        err = exp_coll_run(&x);
+    if (!err && !coll) {
         exp_loop(&x);
         err = exp_results(&x);
     }

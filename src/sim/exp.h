@@ -45,7 +45,21 @@ enum mroce_sim_exp_workload {
     MROCE_SIM_EXP_SINGLE,      /* host 0 -> the last host (far leaf) */
     MROCE_SIM_EXP_PERMUTATION, /* every host -> a random partner, no self */
     MROCE_SIM_EXP_INCAST,      /* the last `senders` hosts -> host 0 */
+    MROCE_SIM_EXP_ALLREDUCE,   /* ring all-reduce over every host (coll/) */
+    MROCE_SIM_EXP_ALLTOALL,    /* all-to-all over every host (coll/) */
 };
+
+/* Collective workloads (allreduce, alltoall) run src/coll over the
+ * fabric: one rank per host, `size` bytes per rank (all-reduce: the
+ * float32 array; all-to-all: the whole send buffer, size / hosts per
+ * peer), `iters` collectives back to back, each verified (exact sums,
+ * every block). The collective's progress is called from the host
+ * callbacks, right after the engine took a packet or a timer (the only
+ * events that add completions), so steps chain at the exact simulated
+ * time; a sweep every 20 us of simulated time is the safety net. JCT is
+ * the mean time per collective; the ideal follows metrics.md. */
+#define MROCE_SIM_EXP_FLAVOUR_WRITE_IMM 0
+#define MROCE_SIM_EXP_FLAVOUR_SEND 1
 
 /* A link fault: the link by name (topo.h: "leaf0-spine1", "p1.host3-leaf0")
  * or by decimal id. Faults hit the cable, both directions. */
@@ -91,6 +105,10 @@ struct mroce_sim_exp_cfg {
     int senders;            /* incast fan-in [4] */
     uint8_t rocev2_timeout; /* RoCEv2 ACK timeout 4.096 us x 2^t [14] */
     uint64_t deadline_ps;   /* simulated time limit [2 s] */
+    int iters;              /* collectives back to back [1] */
+    int channels;           /* collective channels (streams) [1] */
+    int flavour;            /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
+    int shifted;            /* all-to-all: shifted schedule, not concurrent */
     /* Called from the run loop at most every progress_every_s of wall
      * time (if set) [0.25 s]. */
     void (*progress)(void *ud, const struct mroce_sim_exp_progress *p);
@@ -119,10 +137,11 @@ struct mroce_sim_exp_result {
     int n_flows;
     struct mroce_sim_exp_flow *flows; /* n_flows, owned */
     int flows_completed, flows_failed, flows_corrupt;
-    uint64_t ideal_ps;               /* one flow of `size` host 0 -> far leaf */
-    uint64_t jct_ps;                 /* last FCT */
-    double fraction_of_ideal;        /* ideal / jct */
-    struct mroce_sim_exp_pct fct_us; /* over completed flows */
+    uint64_t ideal_ps;        /* one flow of `size` host 0 -> far leaf;
+                                 collectives: the ideal JCT */
+    uint64_t jct_ps;          /* last FCT; collectives: mean JCT */
+    double fraction_of_ideal; /* ideal / jct; collectives: busbw/(eta B) */
+    struct mroce_sim_exp_pct fct_us;   /* over completed flows */
     struct mroce_sim_exp_pct slowdown; /* FCT / the flow's ideal */
     uint64_t data_pkts, retx_pkts, ooo_pkts, timeouts;
     uint64_t drops, drop[MROCE_SIM_DROP_N];
@@ -131,6 +150,15 @@ struct mroce_sim_exp_result {
     uint64_t end_ps;      /* simulated time when the run stopped */
     uint64_t pcap_frames; /* frames written to the trace */
     uint64_t events;
+    /* collectives (zero for flow workloads) */
+    bool coll_verified;  /* every iteration ran and checked exact */
+    int iters_done;      /* collectives that completed */
+    uint64_t coll_bytes; /* S: bytes per rank actually used */
+    uint64_t jct_max_ps; /* slowest iteration (jct_ps is the mean) */
+    uint64_t alpha_ps;   /* per-step latency in the ideal */
+    double eta;          /* payload / wire bytes of a full packet */
+    double line_gbps;    /* B: host line rate, all planes */
+    double algbw_gbps, busbw_gbps, ideal_busbw_gbps;
     /* wall clock: the only fields that differ between identical runs */
     double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
 };

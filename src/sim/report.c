@@ -25,12 +25,17 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
 {
     const struct mroce_sim_exp_cfg *c = &r->cfg;
     bool roce = c->transport == MROCE_TRANSPORT_ROCEV2;
-    fprintf(f,
-            "mroce-sim: %s, %s, %d flow(s) x %" PRIu64 " B "
-            "(WRITEs of <= %" PRIu32 " B), seed %" PRIu64 "\n",
-            mroce_sim_report_transport_str(c->transport),
-            mroce_sim_exp_workload_str(c->workload), r->n_flows, c->size,
-            c->msg_bytes, c->seed);
+    if (c->workload >= MROCE_SIM_EXP_ALLREDUCE)
+        fprintf(f, "mroce-sim: %s, %s, seed %" PRIu64 "\n",
+                mroce_sim_report_transport_str(c->transport),
+                mroce_sim_exp_workload_str(c->workload), c->seed);
+    else
+        fprintf(f,
+                "mroce-sim: %s, %s, %d flow(s) x %" PRIu64 " B "
+                "(WRITEs of <= %" PRIu32 " B), seed %" PRIu64 "\n",
+                mroce_sim_report_transport_str(c->transport),
+                mroce_sim_exp_workload_str(c->workload), r->n_flows, c->size,
+                c->msg_bytes, c->seed);
     fprintf(f,
             "  fabric     %d hosts = %d leaves x %d, %d spines, %d plane(s), "
             "%.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
@@ -64,6 +69,42 @@ static void table_fct(FILE *f, const struct mroce_sim_exp_result *r)
             r->slowdown.p50, r->slowdown.p99, r->slowdown.max);
     fprintf(f, "  JCT        %.3f us, fraction of ideal %.3f\n",
             R_US(r->jct_ps), r->fraction_of_ideal);
+}
+
+static bool is_coll(const struct mroce_sim_exp_result *r)
+{
+    return r->cfg.workload == MROCE_SIM_EXP_ALLREDUCE ||
+           r->cfg.workload == MROCE_SIM_EXP_ALLTOALL;
+}
+
+static const char *coll_variant(const struct mroce_sim_exp_cfg *c)
+{
+    if (c->workload == MROCE_SIM_EXP_ALLTOALL)
+        return c->shifted ? "shifted" : "concurrent";
+    return c->flavour == MROCE_SIM_EXP_FLAVOUR_SEND ? "send" : "writeimm";
+}
+
+static void table_coll(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_sim_exp_cfg *c = &r->cfg;
+    fprintf(f,
+            "  collective %s (%s), %d ranks x %" PRIu64 " B, %d channel(s), "
+            "%d/%d iteration(s) verified\n",
+            mroce_sim_exp_workload_str(c->workload), coll_variant(c), c->hosts,
+            r->coll_bytes, c->channels, r->iters_done, c->iters);
+    fprintf(f,
+            "  JCT        mean %.3f us, max %.3f us; ideal %.3f us "
+            "(eta %.4f, alpha %.3f us), ratio %.3f\n",
+            R_US(r->jct_ps), R_US(r->jct_max_ps), R_US(r->ideal_ps), r->eta,
+            R_US(r->alpha_ps),
+            r->ideal_ps ? (double)r->jct_ps / (double)r->ideal_ps : 0.0);
+    fprintf(f,
+            "  bandwidth  algbw %.2f Gb/s, busbw %.2f Gb/s, ideal busbw %.2f "
+            "Gb/s, eta*B %.2f Gb/s\n",
+            r->algbw_gbps, r->busbw_gbps, r->ideal_busbw_gbps,
+            r->eta * r->line_gbps);
+    fprintf(f, "  fraction   of ideal (busbw / eta*B) %.3f\n",
+            r->fraction_of_ideal);
 }
 
 static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
@@ -114,7 +155,10 @@ static void table_failed(FILE *f, const struct mroce_sim_exp_result *r)
 void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
 {
     table_head(f, r);
-    table_fct(f, r);
+    if (is_coll(r))
+        table_coll(f, r);
+    else
+        table_fct(f, r);
     table_fabric(f, r);
     table_cost(f, r);
     table_failed(f, r);
@@ -161,6 +205,8 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps));
+    fprintf(f, "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\",\n",
+            c->iters, c->channels, coll_variant(c));
     json_faults(f, c);
     fprintf(f, "  },\n");
 }
@@ -175,6 +221,15 @@ static void json_fct(FILE *f, const struct mroce_sim_exp_result *r)
             "  \"jct_us\": %.6f,\n  \"ideal_us\": %.6f,\n"
             "  \"fraction_of_ideal\": %.6f,\n",
             R_US(r->jct_ps), R_US(r->ideal_ps), r->fraction_of_ideal);
+    fprintf(f,
+            "  \"coll_verified\": %s, \"iters_done\": %d, "
+            "\"coll_bytes\": %" PRIu64 ",\n  \"jct_max_us\": %.6f, "
+            "\"alpha_us\": %.6f, \"eta\": %.6f, \"line_gbps\": %g,\n"
+            "  \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
+            "\"ideal_busbw_gbps\": %.6f,\n",
+            r->coll_verified ? "true" : "false", r->iters_done, r->coll_bytes,
+            R_US(r->jct_max_ps), R_US(r->alpha_ps), r->eta, r->line_gbps,
+            r->algbw_gbps, r->busbw_gbps, r->ideal_busbw_gbps);
     json_pct(f, "fct_us", &r->fct_us, false);
     json_pct(f, "fct_slowdown", &r->slowdown, false);
 }
