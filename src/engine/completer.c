@@ -59,7 +59,7 @@ static void comp_resp_acked(struct mroce_conn *c, struct rd_resp *r)
 {
     if (++r->acked < r->npkts)
         return;
-    eng_resp_release(r);
+    eng_resp_release(c, r);
     /* a deferred READ may now start (R-MSG-13) */
     for (uint32_t i = 0; i < c->n_streams; i++)
         eng_resp_retire(c, &c->streams[i]);

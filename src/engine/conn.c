@@ -262,7 +262,7 @@ static void conn_flush(struct mroce_conn *c, uint8_t state, uint16_t stream,
         conn_flush_stream(c, &c->streams[i], (uint16_t)i, msn,
                           i == stream ? status : 0);
     for (uint32_t i = 0; i < c->attr.max_rd; i++)
-        eng_resp_release(&c->resp[i]);
+        eng_resp_release(c, &c->resp[i]);
     c->retx_count = 0;
     c->n_rnr = 0;
     for (uint32_t p = 0; p < c->n_paths; p++)
@@ -315,7 +315,7 @@ static void conn_release(struct mroce_conn *c)
         }
     }
     for (uint32_t i = 0; i < c->attr.max_rd; i++)
-        eng_resp_release(&c->resp[i]);
+        eng_resp_release(c, &c->resp[i]);
 }
 
 void eng_conn_destroy(struct mroce_conn *c)

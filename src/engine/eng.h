@@ -212,6 +212,7 @@ struct mroce_conn {
 
     struct rd_resp *resp;
     uint32_t rr_resp;
+    uint32_t n_resp; /* responses in service (used slots) */
 
     struct nak_entry naks[16];
     uint32_t nak_head, nak_count;
@@ -345,7 +346,7 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
 void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h);
 void eng_resp_retire(struct mroce_conn *c, struct stream *s);
-void eng_resp_release(struct rd_resp *r);
+void eng_resp_release(struct mroce_conn *c, struct rd_resp *r);
 int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     size_t cap, struct mroce_pkt_meta *meta);
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);

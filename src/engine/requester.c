@@ -214,6 +214,19 @@ static struct txp *req_next_msg(struct mroce_conn *c)
     return NULL;
 }
 
+/* Anything new to send: a READ response or a stream with a message that
+ * may go. */
+static bool req_has_new(struct mroce_conn *c)
+{
+    for (uint32_t i = 0; c->n_resp && i < c->attr.max_rd; i++)
+        if (c->resp[i].used && c->resp[i].sent_pkts < c->resp[i].npkts)
+            return true;
+    for (uint32_t i = 0; i < c->n_streams; i++)
+        if (req_stream_ready(c, &c->streams[i]))
+            return true;
+    return false;
+}
+
 /* The last packet of a message (a READ_REQ is its only packet). */
 static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
 {
@@ -227,8 +240,8 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
         return 0;
-    if (c->inflight >= c->cc.cwnd)
-        return 0;
+    if (c->inflight >= c->cc.cwnd || !req_has_new(c))
+        return 0; /* cheap checks first: idle connections skip path_scan */
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
     if (p < 0)
         return 0;

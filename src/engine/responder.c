@@ -264,10 +264,12 @@ static int resp_place(struct mroce_conn *c, struct stream *s,
 static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
                                uint16_t sid, const struct in_msg *m);
 
-void eng_resp_release(struct rd_resp *r)
+void eng_resp_release(struct mroce_conn *c, struct rd_resp *r)
 {
     if (r->used && r->mr)
         r->mr->refs--;
+    if (r->used)
+        c->n_resp--;
     r->used = false;
     r->mr = NULL;
 }
@@ -299,6 +301,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
                               .npkts = eng_npkts(m->len, c->mtu)};
         if (mr) /* the region stays registered while we read it */
             mr->refs++;
+        c->n_resp++;
         return 1;
     }
     return 0;
