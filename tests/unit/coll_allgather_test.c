@@ -11,15 +11,10 @@
 
 #include "coll/allgather.h"
 #include "io/testwire/twloop.h"
+#include "support/coll_fix.h"
 
-struct fix {
-    struct mroce_coll_comm *comm;
-    struct mroce_tw *tw;
-    struct mroce_twloop *loop;
-};
-
-static void fix_open(struct fix *f, int n, int transport, uint16_t channels,
-                     double loss, size_t bytes)
+static void fix_open(struct coll_fix *f, int n, int transport,
+                     uint16_t channels, double loss, size_t bytes)
 {
     struct mroce_coll_cfg cc = {.n_ranks = n,
                                 .transport = (uint8_t)transport,
@@ -27,26 +22,12 @@ static void fix_open(struct fix *f, int n, int transport, uint16_t channels,
                                 .buf_bytes = bytes,
                                 .seed = 17,
                                 .rocev2_timeout = 8};
-    assert_int_equal(mroce_coll_comm_create(&cc, &f->comm), 0);
-    struct mroce_tw_cfg wc = {.seed = 5,
-                              .n_routes = 8,
-                              .rate_bps = 100000000000ull,
-                              .delay_ns = 1000,
-                              .loss = loss,
-                              .capacity = 8192};
-    assert_int_equal(mroce_tw_create(&wc, &f->tw), 0);
-    struct mroce_ctx *ctxs[16];
-    struct mroce_addr addrs[16];
-    mroce_coll_comm_endpoints(f->comm, ctxs, addrs);
-    assert_int_equal(mroce_twloop_create(f->tw, ctxs, addrs, n, NULL, &f->loop),
-                     0);
+    coll_fix_open(f, &cc, loss, 5);
 }
 
-static void fix_close(struct fix *f)
+static void fix_close(struct coll_fix *f)
 {
-    mroce_twloop_destroy(f->loop);
-    mroce_tw_destroy(f->tw);
-    mroce_coll_comm_destroy(f->comm);
+    coll_fix_close(f);
 }
 
 static int ag_pred(struct mroce_twloop *loop, void *arg)
@@ -58,7 +39,7 @@ static int ag_pred(struct mroce_twloop *loop, void *arg)
 }
 
 /* Runs one all-gather; returns its virtual duration in ns. */
-static uint64_t run_ag(struct fix *f, size_t bytes, size_t slice)
+static uint64_t run_ag(struct coll_fix *f, size_t bytes, size_t slice)
 {
     mroce_coll_allgather_fill(f->comm, bytes);
     struct mroce_coll_allgather_args a = {.bytes = bytes, .slice_bytes = slice};
@@ -77,7 +58,7 @@ static uint64_t run_ag(struct fix *f, size_t bytes, size_t slice)
  * they did lose some. */
 static uint64_t one(int n, int transport, double loss)
 {
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t bytes = 48000; /* 3 slices of 16000 bytes per chunk */
     fix_open(&f, n, transport, 2, loss, (size_t)n * bytes);
     run_ag(&f, bytes, 16000);
@@ -115,7 +96,7 @@ static void test_rocev2(void **state)
 static void test_repeat_and_odd_slices(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 3, MROCE_TRANSPORT_METAROCE, 3, 0, 3 * 1001);
     run_ag(&f, 1001, 250); /* 5 slices, the last one byte */
     memset(f.comm->rank[1].rbuf, 0, 3 * 1001);
@@ -128,7 +109,7 @@ static void test_repeat_and_odd_slices(void **state)
 static void test_check_catches_corruption(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t bytes = 2048;
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 2, 0, 4 * bytes);
     run_ag(&f, bytes, 512);
@@ -143,7 +124,7 @@ static void test_check_catches_corruption(void **state)
 static void test_bad_args(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 3, MROCE_TRANSPORT_METAROCE, 1, 0, 3000);
     struct mroce_coll_allgather *ag = (void *)1;
     struct mroce_coll_allgather_args a = {.bytes = 0};
@@ -163,7 +144,7 @@ static void test_report_busbw(void **state)
     size_t bytes = 128 * 1024; /* S = 1 MiB */
     static const int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
     for (int i = 0; i < 2; i++) {
-        struct fix f = {0};
+        struct coll_fix f = {0};
         fix_open(&f, n, tr[i], 4, 0, (size_t)n * bytes);
         uint64_t t = run_ag(&f, bytes, 16384);
         double s = (double)n * (double)bytes;

@@ -12,15 +12,10 @@
 
 #include "coll/allreduce.h"
 #include "io/testwire/twloop.h"
+#include "support/coll_fix.h"
 
-struct fix {
-    struct mroce_coll_comm *comm;
-    struct mroce_tw *tw;
-    struct mroce_twloop *loop;
-};
-
-static void fix_open(struct fix *f, int n, int transport, uint16_t channels,
-                     double loss, size_t bytes)
+static void fix_open(struct coll_fix *f, int n, int transport,
+                     uint16_t channels, double loss, size_t bytes)
 {
     struct mroce_coll_cfg cc = {.n_ranks = n,
                                 .transport = (uint8_t)transport,
@@ -28,26 +23,12 @@ static void fix_open(struct fix *f, int n, int transport, uint16_t channels,
                                 .buf_bytes = bytes,
                                 .seed = 11,
                                 .rocev2_timeout = 8};
-    assert_int_equal(mroce_coll_comm_create(&cc, &f->comm), 0);
-    struct mroce_tw_cfg wc = {.seed = 3,
-                              .n_routes = 8,
-                              .rate_bps = 100000000000ull,
-                              .delay_ns = 1000,
-                              .loss = loss,
-                              .capacity = 8192};
-    assert_int_equal(mroce_tw_create(&wc, &f->tw), 0);
-    struct mroce_ctx *ctxs[16];
-    struct mroce_addr addrs[16];
-    mroce_coll_comm_endpoints(f->comm, ctxs, addrs);
-    assert_int_equal(mroce_twloop_create(f->tw, ctxs, addrs, n, NULL, &f->loop),
-                     0);
+    coll_fix_open(f, &cc, loss, 3);
 }
 
-static void fix_close(struct fix *f)
+static void fix_close(struct coll_fix *f)
 {
-    mroce_twloop_destroy(f->loop);
-    mroce_tw_destroy(f->tw);
-    mroce_coll_comm_destroy(f->comm);
+    coll_fix_close(f);
 }
 
 static int ar_pred(struct mroce_twloop *loop, void *arg)
@@ -59,7 +40,8 @@ static int ar_pred(struct mroce_twloop *loop, void *arg)
 }
 
 /* Runs one all-reduce; returns its virtual duration in ns. */
-static uint64_t run_ar(struct fix *f, size_t count, size_t slice, int flavour)
+static uint64_t run_ar(struct coll_fix *f, size_t count, size_t slice,
+                       int flavour)
 {
     mroce_coll_allreduce_fill(f->comm, count);
     struct mroce_coll_allreduce_args a = {
@@ -77,7 +59,7 @@ static uint64_t run_ar(struct fix *f, size_t count, size_t slice, int flavour)
 
 static void one(int n, int transport, int flavour, double loss)
 {
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t count = (size_t)n * 3000; /* 3 slices of 1000 floats per chunk */
     fix_open(&f, n, transport, 2, loss, count * sizeof(float));
     run_ar(&f, count, 1000, flavour);
@@ -121,7 +103,7 @@ static void test_rocev2_send(void **state)
 static void test_repeat_and_odd_slices(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 3, MROCE_TRANSPORT_METAROCE, 3, 0, 3 * 1001 * 4);
     run_ar(&f, 3 * 1001, 250, MROCE_COLL_WRITE_IMM); /* last slice short */
     run_ar(&f, 3 * 1001, 0, MROCE_COLL_SEND);        /* one slice/chunk */
@@ -132,7 +114,7 @@ static void test_repeat_and_odd_slices(void **state)
 static void test_check_catches_corruption(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t count = 4 * 512;
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 1, 0, count * sizeof(float));
     run_ar(&f, count, 128, MROCE_COLL_WRITE_IMM);
@@ -147,7 +129,7 @@ static void test_check_catches_corruption(void **state)
 static void test_bad_args(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 3, MROCE_TRANSPORT_METAROCE, 1, 0, 4096);
     struct mroce_coll_allreduce *ar;
     struct mroce_coll_allreduce_args a = {.count = 100};
@@ -170,7 +152,7 @@ static void test_report_busbw(void **state)
     size_t count = (size_t)n * 32768; /* 1 MiB */
     static const int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
     for (int i = 0; i < 2; i++) {
-        struct fix f = {0};
+        struct coll_fix f = {0};
         fix_open(&f, n, tr[i], 4, 0, count * sizeof(float));
         uint64_t t = run_ar(&f, count, 4096, MROCE_COLL_WRITE_IMM);
         double s = (double)(count * sizeof(float));

@@ -11,14 +11,9 @@
 
 #include "coll/alltoall.h"
 #include "io/testwire/twloop.h"
+#include "support/coll_fix.h"
 
-struct fix {
-    struct mroce_coll_comm *comm;
-    struct mroce_tw *tw;
-    struct mroce_twloop *loop;
-};
-
-static void fix_open(struct fix *f, int n, int transport, double loss,
+static void fix_open(struct coll_fix *f, int n, int transport, double loss,
                      size_t block)
 {
     struct mroce_coll_cfg cc = {.n_ranks = n,
@@ -27,26 +22,12 @@ static void fix_open(struct fix *f, int n, int transport, double loss,
                                 .buf_bytes = (size_t)n * block,
                                 .seed = 21,
                                 .rocev2_timeout = 8};
-    assert_int_equal(mroce_coll_comm_create(&cc, &f->comm), 0);
-    struct mroce_tw_cfg wc = {.seed = 4,
-                              .n_routes = 8,
-                              .rate_bps = 100000000000ull,
-                              .delay_ns = 1000,
-                              .loss = loss,
-                              .capacity = 16384};
-    assert_int_equal(mroce_tw_create(&wc, &f->tw), 0);
-    struct mroce_ctx *ctxs[16];
-    struct mroce_addr addrs[16];
-    mroce_coll_comm_endpoints(f->comm, ctxs, addrs);
-    assert_int_equal(mroce_twloop_create(f->tw, ctxs, addrs, n, NULL, &f->loop),
-                     0);
+    coll_fix_open(f, &cc, loss, 4);
 }
 
-static void fix_close(struct fix *f)
+static void fix_close(struct coll_fix *f)
 {
-    mroce_twloop_destroy(f->loop);
-    mroce_tw_destroy(f->tw);
-    mroce_coll_comm_destroy(f->comm);
+    coll_fix_close(f);
 }
 
 static int a2a_pred(struct mroce_twloop *loop, void *arg)
@@ -57,7 +38,7 @@ static int a2a_pred(struct mroce_twloop *loop, void *arg)
     return rc;
 }
 
-static uint64_t run_a2a(struct fix *f, size_t block, int schedule)
+static uint64_t run_a2a(struct coll_fix *f, size_t block, int schedule)
 {
     mroce_coll_alltoall_fill(f->comm, block);
     for (int r = 0; r < f->comm->n; r++)
@@ -78,7 +59,7 @@ static void matrix(int transport, double loss)
     static const int ns[] = {4, 8};
     const size_t block = 20000;
     for (int i = 0; i < 2; i++) {
-        struct fix f = {0};
+        struct coll_fix f = {0};
         fix_open(&f, ns[i], transport, loss, block);
         uint64_t tc = run_a2a(&f, block, MROCE_COLL_A2A_CONCURRENT);
         uint64_t ts = run_a2a(&f, block, MROCE_COLL_A2A_SHIFTED);
@@ -107,7 +88,7 @@ static void test_rocev2(void **state)
 static void test_check_catches_misplaced_block(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     const size_t block = 1000;
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 0, block);
     run_a2a(&f, block, MROCE_COLL_A2A_CONCURRENT);
@@ -123,7 +104,7 @@ static void test_check_catches_misplaced_block(void **state)
 static void test_bad_args(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 0, 1000);
     struct mroce_coll_alltoall *x;
     struct mroce_coll_alltoall_args a = {.block = 999}; /* odd, 2 channels */

@@ -12,14 +12,9 @@
 
 #include "coll/pattern.h"
 #include "io/testwire/twloop.h"
+#include "support/coll_fix.h"
 
-struct fix {
-    struct mroce_coll_comm *comm;
-    struct mroce_tw *tw;
-    struct mroce_twloop *loop;
-};
-
-static void fix_open(struct fix *f, int n, int transport, double loss,
+static void fix_open(struct coll_fix *f, int n, int transport, double loss,
                      size_t bytes)
 {
     struct mroce_coll_cfg cc = {.n_ranks = n,
@@ -28,28 +23,14 @@ static void fix_open(struct fix *f, int n, int transport, double loss,
                                 .buf_bytes = (size_t)n * bytes,
                                 .seed = 23,
                                 .rocev2_timeout = 8};
-    assert_int_equal(mroce_coll_comm_create(&cc, &f->comm), 0);
     /* The wire's seed varies with N so the lossy runs draw different
      * drops. */
-    struct mroce_tw_cfg wc = {.seed = 6 + (uint64_t)n,
-                              .n_routes = 8,
-                              .rate_bps = 100000000000ull,
-                              .delay_ns = 1000,
-                              .loss = loss,
-                              .capacity = 16384};
-    assert_int_equal(mroce_tw_create(&wc, &f->tw), 0);
-    struct mroce_ctx *ctxs[16];
-    struct mroce_addr addrs[16];
-    mroce_coll_comm_endpoints(f->comm, ctxs, addrs);
-    assert_int_equal(mroce_twloop_create(f->tw, ctxs, addrs, n, NULL, &f->loop),
-                     0);
+    coll_fix_open(f, &cc, loss, 6 + (uint64_t)n);
 }
 
-static void fix_close(struct fix *f)
+static void fix_close(struct coll_fix *f)
 {
-    mroce_twloop_destroy(f->loop);
-    mroce_tw_destroy(f->tw);
-    mroce_coll_comm_destroy(f->comm);
+    coll_fix_close(f);
 }
 
 /* The loop's virtual time is the clock the flows are stamped with. */
@@ -76,8 +57,8 @@ static void check_times(const struct mroce_coll_pattern *p, uint64_t t0,
 }
 
 /* Runs one pattern and leaves it for the caller to inspect and free. */
-static struct mroce_coll_pattern *run_pat(struct fix *f, int kind, size_t bytes,
-                                          uint64_t seed)
+static struct mroce_coll_pattern *run_pat(struct coll_fix *f, int kind,
+                                          size_t bytes, uint64_t seed)
 {
     mroce_coll_pattern_fill(f->comm, bytes);
     struct mroce_coll_pattern_args a = {
@@ -97,7 +78,7 @@ static struct mroce_coll_pattern *run_pat(struct fix *f, int kind, size_t bytes,
  * they did lose some. */
 static uint64_t one(int n, int transport, int kind, double loss)
 {
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t bytes = 128000; /* about 32 packets of 4 KiB per flow */
     fix_open(&f, n, transport, loss, bytes);
     /* Three rounds on one communicator: the state is per pattern, and 1%
@@ -149,7 +130,7 @@ static void test_rocev2_permutation(void **state)
 static void test_incast_flows(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 0, 1000);
     struct mroce_coll_pattern *p = run_pat(&f, MROCE_COLL_INCAST, 1000, 0);
     int nf;
@@ -168,7 +149,7 @@ static void test_incast_flows(void **state)
 static void test_permutation_is_derangement(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 8, MROCE_TRANSPORT_METAROCE, 0, 256);
     int first[8], differs = 0;
     for (uint64_t seed = 1; seed <= 6; seed++) {
@@ -200,7 +181,7 @@ static void test_permutation_is_derangement(void **state)
 static void test_check_catches_corruption(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     size_t bytes = 2048;
     fix_open(&f, 4, MROCE_TRANSPORT_METAROCE, 0, bytes);
     struct mroce_coll_pattern *p = run_pat(&f, MROCE_COLL_INCAST, bytes, 0);
@@ -224,7 +205,7 @@ static void test_check_catches_corruption(void **state)
 static void test_bad_args(void **state)
 {
     (void)state;
-    struct fix f = {0};
+    struct coll_fix f = {0};
     fix_open(&f, 3, MROCE_TRANSPORT_METAROCE, 0, 1000); /* 3000 B buffers */
     struct mroce_coll_pattern *p = (void *)1;
     struct mroce_coll_pattern_args a = {.kind = MROCE_COLL_INCAST};
@@ -254,7 +235,7 @@ static void test_report_fct(void **state)
     size_t bytes = 64 * 1024;
     static const int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
     for (int i = 0; i < 2; i++) {
-        struct fix f = {0};
+        struct coll_fix f = {0};
         fix_open(&f, n, tr[i], 0, bytes);
         struct mroce_coll_pattern *p = run_pat(&f, MROCE_COLL_INCAST, bytes, 0);
         int nf;
