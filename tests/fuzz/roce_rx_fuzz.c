@@ -45,6 +45,7 @@
 #include <mroce/mroce.h>
 
 #include "wire/roce.h"
+#include "fuzz/fuzz_rd.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -156,37 +157,6 @@ static void fz_free(void *ud, void *p)
 }
 
 /* ---- input reading ---- */
-
-struct rd {
-    const uint8_t *p;
-    size_t n;
-};
-
-static uint8_t rd_u8(struct rd *r)
-{
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
-
-static uint16_t rd_u16(struct rd *r)
-{
-    uint16_t v = rd_u8(r);
-    return (uint16_t)(v << 8 | rd_u8(r));
-}
-
-static uint32_t rd_u32(struct rd *r)
-{
-    uint32_t v = rd_u16(r);
-    return v << 16 | rd_u16(r);
-}
-
-static uint64_t rd_u64(struct rd *r)
-{
-    uint64_t v = rd_u32(r);
-    return v << 32 | rd_u32(r);
-}
 
 /* ---- memory ---- */
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "wire/roce.h"
+#include "fuzz/fuzz_rd.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -307,52 +308,34 @@ static void fuzz_decode_sealed(const struct roce_ip *ip, const uint8_t *data,
 
 /* ---- 2. encode from fuzzer-chosen fields ---- */
 
-struct reader {
-    const uint8_t *p;
-    size_t n;
-};
-
-static uint64_t rd(struct reader *r, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) {
-        v <<= 8;
-        if (r->n) {
-            v |= *r->p++;
-            r->n--;
-        }
-    }
-    return v;
-}
-
 static void fuzz_encode(const uint8_t *data, size_t size)
 {
-    struct reader r = {data, size};
+    struct rd r = {data, size};
     struct roce_hdr h = {0};
-    uint8_t sel = (uint8_t)rd(&r, 1);
+    uint8_t sel = (uint8_t)rd_n(&r, 1);
     h.opcode = sel < 0xE0 ? (uint8_t)(sel % 0x13 == 0x12 ? 0x81 : sel % 0x13)
-                          : (uint8_t)rd(&r, 1);
-    uint8_t bits = (uint8_t)rd(&r, 1);
+                          : (uint8_t)rd_n(&r, 1);
+    uint8_t bits = (uint8_t)rd_n(&r, 1);
     h.se = bits & 1;
     h.mig = (bits >> 1) & 1;
     h.fecn = (bits >> 2) & 1;
     h.becn = (bits >> 3) & 1;
     h.ackreq = (bits >> 4) & 1;
-    h.pad = (uint8_t)rd(&r, 1); /* decode only: ignored by encode */
+    h.pad = (uint8_t)rd_n(&r, 1); /* decode only: ignored by encode */
     h.tver = 0;
-    h.pkey = (uint16_t)rd(&r, 2);
-    h.dqpn = (uint32_t)rd(&r, 4) & ROCE_QPN_MASK;
-    h.psn = (uint32_t)rd(&r, 4) & ROCE_PSN_MASK;
-    h.va = rd(&r, 8);
-    h.rkey = (uint32_t)rd(&r, 4);
-    h.dma_len = (uint32_t)rd(&r, 4);
-    h.syndrome = (uint8_t)rd(&r, 1);
-    h.msn = (uint32_t)rd(&r, 4) & ROCE_PSN_MASK;
-    h.imm = (uint32_t)rd(&r, 4);
+    h.pkey = (uint16_t)rd_n(&r, 2);
+    h.dqpn = (uint32_t)rd_n(&r, 4) & ROCE_QPN_MASK;
+    h.psn = (uint32_t)rd_n(&r, 4) & ROCE_PSN_MASK;
+    h.va = rd_n(&r, 8);
+    h.rkey = (uint32_t)rd_n(&r, 4);
+    h.dma_len = (uint32_t)rd_n(&r, 4);
+    h.syndrome = (uint8_t)rd_n(&r, 1);
+    h.msn = (uint32_t)rd_n(&r, 4) & ROCE_PSN_MASK;
+    h.imm = (uint32_t)rd_n(&r, 4);
     struct roce_ip ip;
     read_ip(r.p, r.n, &ip);
-    uint8_t cap_sel = (uint8_t)rd(&r, 1);
-    uint16_t cap_raw = (uint16_t)rd(&r, 2);
+    uint8_t cap_sel = (uint8_t)rd_n(&r, 1);
+    uint16_t cap_raw = (uint16_t)rd_n(&r, 2);
     const uint8_t *payload = r.p;
     uint32_t plen = (uint32_t)r.n;
     /* garbage in the output fields must not be trusted by the encoder */

@@ -59,6 +59,7 @@
 
 #include "fuzz/rx_records.h"
 #include "wire/wire.h"
+#include "fuzz/fuzz_rd.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -317,37 +318,6 @@ static void fz_free(void *ud, void *p)
 }
 
 /* ---- input records ---- */
-
-struct rd {
-    const uint8_t *p;
-    size_t n;
-};
-
-static uint8_t rd_u8(struct rd *r)
-{
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
-
-static uint16_t rd_u16(struct rd *r)
-{
-    uint16_t hi = rd_u8(r);
-    return (uint16_t)(hi << 8 | rd_u8(r));
-}
-
-static uint32_t rd_u32(struct rd *r)
-{
-    uint32_t hi = rd_u16(r);
-    return hi << 16 | rd_u16(r);
-}
-
-static uint64_t rd_u64(struct rd *r)
-{
-    uint64_t hi = rd_u32(r);
-    return hi << 32 | rd_u32(r);
-}
 
 /* A sequence number near `base`: 0 reads as base itself. */
 static uint32_t rd_seq(struct rd *r, uint32_t base)

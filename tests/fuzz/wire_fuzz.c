@@ -24,6 +24,7 @@
 
 #include "wire/crc32c.h"
 #include "wire/wire.h"
+#include "fuzz/fuzz_rd.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -239,63 +240,45 @@ static void fuzz_decode(const uint8_t *buf, size_t len)
 
 /* ---- 2. encode from fuzzer-chosen fields ---- */
 
-struct reader {
-    const uint8_t *p;
-    size_t n;
-};
-
-static uint64_t rd(struct reader *r, int bytes)
+static void read_fields(struct rd *r, struct mroce_hdr *h)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) {
-        v <<= 8;
-        if (r->n) {
-            v |= *r->p++;
-            r->n--;
-        }
-    }
-    return v;
-}
-
-static void read_fields(struct reader *r, struct mroce_hdr *h)
-{
-    uint8_t sel = (uint8_t)rd(r, 1);
+    uint8_t sel = (uint8_t)rd_n(r, 1);
     /* mostly a valid opcode; sometimes any byte (unknown opcodes) */
     h->opcode =
-        sel < 0xF0 ? model_ops[sel % N_MODEL_OPS].opcode : (uint8_t)rd(r, 1);
-    h->flags = (uint8_t)rd(r, 1); /* reserved bits must not leak out */
-    h->path = (uint16_t)rd(r, 2);
-    h->conn = (uint32_t)rd(r, 4);
-    h->psn = (uint32_t)rd(r, 4);
-    h->ts = (uint32_t)rd(r, 4);
-    h->dsn = (uint32_t)rd(r, 4);
-    h->stream = (uint16_t)rd(r, 2);
-    h->msn = (uint32_t)rd(r, 4);
-    h->msg_len = (uint32_t)rd(r, 4);
-    h->offset = (uint32_t)rd(r, 4);
-    h->va = rd(r, 8);
-    h->rkey = (uint32_t)rd(r, 4);
-    h->ssn = (uint32_t)rd(r, 4);
-    h->imm = (uint32_t)rd(r, 4);
-    h->sack_high = (uint32_t)rd(r, 4);
-    h->dsn_cum = (uint32_t)rd(r, 4);
-    h->echo_ts = (uint32_t)rd(r, 4);
-    h->rate_mbps = (uint32_t)rd(r, 4);
-    h->ce_count = (uint16_t)rd(r, 2);
-    h->rx_count = (uint16_t)rd(r, 2);
+        sel < 0xF0 ? model_ops[sel % N_MODEL_OPS].opcode : (uint8_t)rd_n(r, 1);
+    h->flags = (uint8_t)rd_n(r, 1); /* reserved bits must not leak out */
+    h->path = (uint16_t)rd_n(r, 2);
+    h->conn = (uint32_t)rd_n(r, 4);
+    h->psn = (uint32_t)rd_n(r, 4);
+    h->ts = (uint32_t)rd_n(r, 4);
+    h->dsn = (uint32_t)rd_n(r, 4);
+    h->stream = (uint16_t)rd_n(r, 2);
+    h->msn = (uint32_t)rd_n(r, 4);
+    h->msg_len = (uint32_t)rd_n(r, 4);
+    h->offset = (uint32_t)rd_n(r, 4);
+    h->va = rd_n(r, 8);
+    h->rkey = (uint32_t)rd_n(r, 4);
+    h->ssn = (uint32_t)rd_n(r, 4);
+    h->imm = (uint32_t)rd_n(r, 4);
+    h->sack_high = (uint32_t)rd_n(r, 4);
+    h->dsn_cum = (uint32_t)rd_n(r, 4);
+    h->echo_ts = (uint32_t)rd_n(r, 4);
+    h->rate_mbps = (uint32_t)rd_n(r, 4);
+    h->ce_count = (uint16_t)rd_n(r, 2);
+    h->rx_count = (uint16_t)rd_n(r, 2);
     for (int i = 0; i < 4; i++)
-        h->sack[i] = rd(r, 8);
-    h->nak_code = (uint8_t)rd(r, 1);
-    h->nak_info = (uint32_t)rd(r, 4);
+        h->sack[i] = rd_n(r, 8);
+    h->nak_code = (uint8_t)rd_n(r, 1);
+    h->nak_info = (uint32_t)rd_n(r, 4);
 }
 
 static void fuzz_encode(const uint8_t *data, size_t size)
 {
-    struct reader r = {data, size};
+    struct rd r = {data, size};
     struct mroce_hdr h = {0};
     read_fields(&r, &h);
-    uint8_t cap_sel = (uint8_t)rd(&r, 1);
-    uint16_t cap_raw = (uint16_t)rd(&r, 2);
+    uint8_t cap_sel = (uint8_t)rd_n(&r, 1);
+    uint16_t cap_raw = (uint16_t)rd_n(&r, 2);
     const uint8_t *payload = r.p;
     uint32_t plen = (uint32_t)r.n;
     /* garbage in the output pointer must not be trusted by the encoder */
