@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "sim/defaults.h"
+#include "sim/pfc_rx.h"
 
 #define NIC_MAX_PORTS 256
 
@@ -14,9 +15,8 @@ struct nic_queue {
 struct nic_port {
     struct mroce_sim_link *out;
     struct nic_queue q[MROCE_SIM_NPRIO];
-    bool busy; /* a tx_done event is pending */
-    bool paused[MROCE_SIM_NPRIO];
-    uint64_t pause_start[MROCE_SIM_NPRIO];
+    bool busy;                   /* a tx_done event is pending */
+    struct mroce_sim_pfc_rx pfc; /* held by the downstream switch's PFC */
     struct mroce_sim_nic_port_counters c;
 };
 
@@ -95,7 +95,7 @@ static void nic_tx_done(void *obj, uint64_t arg, uint64_t now)
 static int nic_pick_queue(const struct nic_port *P)
 {
     for (int q = MROCE_SIM_NPRIO - 1; q >= 0; q--)
-        if (P->q[q].head && !P->paused[q])
+        if (P->q[q].head && !P->pfc.paused[q])
             return q;
     return -1;
 }
@@ -160,16 +160,9 @@ static void nic_pause(void *obj, int port, int prio, bool on, uint64_t now)
 {
     struct mroce_sim_nic *nic = obj;
     struct nic_port *P = &nic->ports[port];
-    if (on == P->paused[prio])
-        return;
-    P->paused[prio] = on;
-    if (on) {
-        P->pause_start[prio] = now;
-        P->c.pause_rx[prio]++;
-        return;
-    }
-    P->c.pause_ps[prio] += now - P->pause_start[prio];
-    nic_start(nic, port, now);
+    if (mroce_sim_pfc_rx_set(&P->pfc, prio, on, now, P->c.pause_rx,
+                             P->c.pause_ps))
+        nic_start(nic, port, now);
 }
 
 static void nic_recv(void *obj, int port, struct mroce_sim_pkt *p, uint64_t now)
@@ -201,7 +194,5 @@ void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
     const struct nic_port *P = &nic->ports[port];
     *out = P->c;
     uint64_t now = mroce_sim_ev_now(nic->ev);
-    for (int q = 0; q < MROCE_SIM_NPRIO; q++)
-        if (P->paused[q])
-            out->pause_ps[q] += now - P->pause_start[q];
+    mroce_sim_pfc_rx_ongoing(&P->pfc, now, out->pause_ps);
 }

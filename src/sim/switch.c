@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/defaults.h"
+#include "sim/pfc_rx.h"
 #include "sim/rng.h"
 
 #define SW_MAX_PORTS 65535
@@ -18,10 +19,9 @@ struct sw_port {
     struct mroce_sim_link *out; /* egress frames */
     struct mroce_sim_link *in;  /* ingress frames; pauses go back on it */
     struct sw_queue q[MROCE_SIM_NPRIO];
-    bool busy;                    /* a tx_done event is pending */
-    bool routable;                /* member of ECMP groups */
-    bool paused[MROCE_SIM_NPRIO]; /* egress held by downstream PFC */
-    uint64_t pause_start[MROCE_SIM_NPRIO];
+    bool busy;                           /* a tx_done event is pending */
+    bool routable;                       /* member of ECMP groups */
+    struct mroce_sim_pfc_rx pfc;         /* egress held by downstream PFC */
     uint64_t ing_bytes[MROCE_SIM_NPRIO]; /* buffered, arrived here */
     bool xoff_sent[MROCE_SIM_NPRIO];     /* upstream held by us */
     struct mroce_sim_port_counters c;
@@ -356,7 +356,7 @@ static void sw_check_xon(struct mroce_sim_switch *sw, int port, int prio,
 static int sw_pick_queue(const struct sw_port *P)
 {
     for (int q = MROCE_SIM_NPRIO - 1; q >= 0; q--)
-        if (P->q[q].head && !P->paused[q])
+        if (P->q[q].head && !P->pfc.paused[q])
             return q;
     return -1;
 }
@@ -407,16 +407,9 @@ static void sw_pause(void *obj, int port, int prio, bool on, uint64_t now)
 {
     struct mroce_sim_switch *sw = obj;
     struct sw_port *P = &sw->ports[port];
-    if (on == P->paused[prio])
-        return;
-    P->paused[prio] = on;
-    if (on) {
-        P->pause_start[prio] = now;
-        P->c.pause_rx[prio]++;
-        return;
-    }
-    P->c.pause_ps[prio] += now - P->pause_start[prio];
-    sw_start(sw, port, now);
+    if (mroce_sim_pfc_rx_set(&P->pfc, prio, on, now, P->c.pause_rx,
+                             P->c.pause_ps))
+        sw_start(sw, port, now);
 }
 
 /* ---- Ingress ---- */
@@ -529,9 +522,7 @@ void mroce_sim_switch_get_port_counters(const struct mroce_sim_switch *sw,
     const struct sw_port *P = &sw->ports[port];
     *out = P->c;
     uint64_t now = mroce_sim_ev_now(sw->ev);
-    for (int q = 0; q < MROCE_SIM_NPRIO; q++)
-        if (P->paused[q])
-            out->pause_ps[q] += now - P->pause_start[q];
+    mroce_sim_pfc_rx_ongoing(&P->pfc, now, out->pause_ps);
 }
 
 static void sw_add_counters(struct mroce_sim_port_counters *a,
