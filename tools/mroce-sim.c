@@ -25,6 +25,7 @@
 #include "sim/event.h"
 #include "sim/exp.h"
 #include "sim/report.h"
+#include "sim/suite.h"
 
 struct opts {
     struct mroce_sim_exp_cfg c;
@@ -414,6 +415,8 @@ static int write_json(const char *path, const struct mroce_sim_exp_result *r)
 int main(int argc, char **argv)
 {
     struct opts o = {0};
+    if (argc > 1 && !strcmp(argv[1], "--suite"))
+        return mroce_sim_suite_main(argc, argv);
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

@@ -97,7 +97,15 @@ struct mroce_ctx_attr {
     uint8_t no_icrc;         /* RoCEv2 only: send and accept packets without
                                 computing the ICRC (simulation speed; the
                                 packets are not valid RoCEv2 on a wire) */
+    /* MetaRoCE only: the UDP source ports paths may use (R-ENC-3), for a
+     * datapath that can send from a fixed set of ports only (one socket
+     * per port). Copied at open. NULL/0: any port in 49152-65535. A
+     * connection may then have at most n_src_ports paths. */
+    const uint16_t *src_ports;
+    uint32_t n_src_ports; /* at most MROCE_MAX_SRC_PORTS */
 };
+
+#define MROCE_MAX_SRC_PORTS 256
 
 /* The wire protocol a context speaks. Every call of this API works with
  * both; the path extensions (mroce_path_*) are MetaRoCE only. RoCEv2 is
@@ -108,7 +116,8 @@ struct mroce_ctx_attr {
 
 #define MROCE_UDP_PORT 4797
 
-/* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000), ENOMEM.
+/* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
+ * MROCE_MAX_SRC_PORTS source ports or a port 0 among them), ENOMEM.
  * Not thread-safe: one thread drives a context at a time. */
 int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
 /* Destroys the context and everything created from it. */

@@ -131,7 +131,8 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
 {
     struct mroce_ctx *ctx = pd->ctx;
     struct mroce_conn_attr a = *attr;
-    if (conn_fill_attr(&a) || a.send_cq->ctx != ctx || a.recv_cq->ctx != ctx)
+    if (conn_fill_attr(&a) || a.send_cq->ctx != ctx || a.recv_cq->ctx != ctx ||
+        (ctx->n_src_ports && a.n_paths > ctx->n_src_ports)) /* R-ENC-3 */
         return MROCE_EINVAL;
     struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
     if (!c)

@@ -31,8 +31,11 @@ uint64_t eng_rand(struct mroce_ctx *ctx)
 }
 
 /* R-ENC-3: source ports come from the dynamic range 49152..65535. */
+/* R-ENC-3: uniform over 49152-65535, or over the datapath's set. */
 uint16_t eng_rand_port(struct mroce_ctx *ctx)
 {
+    if (ctx->n_src_ports)
+        return ctx->src_ports[eng_rand(ctx) % ctx->n_src_ports];
     return (uint16_t)(49152 + eng_rand(ctx) % 16384);
 }
 

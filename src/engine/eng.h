@@ -237,6 +237,9 @@ struct mroce_ctx {
     uint16_t udp_port;
     uint32_t mtu, link_mbps;
     uint32_t fault;
+    uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
+                                                from; n_src_ports 0: any */
+    uint32_t n_src_ports;
 
     struct mroce_pd *pds;
     struct mroce_cq *cqs;

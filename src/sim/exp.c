@@ -1377,4 +1377,7 @@ void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res)
     free(res->flows);
     res->flows = NULL;
     res->n_flows = 0;
+    free(res->samples);
+    res->samples = NULL;
+    res->n_samples = 0;
 }

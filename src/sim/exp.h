@@ -47,6 +47,7 @@ enum mroce_sim_exp_workload {
     MROCE_SIM_EXP_INCAST,      /* the last `senders` hosts -> host 0 */
     MROCE_SIM_EXP_ALLREDUCE,   /* ring all-reduce over every host (coll/) */
     MROCE_SIM_EXP_ALLTOALL,    /* all-to-all over every host (coll/) */
+    MROCE_SIM_EXP_ALLGATHER,   /* ring all-gather over every host (coll/) */
 };
 
 /* Collective workloads (allreduce, alltoall) run src/coll over the
@@ -67,6 +68,23 @@ struct mroce_sim_exp_fault {
     char link[MROCE_SIM_EXP_LINK_NAME];
     double fraction; /* degrade: rate fraction, 0 < f <= 1 */
     uint64_t t_ps;   /* fail: when the cable goes down */
+};
+
+/* A whole plane down (every cable of plane `plane`) at t_ps, back up at
+ * up_ps (0: stays down). */
+struct mroce_sim_exp_plane_fault {
+    int plane;
+    uint64_t t_ps, up_ps;
+};
+
+/* One point of the time series, sampled every cfg.sample_ps: what
+ * happened in (t_ps - sample_ps, t_ps]. */
+struct mroce_sim_exp_sample {
+    uint64_t t_ps;
+    double gbps;          /* payload bytes placed at all receivers, as Gbit/s */
+    double victim_gbps;   /* the incast victim flow's placed bytes */
+    uint64_t qbytes;      /* largest switch egress queue at t_ps */
+    uint64_t q_dst_bytes; /* host 0's leaf downlink queue at t_ps */
 };
 
 struct mroce_sim_exp_progress {
@@ -109,6 +127,11 @@ struct mroce_sim_exp_cfg {
     int channels;           /* collective channels (streams) [1] */
     int flavour;            /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
     int shifted;            /* all-to-all: shifted schedule, not concurrent */
+    struct mroce_sim_exp_plane_fault fail_plane[MROCE_SIM_EXP_MAX_FAULTS];
+    int n_fail_plane;
+    int victim;         /* incast: add a victim flow from the last
+                           host to host 1 (receiver's leaf) [0] */
+    uint64_t sample_ps; /* time-series interval [1 us] */
     /* Called from the run loop at most every progress_every_s of wall
      * time (if set) [0.25 s]. */
     void (*progress)(void *ud, const struct mroce_sim_exp_progress *p);
@@ -159,6 +182,21 @@ struct mroce_sim_exp_result {
     double eta;          /* payload / wire bytes of a full packet */
     double line_gbps;    /* B: host line rate, all planes */
     double algbw_gbps, busbw_gbps, ideal_busbw_gbps;
+    /* health and fairness (metrics.md) */
+    double retx_rate;       /* retransmitted / data packets */
+    double ooo_rate;        /* out-of-order arrivals / data packets received */
+    double ecn_fraction;    /* CE-marked / data packets delivered */
+    double mmr;             /* max/mean bytes over equal-cost leaf->spine
+                               links (all planes) */
+    double jain;            /* over flow throughputs (flow workloads, victim
+                               excluded); 0 for collectives */
+    double victim_fraction; /* victim throughput / its line rate; -1 none */
+    uint64_t recovery_ps;   /* first fault -> throughput stays >= 90% of
+                               what survives (metrics.md); UINT64_MAX never;
+                               0 without faults */
+    uint64_t p95_qbytes;    /* over samples of qbytes */
+    int n_samples;
+    struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */
     double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
 };

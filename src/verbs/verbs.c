@@ -53,11 +53,23 @@ static int verbs_transport(struct mroce_ctx *ctx,
     return roce_dev_create(ctx, &ra, &ctx->roce);
 }
 
+static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
+{
+    if (a->n_src_ports > MROCE_MAX_SRC_PORTS ||
+        (a->n_src_ports && !a->src_ports))
+        return false;
+    for (uint32_t i = 0; i < a->n_src_ports; i++)
+        if (!a->src_ports[i])
+            return false;
+    return true;
+}
+
 int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
     if (mtu < 256 || mtu > 9000 ||
-        (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6))
+        (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
+        !verbs_src_ports_ok(a))
         return MROCE_EINVAL;
     void *(*alloc)(void *, size_t) =
         a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
@@ -70,6 +82,10 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->udp_port = a->udp_port ? a->udp_port : MROCE_UDP_PORT;
     ctx->mtu = mtu;
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
+    ctx->n_src_ports = a->n_src_ports;
+    if (a->n_src_ports)
+        memcpy(ctx->src_ports, a->src_ports,
+               a->n_src_ports * sizeof(*a->src_ports));
     ctx->conn_hash_cap = 1024;
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
     int err = ctx->conn_hash ? verbs_transport(ctx, a) : MROCE_ENOMEM;

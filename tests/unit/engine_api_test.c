@@ -382,6 +382,54 @@ static void test_path_ops(void **state)
     assert_int_equal(mroce_path_enable(p->conn, 3, 0), 0);
 }
 
+/* R-ENC-3: a datapath's fixed port set bounds the paths and is the only
+ * source of ports, also after re-paths. */
+static void test_src_port_set(void **state)
+{
+    struct peer *p = *state;
+    const uint16_t set[3] = {40000, 40001, 40002};
+    struct mroce_ctx_attr ca = {
+        .addr = p->local.addr, .src_ports = set, .n_src_ports = 3};
+    struct mroce_ctx *ctx;
+    ca.n_src_ports = MROCE_MAX_SRC_PORTS + 1;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), MROCE_EINVAL);
+    ca.n_src_ports = 3;
+    ca.src_ports = NULL;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), MROCE_EINVAL);
+    const uint16_t zero[2] = {40000, 0};
+    ca.src_ports = zero;
+    ca.n_src_ports = 2;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), MROCE_EINVAL);
+    ca.src_ports = set;
+    ca.n_src_ports = 3;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), 0);
+    struct mroce_pd *pd;
+    struct mroce_cq *cq;
+    assert_int_equal(mroce_pd_alloc(ctx, &pd), 0);
+    assert_int_equal(mroce_cq_create(ctx, 8, &cq), 0);
+    struct mroce_conn_attr a = {.send_cq = cq, .recv_cq = cq, .n_paths = 4};
+    struct mroce_conn *c;
+    assert_int_equal(mroce_conn_create(pd, &a, &c), MROCE_EINVAL);
+    a.n_paths = 3;
+    struct mroce_conn *other;
+    assert_int_equal(mroce_conn_create(pd, &a, &c), 0);
+    assert_int_equal(mroce_conn_create(pd, &a, &other), 0);
+    struct mroce_conn_params r;
+    mroce_conn_get_params(other, &r);
+    assert_int_equal(mroce_conn_connect(c, &r), 0);
+    for (int round = 0; round < 20; round++) {
+        bool seen[3] = {false, false, false};
+        for (uint16_t k = 0; k < 3; k++) {
+            uint16_t port = c->ptx[k].src_port;
+            assert_true(port >= 40000 && port <= 40002);
+            assert_false(seen[port - 40000]); /* distinct */
+            seen[port - 40000] = true;
+        }
+        assert_int_equal(mroce_path_repath(c, (uint16_t)(round % 3)), 0);
+    }
+    mroce_ctx_close(ctx);
+}
+
 /* ---- keys ---- */
 
 static int cmp_u32(const void *a, const void *b)
@@ -652,16 +700,27 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-        T(test_post_not_connected), T(test_post_bad_stream),
-        T(test_post_bad_key),       T(test_post_out_of_range),
-        T(test_queue_full),         T(test_cq_full),
-        T(test_busy_objects),       T(test_destroy_with_work),
-        T(test_create_errors),      T(test_connect_errors),
-        T(test_connect_negotiates), T(test_path_ops),
-        T(test_keys_unique),        T(test_keys_redraw),
-        T(test_reg_mr_errors),      T(test_strings_never_null),
-        T(test_disconnect),         T(test_disconnect_unanswered),
-        T(test_close_backoff),      T(test_simultaneous_close),
+        T(test_post_not_connected),
+        T(test_post_bad_stream),
+        T(test_post_bad_key),
+        T(test_post_out_of_range),
+        T(test_queue_full),
+        T(test_cq_full),
+        T(test_busy_objects),
+        T(test_destroy_with_work),
+        T(test_create_errors),
+        T(test_connect_errors),
+        T(test_connect_negotiates),
+        T(test_path_ops),
+        T(test_src_port_set),
+        T(test_keys_unique),
+        T(test_keys_redraw),
+        T(test_reg_mr_errors),
+        T(test_strings_never_null),
+        T(test_disconnect),
+        T(test_disconnect_unanswered),
+        T(test_close_backoff),
+        T(test_simultaneous_close),
         T(test_peer_closes),
 #undef T
     };

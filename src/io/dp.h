@@ -1,0 +1,69 @@
+/* The datapath ops table: what a datapath (src/io/udp, src/io/dpdk)
+ * implements so the common loop (src/io/dp.c) can drive an engine over
+ * it. The loop owns pacing, impairment and timers; a datapath only moves
+ * buffers.
+ *
+ * Buffer ownership:
+ * - rx_burst: on return, pkts[0..n) point at buffers the datapath owns;
+ *   they stay valid until rx_release is called with them (the loop
+ *   releases each burst before the next rx_burst).
+ * - tx_alloc: on success the loop owns the buffers until it hands every
+ *   one of them back, through tx_burst (sent or not) or tx_free.
+ * - tx_burst: the datapath owns all n buffers on return, whatever it
+ *   returns; those it could not send it frees and counts (tx_dropped).
+ */
+#ifndef MROCE_IO_DP_H
+#define MROCE_IO_DP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mroce/mroce_dp.h>
+
+/* One packet: the UDP payload (our headers and data) and its addressing.
+ * `priv` is the datapath's (an mbuf, a slot index). */
+struct mroce_dp_pkt {
+    uint8_t *buf;
+    uint32_t len, cap;
+    struct mroce_pkt_meta meta;
+    void *priv;
+};
+
+struct mroce_dp_ops {
+    const char *name;
+    /* Opens devices/sockets; sets dp->priv and fills dp->ctx_attr's
+     * addr, udp_port and src_ports. Errors as mroce_dp_create. */
+    int (*open)(struct mroce_dp *dp);
+    void (*close)(struct mroce_dp *dp);
+    /* Up to n received packets; 0 if none. Never blocks. */
+    int (*rx_burst)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
+    void (*rx_release)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
+    /* Up to n empty buffers of at least `cap` bytes (cap set per pkt). */
+    int (*tx_alloc)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
+                    size_t cap);
+    void (*tx_free)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
+    /* Sends pkts[0..n) (len and meta set); returns how many left. */
+    int (*tx_burst)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
+    /* Sleeps until input may be ready or timeout_ns; NULL: busy poll. */
+    int (*wait)(struct mroce_dp *dp, uint64_t timeout_ns);
+};
+
+/* A datapath instance. Datapaths read attr and ctx_attr, set priv and
+ * add to cnt; the rest is the loop's (dp.c). */
+struct mroce_dp {
+    const struct mroce_dp_ops *ops;
+    void *priv;
+    struct mroce_dp_attr attr;      /* defaults resolved */
+    struct mroce_ctx_attr ctx_attr; /* what the context is opened with */
+    uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* ctx_attr.src_ports */
+    struct mroce_ctx *ctx;
+    struct mroce_dp_counters cnt;
+    struct dp_loop *loop; /* dp.c: pacing, impairment, thread */
+};
+
+extern const struct mroce_dp_ops mroce_dp_udp_ops;
+/* Defined when the build found DPDK (MROCE_HAVE_DPDK); without it
+ * mroce_dp_create returns ESTATE for MROCE_DP_DPDK. */
+extern const struct mroce_dp_ops mroce_dp_dpdk_ops;
+
+#endif
