@@ -66,7 +66,7 @@ struct mroce_dp_attr {
     uint16_t port;        /* UDP port to listen on [4797] */
     uint32_t n_src_ports; /* path source ports [64] (UDP: one socket each) */
     uint64_t pace_bps;    /* sender pacing, IP bytes/s * 8 [0: off] */
-    uint32_t batch;       /* packets per burst [32] */
+    uint32_t batch;       /* packets per burst [256] */
     bool no_gso, no_gro;  /* UDP: turn the offloads off */
     struct mroce_impair impair;
     const struct mroce_dpdk_attr *dpdk; /* MROCE_DP_DPDK only */
@@ -109,6 +109,9 @@ struct mroce_dp_counters {
     uint64_t tx_dropped;            /* the device refused (ring full) */
     uint64_t pace_waits;
     uint64_t imp_lost, imp_dup, imp_reordered, imp_delayed;
+    /* UDP: an offload asked for but refused by the kernel (1 per socket
+     * setup), so the datapath runs without it */
+    uint64_t gso_fallback, gro_fallback;
 };
 void mroce_dp_get_counters(const struct mroce_dp *dp,
                            struct mroce_dp_counters *out);

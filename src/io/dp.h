@@ -46,10 +46,19 @@ struct mroce_dp_ops {
     int (*tx_burst)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
     /* Sleeps until input may be ready or timeout_ns; NULL: busy poll. */
     int (*wait)(struct mroce_dp *dp, uint64_t timeout_ns);
+    /* Makes a wait in progress (or the next one) return at once; called
+     * from another thread (mroce_dp_unlock while a polling thread
+     * sleeps). NULL: wait is NULL or its timeouts are short. */
+    int (*wake)(struct mroce_dp *dp);
 };
 
 /* A datapath instance. Datapaths read attr and ctx_attr, set priv and
- * add to cnt; the rest is the loop's (dp.c). */
+ * add to cnt; the rest is the loop's (dp.c).
+ * Counters: the loop counts rx_pkts/bytes/bursts, tx_pkts/bytes/bursts
+ * (packets handed to tx_burst, so tx_pkts - tx_dropped left), rx_ce (from
+ * meta.ecn), pace_waits and imp_*; a datapath counts gso_sends, gro_merged,
+ * rx_bad_frame, tx_dropped and the *_fallback counters. If open fails it leaves
+ * nothing open; close is then not called. */
 struct mroce_dp {
     const struct mroce_dp_ops *ops;
     void *priv;

@@ -1,0 +1,289 @@
+/* UDP send: a pool of transmit buffers, and tx_burst, which groups a
+ * burst by source port (each path's socket, R-ENC-3), keeping the order
+ * of each path's packets, then sends each socket's share with one
+ * sendmmsg. With GSO, consecutive packets to the same destination with
+ * the same ECN and length (the last may be shorter) go as one message
+ * with UDP_SEGMENT: the kernel cuts it into the original datagrams, each
+ * a complete packet of ours (machine.md). ECN is set per message with an
+ * IP_TOS / IPV6_TCLASS control message (R-ENC-6).
+ *
+ * Buffer ownership: tx_alloc hands pool buffers to the loop; tx_burst and
+ * tx_free take them back (tx_burst whether sent or not). */
+#define _GNU_SOURCE
+#include "io/udp/udp.h"
+
+#include <errno.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/wire.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+#define UDP_NONE UINT32_MAX
+
+int mroce_udp_tx_init(struct mroce_dp *dp)
+{
+    struct udp_dp *u = udp_of(dp);
+    uint32_t mtu = dp->ctx_attr.mtu ? dp->ctx_attr.mtu : 4096;
+    u->txb_cap = MROCE_MAX_HDR_LEN + mtu + MROCE_ICRC_LEN + 64;
+    u->txb_n = 2 * u->batch + 2;
+    u->tx_arena = malloc((size_t)u->txb_n * u->txb_cap);
+    u->tx_free = calloc(u->txb_n, sizeof(*u->tx_free));
+    u->tx_next = calloc(u->batch, sizeof(*u->tx_next));
+    u->tx_head = malloc(u->n_tx * sizeof(*u->tx_head));
+    u->tx_tail = calloc(u->n_tx, sizeof(*u->tx_tail));
+    u->tx_touched = calloc(u->n_tx, sizeof(*u->tx_touched));
+    u->tmsg = calloc(u->batch, sizeof(*u->tmsg));
+    u->tiov = calloc(u->batch, sizeof(*u->tiov));
+    u->tsa = calloc(u->batch, sizeof(*u->tsa));
+    u->tctl = calloc(u->batch, sizeof(*u->tctl));
+    if (!u->tx_arena || !u->tx_free || !u->tx_next || !u->tx_head ||
+        !u->tx_tail || !u->tx_touched || !u->tmsg || !u->tiov || !u->tsa ||
+        !u->tctl)
+        return MROCE_ENOMEM;
+    for (uint32_t i = 0; i < u->txb_n; i++)
+        u->tx_free[u->n_tx_free++] = u->tx_arena + (size_t)i * u->txb_cap;
+    for (uint32_t i = 0; i < u->n_tx; i++)
+        u->tx_head[i] = UDP_NONE;
+    return 0;
+}
+
+void mroce_udp_tx_fini(struct udp_dp *u)
+{
+    free(u->tx_arena);
+    free(u->tx_free);
+    free(u->tx_next);
+    free(u->tx_head);
+    free(u->tx_tail);
+    free(u->tx_touched);
+    free(u->tmsg);
+    free(u->tiov);
+    free(u->tsa);
+    free(u->tctl);
+}
+
+int mroce_udp_tx_alloc(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
+                       size_t cap)
+{
+    struct udp_dp *u = udp_of(dp);
+    if (cap > u->txb_cap)
+        return MROCE_ENOBUFS;
+    int k = 0;
+    while (k < n && u->n_tx_free > 0) {
+        struct mroce_dp_pkt *p = &pkts[k++];
+        memset(p, 0, sizeof(*p));
+        p->buf = u->tx_free[--u->n_tx_free];
+        p->cap = u->txb_cap;
+    }
+    return k;
+}
+
+void mroce_udp_tx_free(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+{
+    struct udp_dp *u = udp_of(dp);
+    for (int i = 0; i < n; i++)
+        u->tx_free[u->n_tx_free++] = pkts[i].buf;
+}
+
+/* ---- grouping by socket ---- */
+
+static uint32_t udp_sock_of(const struct udp_dp *u, uint16_t port)
+{
+    uint16_t s = u->port_sock[port];
+    return s ? s - 1u : 0; /* a port not ours: the first socket */
+}
+
+/* Chains pkts[0..n) per socket in order; returns the sockets touched. */
+static uint32_t udp_group(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
+                          int n)
+{
+    uint32_t nt = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t s = udp_sock_of(u, pkts[i].meta.src_port);
+        u->tx_next[i] = UDP_NONE;
+        if (u->tx_head[s] == UDP_NONE) {
+            u->tx_head[s] = (uint32_t)i;
+            u->tx_touched[nt++] = s;
+        } else {
+            u->tx_next[u->tx_tail[s]] = (uint32_t)i;
+        }
+        u->tx_tail[s] = (uint32_t)i;
+    }
+    return nt;
+}
+
+/* ---- messages ---- */
+
+static bool udp_same_dst(const struct mroce_pkt_meta *a,
+                         const struct mroce_pkt_meta *b)
+{
+    size_t l = a->dst.family == MROCE_AF_INET6 ? 16 : 4;
+    return a->dst.family == b->dst.family && a->dst_port == b->dst_port &&
+           a->ecn == b->ecn && memcmp(a->dst.ip, b->dst.ip, l) == 0;
+}
+
+static void udp_ctl(struct udp_dp *u, struct msghdr *m, uint8_t *ctl,
+                    uint8_t ecn, uint16_t seg)
+{
+    memset(ctl, 0, 64);
+    m->msg_control = ctl;
+    m->msg_controllen = CMSG_SPACE(sizeof(int));
+    if (seg)
+        m->msg_controllen += CMSG_SPACE(sizeof(uint16_t));
+    struct cmsghdr *c = CMSG_FIRSTHDR(m);
+    int tos = ecn & 3; /* R-ENC-6: the engine says ECT(0) */
+    c->cmsg_level = u->family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+    c->cmsg_type = u->family == AF_INET6 ? IPV6_TCLASS : IP_TOS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+    if (!seg)
+        return;
+    c = CMSG_NXTHDR(m, c);
+    c->cmsg_level = IPPROTO_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+}
+
+/* Whether pkts[j] may join a GSO message of segment size seg whose last
+ * packet so far is `last` (every segment but the last is full). */
+static bool udp_joins(const struct udp_dp *u, const struct mroce_dp_pkt *first,
+                      const struct mroce_dp_pkt *last,
+                      const struct mroce_dp_pkt *p, uint32_t cnt,
+                      uint32_t total)
+{
+    return u->gso && cnt < UDP_MAX_GSO_SEGS && last->len == first->len &&
+           p->len <= first->len && total + p->len <= UDP_GSO_MAX &&
+           udp_same_dst(&first->meta, &p->meta);
+}
+
+/* Builds message k from the chain at *i (advanced past what it took);
+ * iov entries from *iov_used. Returns the packets it holds. */
+static uint32_t udp_build(struct udp_dp *u, struct mroce_dp_pkt *pkts,
+                          uint32_t *i, uint32_t k, uint32_t *iov_used)
+{
+    struct mroce_dp_pkt *first = &pkts[*i], *last = first;
+    struct iovec *iov = &u->tiov[*iov_used];
+    uint32_t cnt = 0, total = 0;
+    do {
+        iov[cnt].iov_base = last->buf;
+        iov[cnt].iov_len = last->len;
+        cnt++;
+        total += last->len;
+        *i = u->tx_next[*i];
+        if (*i == UDP_NONE || !udp_joins(u, first, last, &pkts[*i], cnt, total))
+            break;
+        last = &pkts[*i];
+    } while (1);
+    struct msghdr *m = &u->tmsg[k].msg_hdr;
+    memset(m, 0, sizeof(*m));
+    m->msg_name = &u->tsa[k];
+    m->msg_namelen =
+        mroce_udp_sa_make(&u->tsa[k], &first->meta.dst, first->meta.dst_port);
+    m->msg_iov = iov;
+    m->msg_iovlen = cnt;
+    udp_ctl(u, m, u->tctl[k], first->meta.ecn,
+            cnt > 1 ? (uint16_t)first->len : 0);
+    *iov_used += cnt;
+    return cnt;
+}
+
+/* ---- sending ---- */
+
+/* A GSO message the kernel refused: GSO off from now on (counted), and
+ * its packets go one by one. Returns the packets sent. */
+static uint32_t udp_unsegment(struct mroce_dp *dp, int fd, struct msghdr *m)
+{
+    struct udp_dp *u = udp_of(dp);
+    mroce_udp_log(dp, "GSO send refused (sending without GSO)", errno);
+    u->gso = false;
+    dp->cnt.gso_fallback++;
+    uint32_t sent = 0;
+    struct msghdr one = *m;
+    uint8_t ctl[64] __attribute__((aligned(16)));
+    int tos;
+    memcpy(&tos, CMSG_DATA(CMSG_FIRSTHDR(m)), sizeof(tos));
+    for (size_t j = 0; j < m->msg_iovlen; j++) {
+        one.msg_iov = &m->msg_iov[j];
+        one.msg_iovlen = 1;
+        udp_ctl(u, &one, ctl, (uint8_t)tos, 0);
+        if (sendmsg(fd, &one, MSG_DONTWAIT) >= 0)
+            sent++;
+        else
+            dp->cnt.tx_dropped++;
+    }
+    return sent;
+}
+
+/* Sends messages [0, k) on fd; segs[i] packets in message i. A full
+ * socket buffer (EAGAIN) drops the rest, counted: it never blocks. */
+static uint32_t udp_flush(struct mroce_dp *dp, int fd, uint32_t k,
+                          const uint32_t *segs)
+{
+    struct udp_dp *u = udp_of(dp);
+    uint32_t done = 0, sent = 0;
+    while (done < k) {
+        int r = sendmmsg(fd, &u->tmsg[done], k - done, MSG_DONTWAIT);
+        if (r > 0) {
+            for (uint32_t j = done; j < done + (uint32_t)r; j++) {
+                sent += segs[j];
+                dp->cnt.gso_sends += segs[j] > 1;
+            }
+            done += (uint32_t)r;
+            continue;
+        }
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
+            for (; done < k; done++)
+                dp->cnt.tx_dropped += segs[done];
+            break;
+        }
+        if (segs[done] > 1 && (e == EINVAL || e == EIO || e == EMSGSIZE))
+            sent += udp_unsegment(dp, fd, &u->tmsg[done].msg_hdr);
+        else
+            dp->cnt.tx_dropped += segs[done];
+        done++;
+    }
+    return sent;
+}
+
+/* One socket's chain: build its messages, send them. */
+static uint32_t udp_send_sock(struct mroce_dp *dp, struct mroce_dp_pkt *pkts,
+                              uint32_t s, uint32_t *segs)
+{
+    struct udp_dp *u = udp_of(dp);
+    uint32_t k = 0, iov_used = 0;
+    for (uint32_t i = u->tx_head[s]; i != UDP_NONE; k++)
+        segs[k] = udp_build(u, pkts, &i, k, &iov_used);
+    u->tx_head[s] = UDP_NONE;
+    return udp_flush(dp, u->tx_fd[s], k, segs);
+}
+
+static int udp_tx_chunk(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+{
+    struct udp_dp *u = udp_of(dp);
+    uint32_t segs[n];
+    uint32_t nt = udp_group(u, pkts, n);
+    uint32_t sent = 0;
+    for (uint32_t t = 0; t < nt; t++)
+        sent += udp_send_sock(dp, pkts, u->tx_touched[t], segs);
+    return (int)sent;
+}
+
+int mroce_udp_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+{
+    struct udp_dp *u = udp_of(dp);
+    int sent = 0;
+    for (int at = 0; at < n; at += (int)u->batch) {
+        int m = n - at < (int)u->batch ? n - at : (int)u->batch;
+        sent += udp_tx_chunk(dp, pkts + at, m);
+    }
+    mroce_udp_tx_free(dp, pkts, n);
+    return sent;
+}
