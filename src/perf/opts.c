@@ -1,0 +1,262 @@
+/* mroce-perf command line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf/perf.h"
+
+static const char *const test_names[PERF_N_TESTS] = {
+    "write_bw", "write_lat", "read_bw",      "read_lat",
+    "send_bw",  "send_lat",  "udp_pingpong", "coll"};
+
+static const char *const coll_names[] = {"allreduce", "alltoall", "allgather"};
+
+const char *perf_test_name(int test)
+{
+    return test >= 0 && test < PERF_N_TESTS ? test_names[test] : "?";
+}
+
+bool perf_test_is_lat(int test)
+{
+    return test == PERF_WRITE_LAT || test == PERF_READ_LAT ||
+           test == PERF_SEND_LAT || test == PERF_UDP_PINGPONG;
+}
+
+void perf_usage(void)
+{
+    fprintf(stderr,
+            "usage: mroce-perf [server | client HOST | --loopback] TEST "
+            "[options] [-- EAL args]\n"
+            "       mroce-perf TEST [HOST]            (perftest style)\n"
+            "       mroce-perf coll allreduce|alltoall|allgather -N RANKS\n"
+            "tests: write_bw write_lat read_bw read_lat send_bw send_lat "
+            "udp_pingpong\n"
+            "  -s SIZE        message bytes (k/m suffix) [64k bw, 8 lat]\n"
+            "  -a             all sizes 2 .. 8M\n"
+            "  -n ITERS       iterations [1000]\n"
+            "  -D SECONDS     run for a time instead of -n\n"
+            "  -t DEPTH       outstanding work requests [128 bw]\n"
+            "  -p PORT        CM TCP port [18515]\n"
+            "  --udp-port P   datapath UDP port [server 4797, client 4798]\n"
+            "  --local-ip IP  datapath address [the CM socket's]\n"
+            "  --paths N      paths per connection [16]\n"
+            "  --streams N    streams per connection [1]\n"
+            "  --mtu BYTES    payload per packet [4096]\n"
+            "  --loss P       impairment-layer loss probability, both sides\n"
+            "  --gso off|on   --gro off|on   UDP offloads [on]\n"
+            "  --pace GBPS    sender pacing [off]\n"
+            "  --min-rto US   minimum retransmission timeout [engine's]\n"
+            "  --retry N      timeout rounds before error [engine's]\n"
+            "  --transport metaroce|rocev2\n"
+            "  --datapath udp|dpdk (dpdk: EAL args after --)\n"
+            "  --check        verify the data byte for byte\n"
+            "  --json FILE    write the results as JSON\n"
+            "  --timeout S    bound on the whole run [120]\n"
+            "  -N RANKS       coll: processes [4]\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        v *= 1024, end++;
+    else if (*end == 'm' || *end == 'M')
+        v *= 1024 * 1024, end++;
+    else if (*end == 'g' || *end == 'G')
+        v *= 1024.0 * 1024 * 1024, end++;
+    if (*end || v > (double)(1u << 31))
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int find_name(const char *const *t, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(t[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static int opt_onoff(const char *v, bool *off)
+{
+    if (strcmp(v, "off") && strcmp(v, "on"))
+        return -1;
+    *off = strcmp(v, "off") == 0;
+    return 0;
+}
+
+/* A flag with a value: 0 ok, -1 bad, 1 not a known flag. */
+static int opt_value(struct perf_opts *o, const char *k, const char *v)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    bool num = *v && !*end;
+    if (!strcmp(k, "-s"))
+        return parse_size(v, &o->size) || !o->size ? -1 : 0;
+    if (!strcmp(k, "-n") && num && n > 0)
+        return o->iters = (uint64_t)n, 0;
+    if (!strcmp(k, "-D"))
+        return (o->duration = strtod(v, NULL)) > 0 ? 0 : -1;
+    if (!strcmp(k, "-t") && num && n > 0 && n <= 65536)
+        return o->tx_depth = (uint32_t)n, 0;
+    if (!strcmp(k, "-p") && num && n > 0 && n < 65536)
+        return o->port = (uint16_t)n, 0;
+    if (!strcmp(k, "--udp-port") && num && n > 0 && n < 65536)
+        return o->udp_port = (uint16_t)n, 0;
+    if (!strcmp(k, "--local-ip"))
+        return o->local_ip = v, 0;
+    if (!strcmp(k, "--paths") && num && n >= 1 && n <= 256)
+        return o->paths = (uint16_t)n, 0;
+    if (!strcmp(k, "--streams") && num && n >= 1 && n <= 256)
+        return o->streams = (uint16_t)n, 0;
+    if (!strcmp(k, "--mtu") && num && n >= 256 && n <= 9000)
+        return o->mtu = (uint32_t)n, 0;
+    if (!strcmp(k, "--loss"))
+        return (o->loss = strtod(v, NULL)) >= 0 && o->loss < 1 ? 0 : -1;
+    if (!strcmp(k, "--gso"))
+        return opt_onoff(v, &o->no_gso);
+    if (!strcmp(k, "--gro"))
+        return opt_onoff(v, &o->no_gro);
+    if (!strcmp(k, "--pace"))
+        return o->pace_bps = (uint64_t)(strtod(v, NULL) * 1e9), 0;
+    if (!strcmp(k, "--min-rto") && num && n > 0)
+        return o->min_rto_ns = (uint64_t)n * 1000, 0;
+    if (!strcmp(k, "--retry") && num && n > 0 && n < 256)
+        return o->retry_cnt = (uint8_t)n, 0;
+    if (!strcmp(k, "--json"))
+        return o->json = v, 0;
+    if (!strcmp(k, "--timeout") && num && n > 0)
+        return o->timeout_s = (int)n, 0;
+    if (!strcmp(k, "-N") && num && n >= 2 && n <= 64)
+        return o->ranks = (int)n, 0;
+    if (!strcmp(k, "--transport")) {
+        if (strcmp(v, "metaroce") && strcmp(v, "rocev2"))
+            return -1;
+        return o->transport = strcmp(v, "rocev2") == 0, 0;
+    }
+    if (!strcmp(k, "--datapath")) {
+        if (strcmp(v, "udp") && strcmp(v, "dpdk"))
+            return -1;
+        o->datapath = strcmp(v, "dpdk") ? MROCE_DP_UDP : MROCE_DP_DPDK;
+        return 0;
+    }
+    return 1;
+}
+
+/* Positional words: mode, test, host, collective name. */
+static int opt_word(struct perf_opts *o, const char *w, bool *mode_set)
+{
+    int t = find_name(test_names, PERF_N_TESTS, w);
+    int c = find_name(coll_names, 3, w);
+    if (!strcmp(w, "server") || !strcmp(w, "client") ||
+        !strcmp(w, "loopback")) {
+        o->mode = !strcmp(w, "server")   ? PERF_SERVER
+                  : !strcmp(w, "client") ? PERF_CLIENT
+                                         : PERF_LOOPBACK;
+        *mode_set = true;
+    } else if (t >= 0 && o->test < 0) {
+        o->test = t;
+    } else if (c >= 0 && o->test == PERF_COLL) {
+        o->coll_op = c;
+    } else if (!o->host) {
+        o->host = w; /* client HOST, or perftest's TEST HOST */
+    } else {
+        fprintf(stderr, "mroce-perf: unexpected argument '%s'\n", w);
+        return -1;
+    }
+    return 0;
+}
+
+static void opt_defaults(struct perf_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->test = -1;
+    o->port = 18515;
+    o->paths = 16;
+    o->streams = 1;
+    o->mtu = 4096;
+    o->datapath = MROCE_DP_UDP;
+    o->timeout_s = 120;
+    o->ranks = 4;
+    o->eal_argv[o->eal_argc++] = "mroce-perf";
+}
+
+static int opt_finish(struct perf_opts *o, bool mode_set)
+{
+    if (o->test < 0 && mode_set && o->mode == PERF_SERVER)
+        o->test = PERF_WRITE_BW; /* the client's choice wins anyway */
+    if (o->test < 0) {
+        fprintf(stderr, "mroce-perf: no test given\n");
+        return -1;
+    }
+    if (!mode_set)
+        o->mode = o->host ? PERF_CLIENT : PERF_SERVER;
+    if (o->mode == PERF_CLIENT && !o->host) {
+        fprintf(stderr, "mroce-perf: client needs a HOST\n");
+        return -1;
+    }
+    bool lat = perf_test_is_lat(o->test);
+    if (!o->size)
+        o->size = lat ? 8 : 65536;
+    if (!o->iters)
+        o->iters = lat ? 1000 : 1000;
+    if (!o->tx_depth)
+        o->tx_depth = lat ? 1 : 128;
+    if (!o->udp_port)
+        o->udp_port = o->mode == PERF_CLIENT ? 4798 : 4797;
+    return 0;
+}
+
+int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
+{
+    opt_defaults(o);
+    bool mode_set = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return 1;
+        if (!strcmp(a, "--")) {
+            for (i++; i < argc && o->eal_argc < PERF_MAX_EAL; i++)
+                o->eal_argv[o->eal_argc++] = argv[i];
+            break;
+        }
+        int rc = 0;
+        if (!strcmp(a, "-a"))
+            o->all_sizes = true;
+        else if (!strcmp(a, "--check"))
+            o->check = true;
+        else if (!strcmp(a, "--quiet"))
+            o->quiet = true;
+        else if (!strcmp(a, "--loopback"))
+            o->mode = PERF_LOOPBACK, mode_set = true;
+        else if (a[0] == '-' && i + 1 < argc)
+            rc = opt_value(o, a, argv[++i]);
+        else if (a[0] == '-')
+            rc = 1;
+        else
+            rc = opt_word(o, a, &mode_set);
+        if (rc) {
+            fprintf(stderr, "mroce-perf: bad option '%s'%s%s\n", a,
+                    rc < 0 && a[0] == '-' ? " value " : "",
+                    rc < 0 && a[0] == '-' ? argv[i] : "");
+            return -1;
+        }
+    }
+    return opt_finish(o, mode_set);
+}
+
+int perf_sizes(const struct perf_opts *o, size_t *sizes, int cap)
+{
+    if (!o->all_sizes) {
+        sizes[0] = o->size;
+        return 1;
+    }
+    int n = 0;
+    for (size_t s = 2; s <= (8u << 20) && n < cap; s *= 2)
+        sizes[n++] = s;
+    return n;
+}

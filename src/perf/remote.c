@@ -1,0 +1,343 @@
+/* mroce-perf server and client: one side per process, set up through the
+ * CM (mroce_cm.h); control messages (ctl.h) on its TCP channel. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mroce/mroce_cm.h>
+
+#include "perf/ctl.h"
+#include "perf/perf.h"
+
+struct rs {
+    struct perf_opts *o;
+    struct mroce_cm *cm;
+    struct perf_side side;
+    struct perf_remote peer;
+    uint64_t deadline;
+    unsigned polls;
+};
+
+static int rs_expired(struct rs *r)
+{
+    if (mroce_dp_now_ns() <= r->deadline)
+        return 0;
+    fprintf(stderr, "mroce-perf: timed out after %d s\n", r->o->timeout_s);
+    return 1;
+}
+
+static int rs_send(struct rs *r, uint32_t cmd, const uint64_t *v, int nv)
+{
+    struct perf_ctl c = {.cmd = cmd};
+    for (int i = 0; i < nv && i < PERF_CTL_NV; i++)
+        c.v[i] = v[i];
+    uint8_t buf[PERF_CTL_LEN];
+    perf_ctl_encode(&c, buf);
+    return mroce_cm_send(r->cm, buf, sizeof(buf));
+}
+
+/* Next control message without blocking: 1 got one, 0 none. */
+static int rs_try_recv(struct rs *r, struct perf_ctl *c)
+{
+    uint8_t buf[PERF_CTL_LEN + 8];
+    int n = mroce_cm_recv(r->cm, buf, sizeof(buf), 0);
+    if (n == MROCE_EAGAIN)
+        return 0;
+    if (n < 0) {
+        fprintf(stderr, "mroce-perf: control channel: %s\n", mroce_cm_errmsg());
+        return n;
+    }
+    if (perf_ctl_decode(buf, n, c)) {
+        fprintf(stderr, "mroce-perf: malformed control message\n");
+        return MROCE_EPROTO;
+    }
+    return 1;
+}
+
+/* Progresses the datapath (and run, if any) until a control message of
+ * type cmd arrives. */
+static int rs_wait(struct rs *r, struct perf_run *run, uint32_t cmd,
+                   struct perf_ctl *c)
+{
+    for (;;) {
+        perf_progress(r->side.dp);
+        int rc = run ? perf_run_step(run) : 0;
+        if (rc < 0)
+            return rc;
+        rc = rs_try_recv(r, c);
+        if (rc < 0)
+            return rc;
+        if (rc && c->cmd == cmd)
+            return 0;
+        if (rc && c->cmd == PERF_CMD_QUIT)
+            return 1;
+        if (rc) {
+            fprintf(stderr, "mroce-perf: unexpected control %u\n", c->cmd);
+            return MROCE_EPROTO;
+        }
+        if (rs_expired(r))
+            return MROCE_EAGAIN;
+    }
+}
+
+/* Every ~1000 loops: has the peer gone? Then the connection is
+ * disconnected and outstanding work requests are flushed. */
+static int rs_alive(struct rs *r)
+{
+    if (++r->polls % 1024)
+        return 1;
+    int rc = mroce_cm_poll(r->cm, r->side.conn);
+    if (rc == 1)
+        fprintf(stderr, "mroce-perf: peer closed the connection\n");
+    return rc == 0;
+}
+
+static int rs_drive(struct rs *r, struct perf_run *run)
+{
+    for (;;) {
+        perf_progress(r->side.dp);
+        int rc = perf_run_step(run);
+        if (rc)
+            return rc < 0 ? rc : 0;
+        if (!rs_alive(r)) {
+            /* Let the flushed completions show (WR_FLUSH_ERR). */
+            rc = perf_run_step(run);
+            return rc < 0 ? rc : MROCE_ESTATE;
+        }
+        if (rs_expired(r))
+            return MROCE_EAGAIN;
+    }
+}
+
+static int rs_setup(struct rs *r, const uint64_t *cfg, uint64_t *peer_cfg)
+{
+    char ip[MROCE_CM_ADDRSTRLEN];
+    const char *lip = r->o->local_ip;
+    if (!lip && mroce_cm_local_ip(r->cm, ip, sizeof(ip)) == 0)
+        lip = ip;
+    int err = perf_side_open(&r->side, r->o, lip ? lip : "127.0.0.1",
+                             r->o->udp_port, r->o->mode == PERF_SERVER ? 1 : 2);
+    if (err)
+        return err;
+    struct perf_ctl c = {.cmd = PERF_CMD_CONFIG};
+    memcpy(c.v, cfg, sizeof(c.v));
+    uint8_t mine[PERF_CTL_LEN], theirs[PERF_CTL_LEN + 8];
+    perf_ctl_encode(&c, mine);
+    size_t got = 0;
+    err = mroce_cm_establish(r->cm, r->side.conn, mine, sizeof(mine), theirs,
+                             sizeof(theirs), &got, r->o->timeout_s * 1000);
+    if (err) {
+        fprintf(stderr, "mroce-perf: CM: %s\n", mroce_cm_errmsg());
+        return err;
+    }
+    if (perf_ctl_decode(theirs, (int)got, &c) || c.cmd != PERF_CMD_CONFIG)
+        return MROCE_EPROTO;
+    memcpy(peer_cfg, c.v, sizeof(c.v));
+    return 0;
+}
+
+/* Registers the buffer and swaps its location with the peer. */
+static int rs_mr(struct rs *r, size_t len, int who)
+{
+    int err = perf_side_buf(&r->side, len, who);
+    if (err)
+        return err;
+    struct perf_remote me;
+    perf_side_remote(&r->side, &me);
+    uint64_t v[3] = {me.addr, me.rkey, me.len};
+    err = rs_send(r, PERF_CMD_MR, v, 3);
+    struct perf_ctl c;
+    if (!err)
+        err = rs_wait(r, NULL, PERF_CMD_MR, &c);
+    r->peer = (struct perf_remote){c.v[0], (uint32_t)c.v[1], c.v[2]};
+    return err;
+}
+
+static void rs_cfg(const struct perf_opts *o, uint64_t *v)
+{
+    memset(v, 0, PERF_CTL_NV * sizeof(*v));
+    v[0] = (uint64_t)o->test;
+    v[1] = o->size;
+    v[2] = o->iters;
+    v[3] = (uint64_t)(o->duration * 1e9);
+    v[4] = o->tx_depth;
+    v[5] = (uint64_t)o->all_sizes | (uint64_t)o->check << 1;
+    v[6] = (uint64_t)o->paths << 16 | o->streams;
+}
+
+static size_t rs_buf_need(const struct perf_opts *o)
+{
+    size_t sizes[32], m = 0;
+    int n = perf_sizes(o, sizes, 32);
+    for (int i = 0; i < n; i++)
+        if (sizes[i] * perf_slots(sizes[i]) > m)
+            m = sizes[i] * perf_slots(sizes[i]);
+    return m;
+}
+
+static int rs_open(struct rs *r)
+{
+    struct perf_opts *o = r->o;
+    r->deadline = mroce_dp_now_ns() + (uint64_t)o->timeout_s * 1000000000ull;
+    uint64_t mine[PERF_CTL_NV], theirs[PERF_CTL_NV];
+    rs_cfg(o, mine);
+    int err = rs_setup(r, mine, theirs);
+    if (err)
+        return err;
+    if (theirs[6] != mine[6])
+        fprintf(stderr,
+                "mroce-perf: warning: peer has %u paths %u streams "
+                "(effective: the smaller)\n",
+                (unsigned)(theirs[6] >> 16), (unsigned)(theirs[6] & 0xffff));
+    if (o->mode == PERF_SERVER) { /* the client's test decides */
+        o->test = (int)theirs[0];
+        o->size = theirs[1];
+        o->iters = theirs[2];
+        o->duration = (double)theirs[3] / 1e9;
+        o->tx_depth = (uint32_t)theirs[4];
+        o->all_sizes = theirs[5] & 1;
+        o->check = theirs[5] >> 1 & 1;
+        if (o->test < 0 || o->test >= PERF_UDP_PINGPONG || !o->size)
+            return MROCE_EPROTO;
+    }
+    return rs_mr(r, rs_buf_need(o), o->mode == PERF_SERVER);
+}
+
+static void rs_close(struct rs *r)
+{
+    mroce_cm_close(r->cm);
+    perf_side_close(&r->side);
+}
+
+/* ---- Client ---- */
+
+static int cli_size(struct rs *r, size_t size, struct perf_result *res)
+{
+    struct perf_ctl c;
+    uint64_t v = size;
+    int err = rs_send(r, PERF_CMD_RUN, &v, 1);
+    if (!err)
+        err = rs_wait(r, NULL, PERF_CMD_GO, &c);
+    struct perf_run *run = NULL;
+    if (!err)
+        err = perf_run_create(&r->side, r->o, 0, size, &r->peer, &run);
+    if (!err)
+        err = rs_drive(r, run);
+    if (!err) {
+        perf_run_result(run, res);
+        v = res->iters;
+        err = rs_send(r, PERF_CMD_END, &v, 1);
+    }
+    if (!err)
+        err = rs_wait(r, run, PERF_CMD_RESULT, &c);
+    if (!err) {
+        int sc = (int)c.v[0] - 1;
+        res->check = sc < 0 || res->check < 0 ? -1 : sc | res->check;
+        res->peer.retx_pkts = c.v[1];
+        res->peer.rx_ecn_ce = c.v[2];
+    }
+    perf_run_free(run);
+    return err;
+}
+
+int perf_main_client(struct perf_opts *o)
+{
+    struct rs r = {.o = o};
+    int err = mroce_cm_dial(o->host, o->port, o->timeout_s * 1000, &r.cm);
+    if (err) {
+        fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
+        return 1;
+    }
+    size_t sizes[32];
+    int n = perf_sizes(o, sizes, 32), done = 0;
+    struct perf_result *res = calloc((size_t)n, sizeof(*res));
+    err = res ? rs_open(&r) : MROCE_ENOMEM;
+    if (!err && !o->quiet)
+        perf_report_header(o);
+    for (; !err && done < n; done++) {
+        err = cli_size(&r, sizes[done], &res[done]);
+        if (!err && !o->quiet)
+            perf_report_line(o, &res[done]);
+        if (!err && res[done].check < 0)
+            err = MROCE_EPROTO;
+        if (err)
+            break;
+    }
+    if (!err)
+        rs_send(&r, PERF_CMD_QUIT, NULL, 0);
+    if (done)
+        perf_report_json(o, res, done, NULL);
+    rs_close(&r);
+    free(res);
+    if (err)
+        fprintf(stderr, "mroce-perf: client: %s\n", mroce_strerror(err));
+    return err ? 1 : 0;
+}
+
+/* ---- Server ---- */
+
+static int srv_size(struct rs *r, size_t size)
+{
+    struct perf_run *run = NULL;
+    int err = perf_run_create(&r->side, r->o, 1, size, &r->peer, &run);
+    if (!err)
+        err = rs_send(r, PERF_CMD_GO, NULL, 0);
+    struct perf_ctl c;
+    if (!err)
+        err = rs_wait(r, run, PERF_CMD_END, &c);
+    if (!err) {
+        perf_run_end(run, c.v[0]);
+        err = rs_drive(r, run);
+    }
+    if (!err) {
+        struct perf_result res;
+        perf_run_result(run, &res);
+        uint64_t v[6] = {(uint64_t)(res.check + 1), res.conn.retx_pkts,
+                         res.conn.rx_ecn_ce,        res.conn.tx_data_pkts,
+                         res.conn.rto_events,       res.dp.imp_lost};
+        err = rs_send(r, PERF_CMD_RESULT, v, 6);
+    }
+    perf_run_free(run);
+    return err;
+}
+
+static int srv_loop(struct rs *r)
+{
+    for (;;) {
+        struct perf_ctl c;
+        /* Keep the datapath going while the client thinks. */
+        int err = rs_wait(r, NULL, PERF_CMD_RUN, &c);
+        if (err == 1) /* QUIT */
+            return 0;
+        if (!err)
+            err = srv_size(r, c.v[0]);
+        if (err)
+            return err;
+    }
+}
+
+int perf_main_server(struct perf_opts *o)
+{
+    struct rs r = {.o = o};
+    struct mroce_cm_listener *l;
+    int err = mroce_cm_listen(o->local_ip, o->port, &l);
+    if (!err) {
+        if (!o->quiet)
+            printf("mroce-perf: waiting for a client on TCP port %u\n",
+                   mroce_cm_listener_port(l));
+        fflush(stdout);
+        err = mroce_cm_accept(l, o->timeout_s * 1000, &r.cm);
+        mroce_cm_listener_close(l);
+    }
+    if (err) {
+        fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
+        return 1;
+    }
+    err = rs_open(&r);
+    if (!err)
+        err = srv_loop(&r);
+    rs_close(&r);
+    if (err)
+        fprintf(stderr, "mroce-perf: server: %s\n", mroce_strerror(err));
+    return err ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+/* mroce-perf output: a perftest-like table and JSON. */
+#include <stdio.h>
+
+#include "perf/perf.h"
+
+#define RULE                                                                   \
+    "---------------------------------------------------------------------"    \
+    "------------------"
+
+void perf_report_header(const struct perf_opts *o)
+{
+    printf("%s\n", RULE);
+    printf("                    mroce %s (%s, %u paths, %u streams, "
+           "MTU %u%s)\n",
+           perf_test_name(o->test),
+           o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp", o->paths, o->streams,
+           o->mtu, o->loss > 0 ? ", impaired" : "");
+    if (o->loss > 0)
+        printf(" impairment loss : %.4f (both directions)\n", o->loss);
+    printf("%s\n", RULE);
+    if (perf_test_is_lat(o->test))
+        printf(" #bytes #iterations    t_min[usec]    t_max[usec]  "
+               "t_typical[usec]    t_avg[usec]    99%% percentile[usec]\n");
+    else
+        printf(" #bytes     #iterations    BW peak[Gb/sec]    "
+               "BW average[Gb/sec]   MsgRate[Mpps]\n");
+}
+
+static const char *check_str(int c)
+{
+    return c > 0 ? "verified" : c < 0 ? "MISMATCH" : "not checked";
+}
+
+void perf_report_line(const struct perf_opts *o, const struct perf_result *r)
+{
+    if (perf_test_is_lat(o->test))
+        printf(" %-7zu %-10llu     %-10.2f     %-10.2f   %-10.2f"
+               "         %-10.2f     %-10.2f\n",
+               r->size, (unsigned long long)r->iters, r->t_min_us, r->t_max_us,
+               r->t_typical_us, r->t_avg_us, r->t_p99_us);
+    else
+        printf(" %-10zu %-10llu     %-10.2f         %-10.2f           "
+               "%-10.6f\n",
+               r->size, (unsigned long long)r->iters, r->bw_peak_gbps,
+               r->bw_avg_gbps, r->msg_rate_mpps);
+    const struct mroce_conn_counters *c = &r->conn, *p = &r->peer;
+    double rate = c->tx_data_pkts
+                      ? 100.0 * (double)c->retx_pkts / (double)c->tx_data_pkts
+                      : 0;
+    printf("   retx %llu (%.3f%%) peer retx %llu  rto %llu  tlp %llu  "
+           "nacks rx %llu  ecn_ce rx %llu peer %llu  lost(imp) %llu  "
+           "data %s\n",
+           (unsigned long long)c->retx_pkts, rate,
+           (unsigned long long)p->retx_pkts, (unsigned long long)c->rto_events,
+           (unsigned long long)c->tlp_pkts, (unsigned long long)c->rx_nacks,
+           (unsigned long long)c->rx_ecn_ce, (unsigned long long)p->rx_ecn_ce,
+           (unsigned long long)r->dp.imp_lost, check_str(r->check));
+    fflush(stdout);
+}
+
+static void json_result(FILE *f, const struct perf_result *r)
+{
+    const struct mroce_conn_counters *c = &r->conn;
+    fprintf(f,
+            "{\"bytes\":%zu,\"iterations\":%llu,\"seconds\":%.6f,"
+            "\"bw_peak_gbps\":%.4f,\"bw_avg_gbps\":%.4f,"
+            "\"msg_rate_mpps\":%.6f,\"t_min_us\":%.3f,"
+            "\"t_typical_us\":%.3f,\"t_p99_us\":%.3f,\"t_max_us\":%.3f,"
+            "\"t_avg_us\":%.3f,\"check\":\"%s\",",
+            r->size, (unsigned long long)r->iters, r->secs, r->bw_peak_gbps,
+            r->bw_avg_gbps, r->msg_rate_mpps, r->t_min_us, r->t_typical_us,
+            r->t_p99_us, r->t_max_us, r->t_avg_us, check_str(r->check));
+    fprintf(
+        f,
+        "\"tx_data_pkts\":%llu,\"retx_pkts\":%llu,"
+        "\"peer_retx_pkts\":%llu,\"rto_events\":%llu,\"tlp_pkts\":%llu,"
+        "\"rx_nacks\":%llu,\"rx_ecn_ce\":%llu,\"peer_rx_ecn_ce\":%llu,"
+        "\"dp_tx_pkts\":%llu,\"dp_rx_pkts\":%llu,\"gso_sends\":%llu,"
+        "\"gro_merged\":%llu,\"imp_lost\":%llu,\"drop_bad_crc\":%llu}",
+        (unsigned long long)c->tx_data_pkts, (unsigned long long)c->retx_pkts,
+        (unsigned long long)r->peer.retx_pkts,
+        (unsigned long long)c->rto_events, (unsigned long long)c->tlp_pkts,
+        (unsigned long long)c->rx_nacks, (unsigned long long)c->rx_ecn_ce,
+        (unsigned long long)r->peer.rx_ecn_ce,
+        (unsigned long long)r->dp.tx_pkts, (unsigned long long)r->dp.rx_pkts,
+        (unsigned long long)r->dp.gso_sends,
+        (unsigned long long)r->dp.gro_merged,
+        (unsigned long long)r->dp.imp_lost,
+        (unsigned long long)r->ctx.drop_bad_crc);
+}
+
+int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
+                     int n, const char *extra)
+{
+    if (!o->json)
+        return 0;
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        perror(o->json);
+        return -1;
+    }
+    static const char *const modes[] = {"client", "server", "loopback"};
+    fprintf(f,
+            "{\"tool\":\"mroce-perf\",\"test\":\"%s\",\"mode\":\"%s\","
+            "\"datapath\":\"%s\",\"transport\":\"%s\",\"paths\":%u,"
+            "\"streams\":%u,\"mtu\":%u,\"loss\":%g,\"gso\":%s,",
+            perf_test_name(o->test), modes[o->mode],
+            o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp",
+            o->transport ? "rocev2" : "metaroce", o->paths, o->streams, o->mtu,
+            o->loss, o->no_gso ? "false" : "true");
+    if (extra)
+        fprintf(f, "%s,", extra);
+    fprintf(f, "\"results\":[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fputc(',', f);
+        json_result(f, &r[i]);
+    }
+    fprintf(f, "]}\n");
+    return fclose(f) ? -1 : 0;
+}
