@@ -161,6 +161,32 @@ struct mroce_ctx_counters {
 void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
                             struct mroce_ctx_counters *out);
 
+/* Engine memory of a MetaRoCE context, in bytes, as allocated now (not
+ * counting the allocator's own overhead). A connection's DSN ring and
+ * retransmit FIFO and each path's PSN ring start small at connect and
+ * double while what is in flight fills them, up to dsn_window and
+ * path_window; paths are allocated at connect for the negotiated count.
+ * A RoCEv2 context reports its context tables only. Cost O(connections
+ * + paths). Not thread-safe (reads the context's state). */
+struct mroce_state_bytes {
+    uint64_t conns, paths; /* connections; paths over all of them */
+    /* unit sizes */
+    uint64_t per_conn;     /* a connection's fixed object */
+    uint64_t per_path;     /* a path's fixed state, both directions */
+    uint64_t per_dsn_slot; /* a DSN ring slot plus a retransmit slot */
+    uint64_t per_psn_slot; /* a slot of a path's PSN ring */
+    /* totals over the context's connections */
+    uint64_t conn_bytes; /* fixed objects, DSN dedup bitmaps, READ slots,
+                            send/receive queues (sq_depth, rq_depth) */
+    uint64_t path_bytes; /* paths' fixed state */
+    uint64_t dsn_bytes;  /* DSN rings and retransmit FIFOs */
+    uint64_t psn_bytes;  /* PSN rings */
+    uint64_t ctx_bytes;  /* the context object and its tables */
+    uint64_t total;      /* the sum of the five above */
+};
+void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
+                           struct mroce_state_bytes *out);
+
 /* ---- Protection domains and memory regions ---- */
 
 int mroce_pd_alloc(struct mroce_ctx *ctx, struct mroce_pd **out);
@@ -286,7 +312,8 @@ int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
                            struct mroce_conn_params *out);
-/* Errors: ESTATE (not INIT), EINVAL (params out of range). */
+/* Errors: ESTATE (not INIT), EINVAL (params out of range), ENOMEM (paths
+ * and send rings are allocated here, for the negotiated values). */
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
 /* Abortive close: flushes every outstanding work request and posted

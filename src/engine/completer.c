@@ -6,7 +6,7 @@ static struct txp *comp_txp(struct mroce_conn *c, uint32_t dsn)
 {
     if (seq_lt(dsn, c->snd_una) || !seq_lt(dsn, c->snd_next))
         return NULL;
-    struct txp *x = &c->txp[dsn & (c->dsn_window - 1)];
+    struct txp *x = eng_txp(c, dsn);
     return x->dsn == dsn ? x : NULL;
 }
 
@@ -102,8 +102,8 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         eng_comp_retire(c, s);
     }
     while (c->snd_una != c->snd_next &&
-           c->txp[c->snd_una & (c->dsn_window - 1)].state == TXP_ACKED)
-        c->txp[c->snd_una++ & (c->dsn_window - 1)].state = TXP_FREE;
+           eng_txp(c, c->snd_una)->state == TXP_ACKED)
+        eng_txp(c, c->snd_una++)->state = TXP_FREE;
 }
 
 /* R-LOSS-5: a lost packet is queued for retransmission with its DSN. */
@@ -112,14 +112,17 @@ void eng_comp_lost(struct mroce_conn *c, uint32_t dsn)
     struct txp *x = comp_txp(c, dsn);
     if (!x || x->state != TXP_OUT)
         return;
+    if (eng_mem_retx_room(c)) { /* out of memory: nothing to resend with */
+        eng_conn_error(c, 0, 0, 0);
+        return;
+    }
     x->state = TXP_LOST;
-    c->retx[(c->retx_head + c->retx_count++) & (c->dsn_window - 1)] = dsn;
+    c->retx[(c->retx_head + c->retx_count++) & c->retx_mask] = dsn;
 }
 
-static void comp_advance_una(struct mroce_conn *c, struct path_tx *pt)
+static void comp_advance_una(struct path_tx *pt)
 {
-    while (pt->una != pt->next_psn &&
-           !pt->psn_len[pt->una & (c->path_window - 1)])
+    while (pt->una != pt->next_psn && !pt->psn_len[eng_psn_slot(pt, pt->una)])
         pt->una++;
 }
 
@@ -127,13 +130,13 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate)
 {
     struct path_tx *pt = &c->ptx[p];
-    uint32_t i = psn & (c->path_window - 1);
+    uint32_t i = eng_psn_slot(pt, psn);
     uint32_t slot = pt->psn_len[i];
     if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
         return;
     pt->psn_len[i] = 0;
     if (slot & ENG_PSN_PROBE) {
-        comp_advance_una(c, pt);
+        comp_advance_una(pt);
         return;
     }
     pt->inflight -= slot;
@@ -149,7 +152,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         if (x && !x->copies) /* R-LOSS-5: not while a copy may arrive */
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
-    comp_advance_una(c, pt);
+    comp_advance_una(pt);
 }
 
 /* ---- ACK processing ---- */
@@ -168,7 +171,7 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
     if (!seq_lt(h->sack_high, pt->next_psn))
         return false; /* R-ACK-6: acknowledges something never sent */
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
-        uint32_t i = psn & (c->path_window - 1), back = h->sack_high - psn;
+        uint32_t i = eng_psn_slot(pt, psn), back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[i];
         if (!slot)
             continue;
@@ -295,8 +298,8 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
  * flight, and stop the path's timer if nothing else is outstanding on it. */
 static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
 {
-    uint32_t i = h->psn & (c->path_window - 1);
     struct path_tx *pt = &c->ptx[h->path];
+    uint32_t i = eng_psn_slot(pt, h->psn);
     if (!seq_lt(h->psn, pt->next_psn) || seq_lt(h->psn, pt->una) ||
         pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
         (pt->psn_len[i] & ENG_PSN_PROBE))
@@ -307,7 +310,7 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
     struct txp *x = comp_txp(c, h->dsn);
     if (x && x->copies)
         x->copies--;
-    comp_advance_una(c, pt);
+    comp_advance_una(pt);
     if (pt->una == pt->next_psn)
         pt->rto_at = ENG_NEVER;
 }
@@ -393,7 +396,7 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now)
     if (c->read_watch <= now)
         comp_read_watch_fire(c, now);
     for (uint32_t d = c->snd_una; c->n_rnr && d != c->snd_next; d++) {
-        struct txp *x = &c->txp[d & (c->dsn_window - 1)];
+        struct txp *x = eng_txp(c, d);
         if (x->state != TXP_RNR || x->rnr_at > now)
             continue;
         c->n_rnr--;

@@ -57,37 +57,16 @@ static int conn_alloc_streams(struct mroce_conn *c)
     return 0;
 }
 
-static int conn_alloc_paths(struct mroce_conn *c)
-{
-    struct mroce_ctx *ctx = c->ctx;
-    uint32_t n = c->attr.n_paths, w = c->attr.path_window;
-    c->ptx = eng_alloc(ctx, n * sizeof(*c->ptx));
-    c->prx = eng_alloc(ctx, n * sizeof(*c->prx));
-    c->ack_pending = eng_alloc(ctx, n);
-    c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
-    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue)
-        return MROCE_ENOMEM;
-    for (uint32_t p = 0; p < n; p++) {
-        c->ptx[p].psn_dsn = eng_alloc(ctx, w * sizeof(uint32_t));
-        c->ptx[p].psn_len = eng_alloc(ctx, w * sizeof(uint16_t));
-        if (!c->ptx[p].psn_dsn || !c->ptx[p].psn_len)
-            return MROCE_ENOMEM;
-    }
-    return 0;
-}
-
+/* Paths and the sender's rings wait for connect (mem.c): their size
+ * depends on what both sides negotiate. */
 static int conn_alloc(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
-    uint32_t w = c->attr.dsn_window;
-    c->txp = eng_alloc(ctx, w * sizeof(*c->txp));
-    c->retx = eng_alloc(ctx, w * sizeof(*c->retx));
-    c->rcv_bits = eng_alloc(ctx, w / 8 + 8);
+    c->rcv_bits = eng_alloc(ctx, c->attr.dsn_window / 8 + 8);
     c->resp = eng_alloc(ctx, c->attr.max_rd * sizeof(*c->resp));
-    if (!c->txp || !c->retx || !c->rcv_bits || !c->resp)
+    if (!c->rcv_bits || !c->resp)
         return MROCE_ENOMEM;
-    int err = conn_alloc_streams(c);
-    return err ? err : conn_alloc_paths(c);
+    return conn_alloc_streams(c);
 }
 
 static void conn_free(struct mroce_conn *c)
@@ -99,15 +78,11 @@ static void conn_free(struct mroce_conn *c)
         eng_free(ctx, c->streams[i].rq_mr);
         eng_free(ctx, c->streams[i].in);
     }
-    for (uint32_t p = 0; c->ptx && p < c->attr.n_paths; p++) {
-        eng_free(ctx, c->ptx[p].psn_dsn);
-        eng_free(ctx, c->ptx[p].psn_len);
-    }
-    void *bufs[] = {c->streams,   c->ptx, c->prx,  c->ack_pending,
-                    c->ack_queue, c->txp, c->retx, c->rcv_bits,
-                    c->resp,      c};
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-        eng_free(ctx, bufs[i]);
+    eng_mem_free(c);
+    eng_free(ctx, c->streams);
+    eng_free(ctx, c->rcv_bits);
+    eng_free(ctx, c->resp);
+    eng_free(ctx, c);
 }
 
 static void conn_init_local(struct mroce_conn *c)
@@ -147,7 +122,10 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->scq = a.send_cq;
     c->rcq = a.recv_cq;
     conn_init_local(c);
-    eng_conn_link(ctx, c);
+    if (eng_conn_link(ctx, c)) {
+        conn_free(c);
+        return MROCE_ENOMEM;
+    }
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
@@ -158,7 +136,16 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
 void eng_conn_get_params(const struct mroce_conn *c,
                          struct mroce_conn_params *out)
 {
-    *out = c->local;
+    const struct eng_params *l = &c->local;
+    *out = (struct mroce_conn_params){.conn_id = l->conn_id,
+                                      .addr = l->addr,
+                                      .udp_port = l->udp_port,
+                                      .n_paths = l->n_paths,
+                                      .n_streams = l->n_streams,
+                                      .mtu = l->mtu,
+                                      .dsn_window = l->dsn_window,
+                                      .msg_window = l->msg_window,
+                                      .max_rd = l->max_rd};
 }
 
 static uint32_t conn_min(uint32_t a, uint32_t b)
@@ -185,11 +172,23 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         return MROCE_ESTATE;
     if (!conn_params_ok(r))
         return MROCE_EINVAL;
-    c->remote = *r;
-    c->n_paths = conn_min(c->attr.n_paths, r->n_paths);
+    uint32_t n_paths = conn_min(c->attr.n_paths, r->n_paths);
+    uint32_t dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
+    if (eng_mem_connect(c, n_paths, dsn_window, c->attr.path_window))
+        return MROCE_ENOMEM;
+    c->remote = (struct eng_params){.conn_id = r->conn_id,
+                                    .addr = r->addr,
+                                    .udp_port = r->udp_port,
+                                    .n_paths = r->n_paths,
+                                    .n_streams = r->n_streams,
+                                    .mtu = r->mtu,
+                                    .dsn_window = r->dsn_window,
+                                    .msg_window = r->msg_window,
+                                    .max_rd = r->max_rd};
+    c->n_paths = n_paths;
     c->n_streams = conn_min(c->attr.n_streams, r->n_streams);
     c->mtu = conn_min(c->ctx->mtu, r->mtu);
-    c->dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
+    c->dsn_window = dsn_window;
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
@@ -206,6 +205,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     for (uint16_t p = 0; p < c->n_paths; p++)
         mroce_cc_aimd.init(&c->cc, &c->ptx[p].cc, 1, &prm);
     c->state = MROCE_CONN_CONNECTED;
+    eng_sched_ready(c);
     return 0;
 }
 
@@ -294,6 +294,7 @@ int eng_conn_disconnect(struct mroce_conn *c)
     c->close_pending = true;
     c->close_due = true;
     c->close_at = ENG_NEVER;
+    eng_sched_ready(c);
     return 0;
 }
 
@@ -329,13 +330,16 @@ void eng_conn_destroy(struct mroce_conn *c)
     conn_free(c);
 }
 
-/* Timers are armed cheaply by lowering the cached deadline; a deadline
+/* Timers are armed cheaply by lowering the cached deadline (O(log n) in
+ * the context's heap, sched.c); a deadline
  * left early by a disarmed timer only costs one on_expiry call, which
  * recomputes it exactly with eng_conn_update_deadline. */
 void eng_conn_arm(struct mroce_conn *c, uint64_t t)
 {
-    if (t < c->deadline)
-        c->deadline = t;
+    if (t >= c->deadline)
+        return;
+    c->deadline = t;
+    eng_sched_timer(c);
 }
 
 void eng_conn_update_deadline(struct mroce_conn *c)
@@ -346,7 +350,7 @@ void eng_conn_update_deadline(struct mroce_conn *c)
             t = c->prx[i].ack_at;
     if (c->n_rnr) {
         for (uint32_t d = c->snd_una; d != c->snd_next; d++) {
-            struct txp *x = &c->txp[d & (c->dsn_window - 1)];
+            struct txp *x = eng_txp(c, d);
             if (x->state == TXP_RNR && x->rnr_at < t)
                 t = x->rnr_at;
         }
@@ -356,4 +360,5 @@ void eng_conn_update_deadline(struct mroce_conn *c)
     if (c->read_watch < t)
         t = c->read_watch;
     c->deadline = t;
+    eng_sched_timer(c);
 }

@@ -79,8 +79,11 @@ static uint32_t ctx_fresh_id(struct mroce_ctx *ctx)
     return id;
 }
 
-void eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
+/* The hash, the list, and the scheduler (which may need room: ENOMEM). */
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
 {
+    if (eng_sched_add(ctx, c))
+        return MROCE_ENOMEM;
     c->local.conn_id = ctx_fresh_id(ctx); /* R-CONN-1 */
     uint32_t h = ctx_hash(ctx, c->local.conn_id);
     c->hnext = ctx->conn_hash[h];
@@ -90,6 +93,7 @@ void eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
         ctx->conns->prev = c;
     ctx->conns = c;
     ctx->n_conns++;
+    return 0;
 }
 
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c)
@@ -104,8 +108,7 @@ void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c)
         ctx->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    if (ctx->tx_cursor == c)
-        ctx->tx_cursor = c->next;
+    eng_sched_del(ctx, c);
     ctx->n_conns--;
 }
 
@@ -184,28 +187,34 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         return MROCE_EPROTO;
     }
     ctx_dispatch(c, now, meta, &h);
+    eng_sched_ready(c); /* whatever it changed may let c send */
     return 0;
 }
 
-/* ---- transmit: round-robin over connections ---- */
+/* ---- transmit: round-robin over ready connections ---- */
 
+/* A connection leaves the ready set when it has nothing to send; every
+ * entry point that changes it (receive, timers, posts, connect, path
+ * calls) puts it back, so skipping the others skips calls that would
+ * return 0 and change nothing. */
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
     if (cap < eng_ctx_max_pkt(ctx))
         return MROCE_ENOBUFS;
-    for (uint32_t i = 0; i < ctx->n_conns; i++) {
-        struct mroce_conn *c = ctx->tx_cursor ? ctx->tx_cursor : ctx->conns;
-        ctx->tx_cursor = c->next;
-        if (c->state == MROCE_CONN_INIT)
-            continue;
-        int n = eng_req_tx(c, now, buf, cap, meta);
+    struct mroce_conn *c;
+    while ((c = eng_sched_pick(ctx))) {
+        int n = c->state == MROCE_CONN_INIT
+                    ? 0
+                    : eng_req_tx(c, now, buf, cap, meta);
         if (n > 0) {
+            eng_sched_sent(c);
             ctx->cnt.tx_pkts++;
             c->cnt.tx_pkts++;
             c->cnt.tx_bytes += (uint64_t)n;
             return n;
         }
+        eng_sched_idle(c);
     }
     return 0;
 }
@@ -214,30 +223,30 @@ int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
 
 uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
-    uint64_t t = ENG_NEVER;
-    for (const struct mroce_conn *c = ctx->conns; c; c = c->next)
-        if (c->deadline < t)
-            t = c->deadline;
-    return t;
+    return eng_sched_next_expiry(ctx);
 }
 
+static void ctx_conn_expiry(struct mroce_conn *c, uint64_t now)
+{
+    eng_path_timers(c, now);
+    eng_comp_timers(c, now);
+    if (c->close_pending && c->close_at <= now) {
+        c->close_at = ENG_NEVER;
+        c->close_due = true;
+    }
+    eng_resp_timers(c, now);
+    eng_conn_update_deadline(c);
+    eng_sched_ready(c);
+}
+
+/* Connections whose cached deadline is due, newest first (the order the
+ * list scan had: repaths draw source ports from the context's generator). */
 void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
 {
-    struct mroce_conn *c = ctx->conns;
-    while (c) {
-        struct mroce_conn *next = c->next;
-        if (c->deadline <= now) {
-            eng_path_timers(c, now);
-            eng_comp_timers(c, now);
-            if (c->close_pending && c->close_at <= now) {
-                c->close_at = ENG_NEVER;
-                c->close_due = true;
-            }
-            eng_resp_timers(c, now);
-            eng_conn_update_deadline(c);
-        }
-        c = next;
-    }
+    eng_sched_collect_due(ctx, now);
+    struct mroce_conn *c;
+    while ((c = eng_sched_next_due(ctx)))
+        ctx_conn_expiry(c, now);
 }
 
 /* ---- the receiver's fair share (R-CC-2) ---- */
@@ -277,4 +286,5 @@ void eng_ctx_release(struct mroce_ctx *ctx)
         mroce_pd_free(pd);
     }
     eng_free(ctx, ctx->conn_hash);
+    eng_sched_release(ctx);
 }

@@ -128,13 +128,21 @@ enum path_state {
     PATH_DISABLED = MROCE_PATH_DISABLED,
 };
 
+/* A path's counters: the counting part of struct mroce_path_info, whose
+ * other fields eng_path_query fills from the live state. */
+struct path_cnt {
+    uint64_t tx_pkts, tx_bytes, retx_pkts, acked_pkts, lost_pkts;
+    uint64_t ecn_marks, timeouts, repaths, probes;
+};
+
 /* Sender half of a path (R-SACK-*, R-RTT-*, R-PATH-*). */
 struct path_tx {
     uint16_t src_port;
     uint8_t state;
     uint32_t next_psn, una;
-    uint32_t *psn_dsn; /* path_window entries */
+    uint32_t *psn_dsn; /* ring of psn_mask + 1 <= path_window entries */
     uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
+    uint32_t psn_mask; /* grows with what is in flight (mem.c) */
     uint32_t inflight; /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
@@ -143,25 +151,34 @@ struct path_tx {
     bool tlp_done, probe_due, probe_retx;
     uint16_t ce_seen, rx_seen;
     struct cc_path cc;
-    struct mroce_path_info st; /* counters, exported as is */
+    struct path_cnt st;
 };
 
 /* Receiver half of a path (R-SACK-4). */
 struct path_rx {
-    bool any;
-    uint32_t high;
     uint64_t bits[4];
-    uint16_t ce_count, rx_count;
+    uint64_t ack_at; /* delayed-ACK deadline; 0 = queued, NEVER = none */
+    uint32_t high;
     uint32_t unacked;
     uint32_t echo_ts;
-    uint64_t ack_at;  /* delayed-ACK deadline; 0 = queued, NEVER = none */
+    uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
+    bool any;
 };
 
 struct nak_entry {
     uint16_t path, stream;
     uint8_t code;
     uint32_t psn, dsn, msn, info;
+};
+
+/* What MetaRoCE keeps of struct mroce_conn_params: the public struct
+ * carries RoCEv2 QP tables (2 KB) a MetaRoCE connection never uses. */
+struct eng_params {
+    uint32_t conn_id;
+    struct mroce_addr addr;
+    uint16_t udp_port, n_paths, n_streams;
+    uint32_t mtu, dsn_window, msg_window, max_rd;
 };
 
 struct roce_conn;
@@ -174,7 +191,7 @@ struct mroce_conn {
     struct mroce_pd *pd;
     struct mroce_cq *scq, *rcq;
     struct mroce_conn_attr attr;
-    struct mroce_conn_params local, remote;
+    struct eng_params local, remote;
     uint8_t state;
     uint32_t n_paths, n_streams, mtu, dsn_window, path_window;
     uint32_t peer_msg_window, peer_max_rd;
@@ -186,11 +203,12 @@ struct mroce_conn {
     uint32_t reads_out;
     uint64_t read_watch; /* READs wait for data: check the peer then */
 
-    /* sender: DSN space */
-    struct txp *txp;
+    /* sender: DSN space; rings grow with what is in flight (mem.c) */
+    struct txp *txp; /* txp_mask + 1 <= dsn_window slots */
+    uint32_t txp_mask;
     uint32_t snd_next, snd_una;
     uint32_t *retx; /* FIFO of DSNs to resend */
-    uint32_t retx_head, retx_count;
+    uint32_t retx_head, retx_count, retx_mask;
     uint32_t n_rnr; /* packets waiting out an RNR delay */
 
     /* receiver: DSN dedup (R-DSN-2) */
@@ -198,8 +216,9 @@ struct mroce_conn {
     uint32_t rcv_cum;
     uint64_t last_data_rx;
 
-    struct path_tx *ptx;
+    struct path_tx *ptx; /* n_alloc_paths, allocated at connect */
     struct path_rx *prx;
+    uint32_t n_alloc_paths;
     uint32_t rr_path, rr_ack;
     uint32_t inflight;    /* bytes in flight over all paths */
     uint32_t n_probe_due; /* paths with a PROBE to send */
@@ -225,7 +244,24 @@ struct mroce_conn {
     uint8_t close_tries;
 
     uint64_t deadline; /* cached earliest timer */
+    uint32_t rank;     /* creation order among the context's live ones */
+    uint32_t heap_pos; /* in the deadline heap; UINT32_MAX: not in it */
     struct mroce_conn_counters cnt;
+};
+
+/* A bitmap over connection ranks with one summary bit per word (sched.c). */
+struct eng_bits {
+    uint64_t *w, *s;
+};
+
+/* Ready set and deadline heap of a context (sched.c). */
+struct eng_sched {
+    struct mroce_conn **by_rank;
+    struct mroce_conn **heap; /* min-heap on deadline */
+    uint32_t cap, heap_n;
+    uint32_t tx_next;      /* round-robin cursor: its rank + 1; 0: newest */
+    struct eng_bits ready; /* may have something to send */
+    struct eng_bits due;   /* on_expiry: timers due, still to run */
 };
 
 struct mroce_ctx {
@@ -249,7 +285,7 @@ struct mroce_ctx {
     struct mroce_conn *conns; /* list of all connections */
     struct mroce_conn **conn_hash;
     uint32_t conn_hash_cap, n_conns;
-    struct mroce_conn *tx_cursor;
+    struct eng_sched sched;
 
     uint32_t active_senders;
     uint64_t share_at;
@@ -257,13 +293,23 @@ struct mroce_ctx {
     struct mroce_ctx_counters cnt;
 };
 
+/* The sender's slot of a DSN (R-DSN-1) and a path's slot of a PSN. */
+static inline struct txp *eng_txp(const struct mroce_conn *c, uint32_t dsn)
+{
+    return &c->txp[dsn & c->txp_mask];
+}
+static inline uint32_t eng_psn_slot(const struct path_tx *pt, uint32_t psn)
+{
+    return psn & pt->psn_mask;
+}
+
 /* ctx.c */
 void *eng_alloc(struct mroce_ctx *ctx, size_t size);
 void eng_free(struct mroce_ctx *ctx, void *p);
 uint64_t eng_rand(struct mroce_ctx *ctx);
 uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
-void eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
 
@@ -318,8 +364,30 @@ int eng_path_query(const struct mroce_conn *c, uint16_t path,
 int eng_path_move(struct mroce_conn *c, uint16_t path);
 int eng_path_enable(struct mroce_conn *c, uint16_t path, int on);
 
+/* sched.c: O(log n) transmit and timer scheduling over connections */
+int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c);
+void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c);
+void eng_sched_release(struct mroce_ctx *ctx);
+size_t eng_sched_bytes(const struct mroce_ctx *ctx);
+void eng_sched_ready(struct mroce_conn *c);
+void eng_sched_idle(struct mroce_conn *c);
+struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
+void eng_sched_sent(struct mroce_conn *c);
+void eng_sched_timer(struct mroce_conn *c);
+uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
+void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
+struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
+
 /* ctx teardown: frees everything the context owns. */
 void eng_ctx_release(struct mroce_ctx *ctx);
+
+/* mem.c: rings that grow with what is in flight; ENOMEM if they cannot */
+int eng_mem_connect(struct mroce_conn *c, uint32_t n, uint32_t dsn_window,
+                    uint32_t path_window);
+void eng_mem_free(struct mroce_conn *c);
+int eng_mem_txp_room(struct mroce_conn *c);
+int eng_mem_retx_room(struct mroce_conn *c);
+int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt);
 
 /* mr.c */
 struct mroce_mr *eng_mr_find(struct mroce_ctx *ctx, uint32_t key);

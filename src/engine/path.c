@@ -127,7 +127,7 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
 {
     pt->tlp_done = true;
     uint32_t psn = pt->next_psn - 1;
-    uint32_t i = psn & (c->path_window - 1);
+    uint32_t i = eng_psn_slot(pt, psn);
     if (!pt->psn_len[i])
         return;
     c->cnt.tlp_pkts++;
@@ -212,7 +212,7 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
                            struct mroce_pkt_meta *meta)
 {
     struct path_tx *pt = &c->ptx[p];
-    uint32_t i = pt->next_psn & (c->path_window - 1);
+    uint32_t i = eng_psn_slot(pt, pt->next_psn);
     /* RETX marks a probe sent because the path went silent (R-PATH-7) */
     uint8_t flags = MROCE_HF_ACKREQ | (pt->probe_retx ? MROCE_HF_RETX : 0);
     pt->probe_retx = false;
@@ -243,7 +243,7 @@ int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         pt->probe_due = false;
         c->n_probe_due--;
         if (pt->state == PATH_DISABLED ||
-            pt->next_psn - pt->una >= c->path_window)
+            pt->next_psn - pt->una >= c->path_window || eng_mem_psn_room(c, pt))
             continue;
         return path_probe_emit(c, p, now, buf, cap, meta);
     }
@@ -297,7 +297,8 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
         uint32_t p = (c->rr_path + i) % c->n_paths;
         const struct path_tx *pt = &c->ptx[p];
         if ((int)p == avoid || pt->state == PATH_DISABLED ||
-            !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes))
+            !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes) ||
+            eng_mem_psn_room(c, &c->ptx[p]))
             continue;
         c->rr_path = p + 1;
         return (int)p;
@@ -376,7 +377,16 @@ int eng_path_query(const struct mroce_conn *c, uint16_t path,
     if (path >= c->n_paths)
         return MROCE_ENOENT;
     const struct path_tx *pt = &c->ptx[path];
-    *out = pt->st;
+    const struct path_cnt *n = &pt->st;
+    *out = (struct mroce_path_info){.tx_pkts = n->tx_pkts,
+                                    .tx_bytes = n->tx_bytes,
+                                    .retx_pkts = n->retx_pkts,
+                                    .acked_pkts = n->acked_pkts,
+                                    .lost_pkts = n->lost_pkts,
+                                    .ecn_marks = n->ecn_marks,
+                                    .timeouts = n->timeouts,
+                                    .repaths = n->repaths,
+                                    .probes = n->probes};
     out->state = pt->state;
     out->src_port = pt->src_port;
     out->srtt_ns = pt->srtt;
@@ -392,6 +402,7 @@ int eng_path_move(struct mroce_conn *c, uint16_t path)
     if (path >= c->n_paths)
         return MROCE_ENOENT;
     eng_path_repath(c, path);
+    eng_sched_ready(c);
     return 0;
 }
 
@@ -400,6 +411,7 @@ int eng_path_enable(struct mroce_conn *c, uint16_t path, int on)
     if (path >= c->n_paths)
         return MROCE_ENOENT;
     struct path_tx *pt = &c->ptx[path];
+    eng_sched_ready(c); /* a path back in service may carry data */
     if (on) {
         if (pt->state == PATH_DISABLED)
             pt->state = PATH_ACTIVE;

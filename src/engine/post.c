@@ -51,6 +51,7 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
         mr->refs++;
     s->sq_tail++;
     c->cnt.msgs_tx++;
+    eng_sched_ready(c);
     return 0;
 }
 
@@ -100,5 +101,6 @@ int eng_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
     if (mr)
         mr->refs++;
     s->rq_tail++;
+    eng_sched_ready(c);
     return 0;
 }

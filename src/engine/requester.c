@@ -50,7 +50,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
                         uint32_t charge, uint64_t now)
 {
     struct path_tx *pt = &c->ptx[p];
-    uint32_t i = pt->next_psn & (c->path_window - 1);
+    uint32_t i = eng_psn_slot(pt, pt->next_psn);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
     if (pt->next_psn == pt->una) {
@@ -112,16 +112,16 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
 {
     while (c->retx_count) {
         uint32_t dsn = c->retx[c->retx_head];
-        struct txp *x = &c->txp[dsn & (c->dsn_window - 1)];
+        struct txp *x = eng_txp(c, dsn);
         if (x->dsn != dsn || x->state != TXP_LOST) {
-            c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
+            c->retx_head = (c->retx_head + 1) & c->retx_mask;
             c->retx_count--;
             continue;
         }
         int p = eng_path_pick(c, x->last_path, req_charge(c, x->len), now);
         if (p < 0)
             return 0;
-        c->retx_head = (c->retx_head + 1) & (c->dsn_window - 1);
+        c->retx_head = (c->retx_head + 1) & c->retx_mask;
         c->retx_count--;
         if (x->tx_count >= ENG_MAX_TX) { /* R-RETRY-1 */
             eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
@@ -140,7 +140,7 @@ static struct txp *req_new_txp(struct mroce_conn *c, uint8_t kind,
                                uint16_t stream, uint32_t msn, uint32_t off,
                                uint32_t len)
 {
-    struct txp *x = &c->txp[c->snd_next & (c->dsn_window - 1)];
+    struct txp *x = eng_txp(c, c->snd_next);
     *x = (struct txp){.dsn = c->snd_next,
                       .kind = kind,
                       .stream = stream,
@@ -242,6 +242,8 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         return 0;
     if (c->inflight >= c->cc.cwnd || !req_has_new(c))
         return 0; /* cheap checks first: idle connections skip path_scan */
+    if (eng_mem_txp_room(c))
+        return 0; /* out of memory: as if the window were full */
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
     if (p < 0)
         return 0;

@@ -1,0 +1,328 @@
+/* Per-context scheduling: which connection sends next (the ready set) and
+ * whose timer fires next (a binary min-heap of connection deadlines), so
+ * that mroce_ctx_tx, next_expiry and on_expiry cost O(log n) in the
+ * number of connections instead of a scan of all of them.
+ *
+ * Connections carry a rank: their position in creation order (oldest 0).
+ * The transmit round-robin visits ranks in descending order from a cursor
+ * and wraps, which is the order of the connection list the scan used, so
+ * the packet order on the wire is unchanged. The ready set is a two-level
+ * bitmap over ranks: set, clear and "highest set rank <= r" are O(1) for
+ * up to 4096 connections per summary word. */
+#include <string.h>
+
+#include "engine/eng.h"
+
+#define SCHED_NONE UINT32_MAX
+
+/* ---- rank bitmap ---- */
+
+static uint32_t sched_top(uint64_t w)
+{
+    return 63u - (uint32_t)__builtin_clzll(w);
+}
+
+/* Bits 0..i of a word. */
+static uint64_t sched_upto(uint32_t i)
+{
+    return ~0ull >> (63u - i % 64u);
+}
+
+static bool sched_test(const struct eng_bits *b, uint32_t i)
+{
+    return (b->w[i / 64] >> (i % 64)) & 1;
+}
+
+static void sched_set(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] |= 1ull << (i % 64);
+    b->s[i / 4096] |= 1ull << (i / 64 % 64);
+}
+
+static void sched_clear(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] &= ~(1ull << (i % 64));
+    if (!b->w[i / 64])
+        b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
+}
+
+/* Highest set bit <= i, or SCHED_NONE. */
+static uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
+{
+    uint64_t m = b->w[i / 64] & sched_upto(i);
+    if (m)
+        return i / 64 * 64 + sched_top(m);
+    if (i < 64)
+        return SCHED_NONE;
+    uint32_t j = i / 64 - 1, si = j / 64; /* highest word left to try */
+    uint64_t sm = b->s[si] & sched_upto(j);
+    while (!sm) {
+        if (!si)
+            return SCHED_NONE;
+        sm = b->s[--si];
+    }
+    uint32_t w = si * 64 + sched_top(sm);
+    return w * 64 + sched_top(b->w[w]);
+}
+
+static size_t sched_words(uint32_t cap)
+{
+    return cap / 64;
+}
+
+static size_t sched_sum_words(uint32_t cap)
+{
+    return (cap + 4095) / 4096;
+}
+
+static void sched_bits_free(struct mroce_ctx *ctx, struct eng_bits *b)
+{
+    eng_free(ctx, b->w);
+    eng_free(ctx, b->s);
+}
+
+/* A copy of `old` (cap bits) with room for ncap bits. */
+static int sched_bits_grow(struct mroce_ctx *ctx, struct eng_bits *b,
+                           uint32_t cap, uint32_t ncap)
+{
+    struct eng_bits n = {
+        .w = eng_alloc(ctx, sched_words(ncap) * sizeof(uint64_t)),
+        .s = eng_alloc(ctx, sched_sum_words(ncap) * sizeof(uint64_t))};
+    if (!n.w || !n.s) {
+        sched_bits_free(ctx, &n);
+        return MROCE_ENOMEM;
+    }
+    if (cap) {
+        memcpy(n.w, b->w, sched_words(cap) * sizeof(uint64_t));
+        memcpy(n.s, b->s, sched_sum_words(cap) * sizeof(uint64_t));
+    }
+    sched_bits_free(ctx, b);
+    *b = n;
+    return 0;
+}
+
+static void *sched_ptrs_grow(struct mroce_ctx *ctx, void *old, uint32_t n,
+                             uint32_t ncap)
+{
+    void *p = eng_alloc(ctx, ncap * sizeof(struct mroce_conn *));
+    if (p && n)
+        memcpy(p, old, n * sizeof(struct mroce_conn *));
+    return p;
+}
+
+/* Doubles every per-rank table; connection creation only. */
+static int sched_grow(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    uint32_t ncap = s->cap ? 2 * s->cap : 64;
+    struct mroce_conn **rank = sched_ptrs_grow(ctx, s->by_rank, s->cap, ncap);
+    struct mroce_conn **heap = sched_ptrs_grow(ctx, s->heap, s->heap_n, ncap);
+    if (!rank || !heap || sched_bits_grow(ctx, &s->ready, s->cap, ncap) ||
+        sched_bits_grow(ctx, &s->due, s->cap, ncap)) {
+        eng_free(ctx, rank);
+        eng_free(ctx, heap);
+        return MROCE_ENOMEM;
+    }
+    eng_free(ctx, s->by_rank);
+    eng_free(ctx, s->heap);
+    s->by_rank = rank;
+    s->heap = heap;
+    s->cap = ncap;
+    return 0;
+}
+
+/* ---- deadline heap ---- */
+
+static void sched_heap_put(struct eng_sched *s, uint32_t i,
+                           struct mroce_conn *c)
+{
+    s->heap[i] = c;
+    c->heap_pos = i;
+}
+
+static void sched_sift_up(struct eng_sched *s, uint32_t i)
+{
+    struct mroce_conn *c = s->heap[i];
+    while (i) {
+        uint32_t up = (i - 1) / 2;
+        if (s->heap[up]->deadline <= c->deadline)
+            break;
+        sched_heap_put(s, i, s->heap[up]);
+        i = up;
+    }
+    sched_heap_put(s, i, c);
+}
+
+static void sched_sift_down(struct eng_sched *s, uint32_t i)
+{
+    struct mroce_conn *c = s->heap[i];
+    for (;;) {
+        uint32_t k = 2 * i + 1;
+        if (k >= s->heap_n)
+            break;
+        if (k + 1 < s->heap_n &&
+            s->heap[k + 1]->deadline < s->heap[k]->deadline)
+            k++;
+        if (c->deadline <= s->heap[k]->deadline)
+            break;
+        sched_heap_put(s, i, s->heap[k]);
+        i = k;
+    }
+    sched_heap_put(s, i, c);
+}
+
+static void sched_heap_del(struct eng_sched *s, struct mroce_conn *c)
+{
+    uint32_t i = c->heap_pos;
+    struct mroce_conn *last = s->heap[--s->heap_n];
+    c->heap_pos = SCHED_NONE;
+    if (last == c)
+        return;
+    sched_heap_put(s, i, last);
+    sched_sift_up(s, i);
+    sched_sift_down(s, last->heap_pos);
+}
+
+/* The connection's cached deadline changed: re-key it. A connection is in
+ * the heap exactly while its deadline is not ENG_NEVER. */
+void eng_sched_timer(struct mroce_conn *c)
+{
+    struct eng_sched *s = &c->ctx->sched;
+    if (c->heap_pos == SCHED_NONE) {
+        if (c->deadline == ENG_NEVER)
+            return;
+        sched_heap_put(s, s->heap_n++, c);
+        sched_sift_up(s, c->heap_pos);
+        return;
+    }
+    if (c->deadline == ENG_NEVER) {
+        sched_heap_del(s, c);
+        return;
+    }
+    sched_sift_up(s, c->heap_pos);
+    sched_sift_down(s, c->heap_pos);
+}
+
+uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
+}
+
+/* Takes every connection due at `now` out of the heap into the due set;
+ * eng_sched_next_due then hands them out in list order. */
+void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now)
+{
+    struct eng_sched *s = &ctx->sched;
+    while (s->heap_n && s->heap[0]->deadline <= now) {
+        struct mroce_conn *c = s->heap[0];
+        sched_heap_del(s, c);
+        c->deadline = ENG_NEVER;
+        sched_set(&s->due, c->rank);
+    }
+}
+
+struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns)
+        return NULL;
+    uint32_t r = sched_prev(&s->due, ctx->n_conns - 1);
+    if (r == SCHED_NONE)
+        return NULL;
+    sched_clear(&s->due, r);
+    return s->by_rank[r];
+}
+
+/* ---- ready set ---- */
+
+void eng_sched_ready(struct mroce_conn *c)
+{
+    sched_set(&c->ctx->sched.ready, c->rank);
+}
+
+void eng_sched_idle(struct mroce_conn *c)
+{
+    sched_clear(&c->ctx->sched.ready, c->rank);
+}
+
+/* The next ready connection in round-robin order from the cursor. */
+struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns)
+        return NULL;
+    uint32_t top = ctx->n_conns - 1;
+    uint32_t from = s->tx_next && s->tx_next - 1 < top ? s->tx_next - 1 : top;
+    uint32_t r = sched_prev(&s->ready, from);
+    if (r == SCHED_NONE)
+        r = sched_prev(&s->ready, top); /* wrap to the newest */
+    return r == SCHED_NONE ? NULL : s->by_rank[r];
+}
+
+/* c sent: the round-robin continues after it (the next older one). */
+void eng_sched_sent(struct mroce_conn *c)
+{
+    c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
+}
+
+/* ---- membership ---- */
+
+int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c)
+{
+    struct eng_sched *s = &ctx->sched;
+    if (ctx->n_conns == s->cap && sched_grow(ctx))
+        return MROCE_ENOMEM;
+    c->rank = ctx->n_conns;
+    c->heap_pos = SCHED_NONE;
+    s->by_rank[c->rank] = c;
+    sched_clear(&s->ready, c->rank);
+    sched_clear(&s->due, c->rank);
+    eng_sched_timer(c);
+    return 0;
+}
+
+static void sched_move_bit(struct eng_bits *b, uint32_t from, uint32_t to)
+{
+    if (sched_test(b, from))
+        sched_set(b, to);
+    else
+        sched_clear(b, to);
+}
+
+/* Called before n_conns drops: later ranks close the gap, O(n) on the
+ * control path only. The cursor moves as the list's did (to c->next). */
+void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
+{
+    struct eng_sched *s = &ctx->sched;
+    uint32_t r = c->rank;
+    if (c->heap_pos != SCHED_NONE)
+        sched_heap_del(s, c);
+    if (s->tx_next > r) /* at c: to the next older; above: shifts down */
+        s->tx_next--;
+    for (uint32_t k = r; k + 1 < ctx->n_conns; k++) {
+        s->by_rank[k] = s->by_rank[k + 1];
+        s->by_rank[k]->rank = k;
+        sched_move_bit(&s->ready, k + 1, k);
+        sched_move_bit(&s->due, k + 1, k);
+    }
+    sched_clear(&s->ready, ctx->n_conns - 1);
+    sched_clear(&s->due, ctx->n_conns - 1);
+}
+
+void eng_sched_release(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    eng_free(ctx, s->by_rank);
+    eng_free(ctx, s->heap);
+    sched_bits_free(ctx, &s->ready);
+    sched_bits_free(ctx, &s->due);
+    memset(s, 0, sizeof(*s));
+}
+
+size_t eng_sched_bytes(const struct mroce_ctx *ctx)
+{
+    uint32_t cap = ctx->sched.cap;
+    return 2 * cap * sizeof(struct mroce_conn *) +
+           2 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
+}

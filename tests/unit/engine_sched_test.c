@@ -1,0 +1,393 @@
+/* The context's scheduler (src/engine/sched.c) against a model of the
+ * connection-list scan it replaced: the ready set's round-robin order,
+ * the deadline heap's exact minimum, due timers in list order, removal on
+ * destroy; and the memory accounting of mroce_ctx_state_bytes (mem.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/eng.h"
+#include "support/peer.h"
+
+#define N_CONNS 1000
+
+/* ---- fixture: bare connections registered with the scheduler ---- */
+
+struct model {
+    struct mroce_ctx *ctx;
+    struct mroce_conn *list[N_CONNS]; /* list order: newest first */
+    uint32_t n;
+    struct mroce_conn *cursor; /* the old tx_cursor; NULL = head */
+    bool ready[N_CONNS + 1];   /* by creation id */
+    uint32_t ids;
+    uint64_t rng;
+};
+
+static uint64_t rnd(struct model *m)
+{
+    m->rng = m->rng * 6364136223846793005ull + 1442695040888963407ull;
+    return m->rng >> 33;
+}
+
+static struct mroce_ctx *ctx_new(void)
+{
+    struct mroce_ctx_attr a = {.seed = 1};
+    a.addr.family = MROCE_AF_INET;
+    struct mroce_ctx *ctx = NULL;
+    assert_int_equal(mroce_ctx_open(&a, &ctx), 0);
+    return ctx;
+}
+
+/* A connection the scheduler knows, outside any list (the test's own). */
+static struct mroce_conn *model_add(struct model *m)
+{
+    struct mroce_conn *c = calloc(1, sizeof(*c));
+    assert_non_null(c);
+    c->ctx = m->ctx;
+    c->deadline = ENG_NEVER;
+    c->read_watch = ENG_NEVER;
+    c->local.conn_id = ++m->ids; /* the test's id: creation order */
+    c->state = MROCE_CONN_CONNECTED;
+    assert_int_equal(eng_sched_add(m->ctx, c), 0);
+    m->ctx->n_conns++;
+    memmove(&m->list[1], &m->list[0], m->n * sizeof(m->list[0]));
+    m->list[0] = c;
+    m->n++;
+    return c;
+}
+
+static uint32_t model_pos(const struct model *m, const struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < m->n; i++)
+        if (m->list[i] == c)
+            return i;
+    fail();
+    return 0;
+}
+
+static struct mroce_conn *model_next(const struct model *m,
+                                     const struct mroce_conn *c)
+{
+    uint32_t i = model_pos(m, c) + 1;
+    return i < m->n ? m->list[i] : NULL;
+}
+
+static void model_del(struct model *m, struct mroce_conn *c)
+{
+    if (m->cursor == c)
+        m->cursor = model_next(m, c);
+    eng_sched_del(m->ctx, c);
+    m->ctx->n_conns--;
+    uint32_t i = model_pos(m, c);
+    memmove(&m->list[i], &m->list[i + 1], (m->n - i - 1) * sizeof(m->list[0]));
+    m->n--;
+    m->ready[c->local.conn_id] = false;
+    free(c);
+}
+
+/* The old eng_ctx_tx loop: from the cursor around the list once. */
+static struct mroce_conn *model_pick(const struct model *m)
+{
+    uint32_t start = m->cursor ? model_pos(m, m->cursor) : 0;
+    for (uint32_t k = 0; k < m->n; k++) {
+        struct mroce_conn *c = m->list[(start + k) % m->n];
+        if (m->ready[c->local.conn_id])
+            return c;
+    }
+    return NULL;
+}
+
+static int model_setup(void **state)
+{
+    struct model *m = calloc(1, sizeof(*m));
+    m->ctx = ctx_new();
+    m->rng = 42;
+    *state = m;
+    return 0;
+}
+
+static int model_teardown(void **state)
+{
+    struct model *m = *state;
+    while (m->n)
+        model_del(m, m->list[0]);
+    mroce_ctx_close(m->ctx);
+    free(m);
+    return 0;
+}
+
+/* ---- ready set ---- */
+
+static void check_pick(struct model *m)
+{
+    struct mroce_conn *want = model_pick(m);
+    assert_ptr_equal(eng_sched_pick(m->ctx), want);
+}
+
+static void ready_step(struct model *m)
+{
+    struct mroce_conn *c = m->list[rnd(m) % m->n];
+    switch (rnd(m) % 4) {
+    case 0:
+    case 1:
+        eng_sched_ready(c);
+        m->ready[c->local.conn_id] = true;
+        break;
+    case 2: { /* the picked one sends, or turns out idle */
+        struct mroce_conn *p = model_pick(m);
+        if (!p)
+            break;
+        if (rnd(m) % 2) {
+            eng_sched_sent(p);
+            m->cursor = model_next(m, p);
+        } else {
+            eng_sched_idle(p);
+            m->ready[p->local.conn_id] = false;
+        }
+        break;
+    }
+    default:
+        eng_sched_idle(c);
+        m->ready[c->local.conn_id] = false;
+        break;
+    }
+}
+
+static void test_ready_round_robin(void **state)
+{
+    struct model *m = *state;
+    for (int i = 0; i < 300; i++)
+        model_add(m);
+    for (int i = 0; i < 20000; i++) {
+        ready_step(m);
+        check_pick(m);
+    }
+}
+
+/* Destroying connections, the one under the cursor included, keeps the
+ * order of the list scan; so do connections created meanwhile. */
+static void test_ready_destroy(void **state)
+{
+    struct model *m = *state;
+    for (int i = 0; i < 200; i++)
+        model_add(m);
+    for (int i = 0; i < 5000; i++) {
+        ready_step(m);
+        if (rnd(m) % 8 == 0 && m->n > 1) {
+            struct mroce_conn *v =
+                rnd(m) % 2 && m->cursor ? m->cursor : m->list[rnd(m) % m->n];
+            model_del(m, v);
+        }
+        if (rnd(m) % 9 == 0)
+            model_add(m);
+        check_pick(m);
+    }
+    while (m->n) {
+        model_del(m, m->list[rnd(m) % m->n]);
+        check_pick(m);
+    }
+    assert_null(eng_sched_pick(m->ctx));
+}
+
+/* ---- deadline heap ---- */
+
+static uint64_t model_min(const struct model *m)
+{
+    uint64_t t = ENG_NEVER;
+    for (uint32_t i = 0; i < m->n; i++)
+        if (m->list[i]->deadline < t)
+            t = m->list[i]->deadline;
+    return t;
+}
+
+/* Arms lower a deadline; recomputing may raise it or clear it. */
+static void timer_step(struct model *m, uint64_t base)
+{
+    struct mroce_conn *c = m->list[rnd(m) % m->n];
+    uint64_t t = base + rnd(m) % 100000;
+    switch (rnd(m) % 3) {
+    case 0:
+        eng_conn_arm(c, t);
+        break;
+    case 1:
+        c->read_watch = rnd(m) % 4 ? t : ENG_NEVER;
+        eng_conn_update_deadline(c);
+        assert_int_equal(c->deadline, c->read_watch);
+        break;
+    default:
+        eng_conn_arm(c, base + rnd(m) % 1000); /* early: many equal keys */
+        break;
+    }
+}
+
+static void test_heap_exact(void **state)
+{
+    struct model *m = *state;
+    for (int i = 0; i < N_CONNS; i++)
+        model_add(m);
+    assert_int_equal(mroce_ctx_next_expiry(m->ctx), ENG_NEVER);
+    for (int i = 0; i < 50000; i++) {
+        timer_step(m, 1000000);
+        assert_int_equal(mroce_ctx_next_expiry(m->ctx), model_min(m));
+        if (i % 1000 == 999)
+            model_del(m, m->list[rnd(m) % m->n]);
+    }
+}
+
+/* Every connection due at `now`, and only those, comes out, newest first
+ * (the list order: port draws stay in the same order), and leaves the
+ * heap; the rest keep their deadlines. */
+static void test_heap_due_order(void **state)
+{
+    struct model *m = *state;
+    for (int i = 0; i < 500; i++)
+        model_add(m);
+    for (int round = 0; round < 50; round++) {
+        uint64_t base = 1000000 + round * 100000ull;
+        for (int i = 0; i < 400; i++)
+            timer_step(m, base);
+        uint64_t now = base + rnd(m) % 100000;
+        bool due[N_CONNS + 1] = {false};
+        for (uint32_t i = 0; i < m->n; i++)
+            due[m->list[i]->local.conn_id] = m->list[i]->deadline <= now;
+        eng_sched_collect_due(m->ctx, now);
+        uint32_t pos = 0;
+        struct mroce_conn *c;
+        while ((c = eng_sched_next_due(m->ctx))) {
+            while (m->list[pos] != c) {
+                assert_false(due[m->list[pos]->local.conn_id]);
+                pos++;
+            }
+            assert_true(due[c->local.conn_id]);
+            assert_int_equal(c->deadline, ENG_NEVER);
+            pos++;
+        }
+        for (; pos < m->n; pos++)
+            assert_false(due[m->list[pos]->local.conn_id]);
+        assert_true(mroce_ctx_next_expiry(m->ctx) > now);
+        assert_int_equal(mroce_ctx_next_expiry(m->ctx), model_min(m));
+    }
+}
+
+/* ---- through the public API ---- */
+
+static struct mroce_conn *api_conn(struct mroce_pd *pd, struct mroce_cq *cq,
+                                   uint32_t id)
+{
+    struct mroce_conn_attr a = {.send_cq = cq, .recv_cq = cq, .n_paths = 4};
+    struct mroce_conn *c;
+    assert_int_equal(mroce_conn_create(pd, &a, &c), 0);
+    struct mroce_conn_params r;
+    mroce_conn_get_params(c, &r);
+    r.conn_id = id;
+    assert_int_equal(mroce_conn_connect(c, &r), 0);
+    return c;
+}
+
+/* Many connections, idle ones never visited: after the ready ones have
+ * sent what they had, tx returns 0 and next_expiry is the earliest of the
+ * live connections' timers, also after destroying some. */
+static void test_api_many_conns(void **state)
+{
+    (void)state;
+    struct mroce_ctx *ctx = ctx_new();
+    struct mroce_pd *pd;
+    struct mroce_cq *cq;
+    assert_int_equal(mroce_pd_alloc(ctx, &pd), 0);
+    assert_int_equal(mroce_cq_create(ctx, 4096, &cq), 0);
+    static struct mroce_conn *cs[300];
+    for (uint32_t i = 0; i < 300; i++)
+        cs[i] = api_conn(pd, cq, i + 1);
+    uint8_t buf[MROCE_MAX_HDR_LEN + 4096 + MROCE_ICRC_LEN];
+    struct mroce_pkt_meta meta;
+    int sent = 0;
+    while (mroce_ctx_tx(ctx, 1000, buf, sizeof(buf), &meta) > 0)
+        sent++;
+    assert_int_equal(sent, 0); /* connected, nothing posted */
+    assert_int_equal(mroce_ctx_next_expiry(ctx), ENG_NEVER);
+    for (uint32_t i = 0; i < 300; i += 7)
+        assert_int_equal(mroce_conn_disconnect(cs[i]), 0);
+    while (mroce_ctx_tx(ctx, 1000, buf, sizeof(buf), &meta) > 0)
+        sent++;
+    assert_int_equal(sent, 43); /* one CLOSE each */
+    uint64_t t = mroce_ctx_next_expiry(ctx);
+    assert_true(t > 1000 && t != ENG_NEVER);
+    for (uint32_t i = 0; i < 300; i += 7)
+        mroce_conn_destroy(cs[i]);
+    assert_int_equal(mroce_ctx_next_expiry(ctx), ENG_NEVER);
+    mroce_ctx_close(ctx);
+}
+
+/* ---- state bytes ---- */
+
+static void test_state_bytes(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.n_paths = 64;
+    cfg.attr.dsn_window = 4096;
+    struct peer *p = peer_new(&cfg);
+    struct mroce_state_bytes b;
+    mroce_ctx_state_bytes(p->ctx, &b);
+    assert_int_equal(b.conns, 1);
+    assert_int_equal(b.paths, 64);
+    assert_int_equal(b.path_bytes, 64 * b.per_path);
+    assert_int_equal(b.dsn_bytes, 64 * b.per_dsn_slot); /* starts small */
+    assert_int_equal(b.psn_bytes, 64 * 8 * b.per_psn_slot);
+    assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
+                                  b.psn_bytes + b.ctx_bytes);
+    assert_true(b.per_path <= 512);
+    assert_true(b.path_bytes + b.psn_bytes < 64 * 1024); /* 64 paths */
+    /* 128 packets in flight: the DSN ring doubles once, the retransmit
+     * FIFO (nothing lost) stays as it was */
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(
+            peer_post(p, MROCE_OP_WRITE, 0, (uint64_t)i, 0, 16 * PEER_MTU),
+            i < 8 ? 0 : MROCE_EAGAIN);
+    assert_int_equal(peer_drain(p, NULL, 0), 128);
+    mroce_ctx_state_bytes(p->ctx, &b);
+    assert_int_equal(b.dsn_bytes,
+                     128 * sizeof(struct txp) + 64 * sizeof(uint32_t));
+    assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
+                                  b.psn_bytes + b.ctx_bytes);
+    peer_free(p);
+}
+
+/* An unconnected connection holds no paths and no rings. */
+static void test_state_bytes_lazy(void **state)
+{
+    (void)state;
+    struct peer *p = peer_new_unconnected(NULL);
+    struct mroce_state_bytes b;
+    mroce_ctx_state_bytes(p->ctx, &b);
+    assert_int_equal(b.conns, 1);
+    assert_int_equal(b.paths, 0);
+    assert_int_equal(b.dsn_bytes + b.psn_bytes + b.path_bytes, 0);
+    peer_free(p);
+}
+
+static int teardown_peers(void **state)
+{
+    (void)state;
+    peer_free_all();
+    return 0;
+}
+
+#define M(f) cmocka_unit_test_setup_teardown(f, model_setup, model_teardown)
+#define P(f) cmocka_unit_test_teardown(f, teardown_peers)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        M(test_ready_round_robin), M(test_ready_destroy),  M(test_heap_exact),
+        M(test_heap_due_order),    P(test_api_many_conns), P(test_state_bytes),
+        P(test_state_bytes_lazy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
