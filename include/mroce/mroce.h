@@ -272,7 +272,8 @@ struct mroce_conn_attr {
     uint64_t max_rto_ns;         /* [100000000] */
     uint32_t ack_every;          /* ACK every n packets per path [1] */
     uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
-    uint32_t init_cwnd_pkts;     /* per path [16] */
+    uint32_t init_cwnd_pkts;     /* per connection, split over the paths
+                                    (at least 1 each) [128] */
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */

@@ -6,6 +6,12 @@
 
 #define AIMD_BETA_ECN 4  /* ECN: cwnd -= cwnd / 4 */
 #define AIMD_BETA_LOSS 2 /* loss: cwnd -= cwnd / 2 */
+#ifndef HINT_K
+#define HINT_K 1
+#endif
+#ifndef HINT_FLOOR
+#define HINT_FLOOR 1
+#endif
 
 static uint32_t aimd_clamp(uint64_t v, uint32_t lo, uint32_t hi)
 {
@@ -19,7 +25,7 @@ static void aimd_init(struct cc_conn *cc, struct cc_path *pc, uint32_t n,
 {
     cc->cwnd = prm->max_conn;
     cc->priv[0] = 0;
-    cc->priv[1] = 0;
+    cc->priv[1] = prm->mtu;
     cc->priv[2] = prm->max_conn;
     for (uint32_t i = 0; i < n; i++) {
         pc[i].cwnd = prm->init_cwnd;
@@ -95,7 +101,8 @@ static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
         return;
     }
     uint64_t bdp = (uint64_t)mbps * rtt_ns / 8000; /* Mbit/s * ns -> B */
-    cc->cwnd = aimd_clamp(bdp * 2, 16384, (uint32_t)cc->priv[2]);
+    cc->cwnd = aimd_clamp(bdp * HINT_K, (uint32_t)cc->priv[1] * HINT_FLOOR,
+                          (uint32_t)cc->priv[2]);
 }
 
 const struct cc_ops mroce_cc_aimd = {

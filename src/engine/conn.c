@@ -28,7 +28,7 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     a->max_rto_ns = DEF(a->max_rto_ns, 100000000);
     a->ack_every = DEF(a->ack_every, 1);
     a->ack_delay_ns = DEF(a->ack_delay_ns, 2000);
-    a->init_cwnd_pkts = DEF(a->init_cwnd_pkts, 16);
+    a->init_cwnd_pkts = DEF(a->init_cwnd_pkts, 128);
     a->max_conn_cwnd_pkts = DEF(a->max_conn_cwnd_pkts, a->dsn_window);
     if (!a->send_cq || !a->recv_cq || a->n_paths > ENG_MAX_PATHS ||
         !conn_pow2(a->dsn_window) || a->dsn_window > (1u << 20) ||
@@ -196,7 +196,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         eng_path_init(c, p);
     struct cc_params prm = {
         .mtu = c->mtu,
-        .init_cwnd = c->attr.init_cwnd_pkts * c->mtu,
+        .init_cwnd = eng_path_init_cwnd(c),
         .max_path = c->path_window * c->mtu,
         .max_conn =
             conn_min(c->attr.max_conn_cwnd_pkts, c->dsn_window) * c->mtu,

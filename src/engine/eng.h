@@ -311,6 +311,7 @@ uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
 int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
+void eng_share_note(struct mroce_conn *c, uint64_t now);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
 
 /* Intrusive doubly linked lists of pds and cqs on the context. */
@@ -445,6 +446,7 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
                          uint64_t rtt);
 void eng_path_timers(struct mroce_conn *c, uint64_t now);
 uint64_t eng_path_deadline(const struct mroce_conn *c);
+uint32_t eng_path_init_cwnd(const struct mroce_conn *c);
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt);
 uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt);
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes,

@@ -78,10 +78,21 @@ uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
 }
 
 /* A path without its own RTT sample borrows the connection's latest. */
+/* R-CC-4: the initial window is the connection's, split over its paths,
+ * so that spraying over more paths does not make the first burst larger. */
+uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
+{
+    uint32_t pkts = c->attr.init_cwnd_pkts / (c->n_paths ? c->n_paths : 1);
+    return (pkts ? pkts : 1) * c->mtu;
+}
+
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    if (c->rate_hint_mbps) /* R-RTT-7: what is in flight drains at the
+                              granted rate; silence before that is queueing */
+        pto += (uint64_t)c->inflight * 8000 / c->rate_hint_mbps;
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
 }
 
@@ -255,7 +266,7 @@ int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
 {
     if (pt->state == PATH_PROBING)
-        pt->cc.cwnd = c->attr.init_cwnd_pkts * c->mtu;
+        pt->cc.cwnd = eng_path_init_cwnd(c);
     if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
         pt->state = PATH_ACTIVE; /* R-PATH-3 */
     pt->probe_at = ENG_NEVER;

@@ -456,7 +456,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     }
     c->cnt.rx_data_pkts++;
-    c->last_data_rx = now ? now : 1;
+    eng_share_note(c, now);
     int v = resp_accept(c, h);
     if (v == RV_DROP)
         return;

@@ -22,7 +22,7 @@ void peer_default_cfg(struct peer_cfg *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->mtu = PEER_MTU;
     cfg->cq_depth = 256;
-    cfg->attr.n_paths = 4;
+    cfg->attr.n_paths = PEER_PATHS;
     cfg->attr.n_streams = 2;
     cfg->attr.sq_depth = 8;
     cfg->attr.rq_depth = 8;

@@ -163,19 +163,21 @@ static void test_bounds(void **state)
     assert_int_equal(l.path.cwnd, MAXP); /* never above the maximum */
 }
 
-/* R-CC-3: the connection window is capped at 2 x hint x RTT (at least
- * 16 KiB, at most the configured maximum); 0 lifts the cap. */
+/* R-CC-3: the connection window is capped at hint x RTT (at least one
+ * mtu, at most the configured maximum); 0 lifts the cap. */
 static void test_rate_hint(void **state)
 {
     (void)state;
     struct law l;
     law_init(&l);
     cc->on_rate_hint(&l.conn, 10000, 100 * US); /* BDP 125 kB */
-    assert_int_equal(l.conn.cwnd, 250000);
+    assert_int_equal(l.conn.cwnd, 125000);
     cc->on_rate_hint(&l.conn, 40000, 20 * US); /* BDP 100 kB */
-    assert_int_equal(l.conn.cwnd, 200000);
-    cc->on_rate_hint(&l.conn, 1000, 10 * US); /* 2.5 kB: floor */
-    assert_int_equal(l.conn.cwnd, 16384);
+    assert_int_equal(l.conn.cwnd, 100000);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US); /* 1.25 kB */
+    assert_int_equal(l.conn.cwnd, 1250);
+    cc->on_rate_hint(&l.conn, 100, 10 * US); /* 125 B: floor */
+    assert_int_equal(l.conn.cwnd, MTU);
     cc->on_rate_hint(&l.conn, 0, 10 * US);
     assert_int_equal(l.conn.cwnd, MAXC);
     cc->on_rate_hint(&l.conn, 1000, 10 * US);
@@ -215,7 +217,7 @@ static void test_engine_ecn(void **state)
 {
     (void)state;
     struct peer *p = peer_new(NULL);
-    uint32_t init = 16 * PEER_MTU;
+    uint32_t init = PEER_INIT_CWND;
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 100), 0);
     assert_int_equal(peer_drain(p, NULL, 0), 1);
     struct mroce_hdr d = p->out[0].h;
@@ -237,8 +239,8 @@ static void test_engine_ecn(void **state)
     peer_free(p);
 }
 
-/* A hint of 1000 Mbit/s at a 10 us RTT caps the connection at 16 KiB in
- * flight: sending stops once 16 packets of 1076 bytes (48 + 1024 + 4)
+/* A hint of 1000 Mbit/s at a 10 us RTT caps the connection at 1250 bytes
+ * in flight: sending stops once 2 packets of 1076 bytes (48 + 1024 + 4)
  * are out; a zero hint lifts the cap. */
 static void test_engine_rate_hint(void **state)
 {
@@ -250,9 +252,9 @@ static void test_engine_rate_hint(void **state)
     peer_advance(p, 10 * US);
     ack_with(p, &d, 0, 1000);
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, 40 * PEER_MTU), 0);
-    assert_int_equal(peer_drain(p, NULL, 0), 16);
+    assert_int_equal(peer_drain(p, NULL, 0), 2);
     ack_with(p, &d, 0, 0); /* same PSN again: only the hint is new */
-    assert_int_equal(peer_drain(p, NULL, 0), 24);
+    assert_int_equal(peer_drain(p, NULL, 0), 38);
     peer_free(p);
 }
 

@@ -538,7 +538,7 @@ static void test_rto_retransmits(void **state)
      * with the initial window, and the four lost DSNs all go there */
     assert_int_equal(peer_ack(p, 2, psn2, 0, &psn2, 1), 0);
     assert_int_equal(peer_path(p, 2).state, MROCE_PATH_ACTIVE);
-    assert_int_equal(peer_path(p, 2).cwnd_bytes, 16 * PEER_MTU);
+    assert_int_equal(peer_path(p, 2).cwnd_bytes, PEER_INIT_CWND);
     assert_int_equal(peer_drain(p, NULL, 0), 4);
     bool sent[4] = {false};
     for (int k = 0; k < 4; k++) {
@@ -656,7 +656,7 @@ static void test_rto_repath_probe(void **state)
     assert_int_equal(peer_ack(p, 0, psn, 0, &psn, 1), 0);
     i = peer_path(p, 0);
     assert_int_equal(i.state, MROCE_PATH_ACTIVE);
-    assert_int_equal(i.cwnd_bytes, 16 * PEER_MTU);
+    assert_int_equal(i.cwnd_bytes, 128 / 2 * PEER_MTU);
     assert_int_equal(i.srtt_ns, 10 * US);
     assert_int_equal(i.src_port, probe_on(p, 0)->meta.src_port);
     assert_int_equal(peer_path(p, 1).state, MROCE_PATH_PROBING);
