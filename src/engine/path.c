@@ -79,11 +79,12 @@ uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
 
 /* A path without its own RTT sample borrows the connection's latest. */
 /* R-CC-4: the initial window is the connection's, split over its paths,
- * so that spraying over more paths does not make the first burst larger. */
+ * so that spraying over more paths does not make the first burst larger;
+ * counted in whole packets (headers included, as windows are charged). */
 uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 {
     uint32_t pkts = c->attr.init_cwnd_pkts / (c->n_paths ? c->n_paths : 1);
-    return (pkts ? pkts : 1) * c->mtu;
+    return (pkts ? pkts : 1) * (MROCE_MAX_HDR_LEN + c->mtu + MROCE_ICRC_LEN);
 }
 
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)

@@ -21,7 +21,8 @@
 #define PEER_MTU 1024      /* default mtu of both sides */
 #define PEER_PATHS 4       /* paths of the fixture's connection */
 /* the default initial window of each path: 128 packets split (R-CC-4) */
-#define PEER_INIT_CWND (128 / PEER_PATHS * PEER_MTU)
+#define PEER_INIT_CWND                                                         \
+    (128 / PEER_PATHS * (MROCE_MAX_HDR_LEN + PEER_MTU + MROCE_ICRC_LEN))
 #define PEER_MEM_LEN (64 * 1024) /* registered region */
 #define PEER_GUARD 4096          /* unregistered guard on each side */
 #define PEER_FILL 0xA5           /* pattern of untouched memory */

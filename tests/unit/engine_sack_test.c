@@ -656,7 +656,8 @@ static void test_rto_repath_probe(void **state)
     assert_int_equal(peer_ack(p, 0, psn, 0, &psn, 1), 0);
     i = peer_path(p, 0);
     assert_int_equal(i.state, MROCE_PATH_ACTIVE);
-    assert_int_equal(i.cwnd_bytes, 128 / 2 * PEER_MTU);
+    assert_int_equal(i.cwnd_bytes,
+                     128 / 2 * (MROCE_MAX_HDR_LEN + PEER_MTU + MROCE_ICRC_LEN));
     assert_int_equal(i.srtt_ns, 10 * US);
     assert_int_equal(i.src_port, probe_on(p, 0)->meta.src_port);
     assert_int_equal(peer_path(p, 1).state, MROCE_PATH_PROBING);
