@@ -1,0 +1,96 @@
+/* The DPDK poll-mode datapath (MROCE_DP_DPDK): shared state of its files
+ * and the calls it adds to mroce_dp.h.
+ *
+ * One datapath = one ethdev port, queue 0, one mempool, polled by one
+ * thread (an lcore or the application's thread). More lcores scale out
+ * by connection: one datapath (and context) per lcore and port.
+ *
+ * The EAL is process-wide: the first datapath starts it from its
+ * mroce_dpdk_attr.eal_argv; later ones (and an application that started
+ * it itself) reuse it and pass no EAL arguments. It is never stopped:
+ * DPDK cannot start twice in one process. Mempools stay too (mbufs may
+ * sit in a peer's ring) and are reused when a port is opened again.
+ *
+ * Hot path (rx_burst, tx_alloc, tx_burst, release): no allocation beyond
+ * the mempool, no locks, no system calls. Not thread-safe: one thread
+ * polls a datapath at a time (mroce_dp.h).
+ */
+#ifndef MROCE_IO_DPDK_DPDK_H
+#define MROCE_IO_DPDK_DPDK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/dp.h"
+#include "io/dpdk/hdr.h"
+#include "io/dpdk/neigh.h"
+
+#define MROCE_DPDK_BURST_MAX 64
+#define MROCE_DPDK_CTL_MAX 16
+/* Frames the port refused, kept (in order) for the next pass: the deeper
+ * transmit queue a NIC would have. Power of two. */
+#define MROCE_DPDK_BACKLOG 512
+
+/* What the DPDK datapath did beyond struct mroce_dp_counters. */
+struct mroce_dpdk_counters {
+    uint64_t drop[MROCE_DPDK_DROP_N]; /* rx frames by enum mroce_dpdk_drop;
+                                         their sum is cnt.rx_bad_frame */
+    uint64_t rx_csum_partial;         /* UDP checksum left to offload (hdr.c) */
+    uint64_t arp_rx, arp_tx; /* ARP frames in, requests + replies out */
+    uint64_t nd_rx, nd_tx;   /* NS/NA in and out */
+    uint64_t icmp6_ignored;  /* other ICMPv6 to us */
+    uint64_t tx_no_neigh;    /* dropped: peer MAC unknown (resolving) */
+    uint64_t tx_ring_full;   /* dropped: port and backlog both full */
+    uint64_t tx_backlogged;  /* frames that waited in the backlog */
+    uint64_t tx_alloc_fail;  /* mempool empty */
+    uint64_t pcap_frames, pcap_dropped;
+};
+
+struct mroce_dpdk {
+    uint16_t port, pcap_port;
+    bool pcap;
+    struct rte_mempool *mp;
+    uint8_t mac[6];
+    struct mroce_dpdk_local local;
+    uint32_t hdr_len; /* Ethernet + IP + UDP */
+    uint32_t room;    /* bytes from the data start to the buffer end */
+    uint64_t tsc_hz;
+    struct mroce_dpdk_neigh neigh;
+    struct mroce_dpdk_counters cnt;
+    struct rte_mbuf *ctl[MROCE_DPDK_CTL_MAX]; /* ARP/ND frames to send */
+    uint16_t n_ctl;
+    struct rte_mbuf *cap[MROCE_DPDK_BURST_MAX]; /* frames to capture */
+    uint16_t n_cap;
+    struct rte_mbuf *backlog[MROCE_DPDK_BACKLOG];
+    uint32_t bl_head, bl_tail; /* free-running; head - tail frames */
+};
+
+/* eal.c: EAL, port, mempool and capture port start-up and shut-down.
+ * Errors as mroce_dp_create, with the reason logged. */
+int mroce_dpdk_start(struct mroce_dp *dp, struct mroce_dpdk *p);
+void mroce_dpdk_stop(struct mroce_dpdk *p);
+/* Logs through the context's log hook, or to stderr without one. */
+void mroce_dpdk_log(const struct mroce_dp *dp, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ctl.c: ARP/ND answered and asked; capture. */
+void mroce_dpdk_ctl_rx(struct mroce_dpdk *p, const uint8_t *frame,
+                       const struct mroce_dpdk_rx_info *info);
+void mroce_dpdk_resolve(struct mroce_dpdk *p, const struct mroce_addr *ip);
+void mroce_dpdk_ctl_flush(struct mroce_dpdk *p);
+void mroce_dpdk_capture(struct mroce_dpdk *p, struct rte_mbuf *m);
+void mroce_dpdk_capture_flush(struct mroce_dpdk *p);
+
+/* ---- Extension calls (datapaths of kind MROCE_DP_DPDK only) ---- */
+
+/* Copies the datapath's counters. Errors: EINVAL (not a DPDK datapath). */
+int mroce_dpdk_get_counters(const struct mroce_dp *dp,
+                            struct mroce_dpdk_counters *out);
+/* The port's MAC address. Errors: EINVAL. */
+int mroce_dpdk_mac(const struct mroce_dp *dp, uint8_t mac[6]);
+/* The ethdev port id (for tests that inject frames). Errors: EINVAL. */
+int mroce_dpdk_port_id(const struct mroce_dp *dp);
+/* Short name of a drop reason ("ethertype", "ip_csum", ...). */
+const char *mroce_dpdk_drop_str(int reason);
+
+#endif

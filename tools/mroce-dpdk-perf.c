@@ -1,0 +1,465 @@
+/* mroce-dpdk-perf: write_bw (and a data-verified run of every operation)
+ * between two processes over a mroce datapath -- DPDK (net_memif,
+ * net_af_packet, ...) or UDP sockets -- for bench/dpdk_vs_raw.sh and the
+ * tests/net/dpdk_*.sh tests. The two sides exchange their connection
+ * parameters, buffer address and key through files (PREFIX.server and
+ * PREFIX.client, written atomically).
+ *
+ *   mroce-dpdk-perf server|client --ip A --params PREFIX [--datapath
+ *       dpdk|udp] [--port NAME] [--udp-port N] [--mtu 4096] [--paths 16]
+ *       [--size 4M] [--seconds 3] [--verify] [--pcap FILE] [--no-gso]
+ *       [-- EAL args]
+ *
+ * The client writes; both print a JSON line (client: gbps, msgs, cycles
+ * per packet of its loop). --verify runs WRITE+READ (client checks),
+ * SEND, SEND_IMM and WRITE_IMM (server checks) instead of the bandwidth
+ * run. Exit 0 when every check passed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <arpa/inet.h>
+
+#include <mroce/mroce.h>
+#include <mroce/mroce_dp.h>
+
+#define NREG 5   /* regions: write/read, send, send_imm, write_imm, done */
+#define DEPTH 16 /* outstanding WRITEs */
+#define LINGER_NS 200000000ull
+#define WAIT_NS 60000000000ull
+
+struct opts {
+    bool server, verify, no_gso;
+    const char *ip, *params, *port, *pcap;
+    int kind;
+    uint16_t udp_port;
+    uint32_t mtu, paths;
+    size_t size;
+    double seconds;
+    int eal_argc;
+    char **eal_argv;
+};
+
+struct xinfo {
+    struct mroce_conn_params p;
+    uint64_t addr;
+    uint32_t rkey;
+};
+
+struct side {
+    struct opts o;
+    struct mroce_dp *dp;
+    struct mroce_ctx *ctx;
+    struct mroce_pd *pd;
+    struct mroce_cq *cq;
+    struct mroce_conn *conn;
+    struct mroce_mr *mr;
+    uint8_t *mem;
+    struct xinfo peer;
+    uint64_t busy_cycles;
+};
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "mroce-dpdk-perf: %s: %s\n", what, mroce_strerror(rc));
+    exit(1);
+}
+
+static size_t size_arg(const char *s)
+{
+    char *e;
+    double v = strtod(s, &e);
+    if (*e == 'K' || *e == 'k')
+        v *= 1024;
+    else if (*e == 'M' || *e == 'm')
+        v *= 1024 * 1024;
+    else if (*e == 'G' || *e == 'g')
+        v *= 1024.0 * 1024 * 1024;
+    return (size_t)v;
+}
+
+static int opt_one(struct opts *o, const char *k, const char *v)
+{
+    if (!strcmp(k, "--ip"))
+        o->ip = v;
+    else if (!strcmp(k, "--params"))
+        o->params = v;
+    else if (!strcmp(k, "--port"))
+        o->port = v;
+    else if (!strcmp(k, "--pcap"))
+        o->pcap = v;
+    else if (!strcmp(k, "--datapath"))
+        o->kind = !strcmp(v, "udp") ? MROCE_DP_UDP : MROCE_DP_DPDK;
+    else if (!strcmp(k, "--udp-port"))
+        o->udp_port = (uint16_t)atoi(v);
+    else if (!strcmp(k, "--mtu"))
+        o->mtu = (uint32_t)atoi(v);
+    else if (!strcmp(k, "--paths"))
+        o->paths = (uint32_t)atoi(v);
+    else if (!strcmp(k, "--size"))
+        o->size = size_arg(v);
+    else if (!strcmp(k, "--seconds"))
+        o->seconds = atof(v);
+    else
+        return -1;
+    return 0;
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.kind = MROCE_DP_DPDK,
+                       .mtu = 4096,
+                       .paths = 16,
+                       .size = 4 << 20,
+                       .seconds = 3};
+    if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
+        goto usage;
+    o->server = !strcmp(argv[1], "server");
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            o->eal_argc = argc - i;
+            o->eal_argv = argv + i;
+            argv[i] = argv[0];
+            break;
+        }
+        if (!strcmp(argv[i], "--verify"))
+            o->verify = true;
+        else if (!strcmp(argv[i], "--no-gso"))
+            o->no_gso = true;
+        else if (i + 1 >= argc || opt_one(o, argv[i], argv[i + 1]) < 0)
+            goto usage;
+        else
+            i++;
+    }
+    if (o->ip && o->params)
+        return;
+usage:
+    fprintf(stderr, "usage: mroce-dpdk-perf server|client --ip A --params "
+                    "PREFIX [options] [-- EAL args]\n");
+    exit(2);
+}
+
+static void log_hook(void *ud, int level, const char *msg)
+{
+    (void)ud;
+    if (level == MROCE_LOG_ERR)
+        fprintf(stderr, "mroce: %s\n", msg);
+}
+
+static void addr_of(const char *ip, struct mroce_addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->family = MROCE_AF_INET;
+    if (inet_pton(AF_INET, ip, a->ip) == 1)
+        return;
+    a->family = MROCE_AF_INET6;
+    if (inet_pton(AF_INET6, ip, a->ip) != 1)
+        die("bad --ip", MROCE_EINVAL);
+}
+
+static void open_dp(struct side *s)
+{
+    struct mroce_dpdk_attr da = {.eal_argc = s->o.eal_argc,
+                                 .eal_argv = s->o.eal_argv,
+                                 .port = s->o.port,
+                                 .pcap = s->o.pcap};
+    struct mroce_dp_attr a = {.kind = s->o.kind,
+                              .local_ip = s->o.ip,
+                              .port = s->o.udp_port,
+                              .dpdk = &da,
+                              .no_gso = s->o.no_gso};
+    addr_of(s->o.ip, &a.ctx.addr);
+    a.ctx.mtu = s->o.mtu;
+    a.ctx.hooks.log = log_hook;
+    int rc = mroce_dp_create(&a, &s->dp);
+    if (rc < 0)
+        die("datapath", rc);
+    s->ctx = mroce_dp_ctx(s->dp);
+}
+
+static void open_conn(struct side *s)
+{
+    size_t len = NREG * s->o.size;
+    s->mem = aligned_alloc(4096, len);
+    if (!s->mem)
+        die("memory", MROCE_ENOMEM);
+    memset(s->mem, 0, len);
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                   MROCE_ACCESS_REMOTE_READ;
+    int rc = mroce_pd_alloc(s->ctx, &s->pd);
+    if (rc == 0)
+        rc = mroce_cq_create(s->ctx, 4 * DEPTH, &s->cq);
+    if (rc == 0)
+        rc = mroce_reg_mr(s->pd, s->mem, len, acc, &s->mr);
+    struct mroce_conn_attr ca = {.send_cq = s->cq,
+                                 .recv_cq = s->cq,
+                                 .n_paths = (uint16_t)s->o.paths,
+                                 .sq_depth = 2 * DEPTH};
+    if (rc == 0)
+        rc = mroce_conn_create(s->pd, &ca, &s->conn);
+    if (rc < 0)
+        die("connection", rc);
+}
+
+/* ---- Parameter exchange through files ---- */
+
+static void put_info(struct side *s)
+{
+    char tmp[600], path[512];
+    struct xinfo x = {.addr = (uint64_t)(uintptr_t)s->mem,
+                      .rkey = mroce_mr_rkey(s->mr)};
+    mroce_conn_get_params(s->conn, &x.p);
+    snprintf(path, sizeof(path), "%s.%s", s->o.params,
+             s->o.server ? "server" : "client");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(&x, sizeof(x), 1, f) != 1 || fclose(f) != 0 ||
+        rename(tmp, path) != 0)
+        die("writing params", MROCE_EINVAL);
+}
+
+static void get_info(struct side *s)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s.%s", s->o.params,
+             s->o.server ? "client" : "server");
+    uint64_t end = mroce_dp_now_ns() + WAIT_NS;
+    for (;;) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            size_t n = fread(&s->peer, sizeof(s->peer), 1, f);
+            fclose(f);
+            if (n == 1)
+                break;
+        }
+        if (mroce_dp_now_ns() > end)
+            die("no peer parameters", MROCE_ESTATE);
+        mroce_progress(s->dp); /* answer ARP meanwhile */
+        usleep(1000);
+    }
+    int rc = mroce_conn_connect(s->conn, &s->peer.p);
+    if (rc < 0)
+        die("connect", rc);
+}
+
+/* ---- Driving ---- */
+
+static int poll_one(struct side *s, struct mroce_wc *wc)
+{
+    uint64_t t = __rdtsc();
+    int moved = mroce_progress(s->dp);
+    if (moved > 0)
+        s->busy_cycles += __rdtsc() - t;
+    int n = mroce_poll_cq(s->cq, 1, wc);
+    if (n == 1 && wc->status != MROCE_WC_SUCCESS) {
+        fprintf(stderr, "mroce-dpdk-perf: completion %s\n",
+                mroce_wc_status_str(wc->status));
+        exit(1);
+    }
+    return n;
+}
+
+static void wait_wc(struct side *s, struct mroce_wc *wc)
+{
+    uint64_t end = mroce_dp_now_ns() + WAIT_NS;
+    while (poll_one(s, wc) == 0)
+        if (mroce_dp_now_ns() > end)
+            die("no completion", MROCE_ESTATE);
+}
+
+static void linger(struct side *s)
+{
+    struct mroce_wc wc;
+    uint64_t end = mroce_dp_now_ns() + LINGER_NS;
+    while (mroce_dp_now_ns() < end)
+        poll_one(s, &wc);
+}
+
+static void pattern(uint8_t *b, size_t n, unsigned k)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131 + k * 7 + (i >> 9));
+}
+
+static bool check(const uint8_t *b, size_t n, unsigned k, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] != (uint8_t)(i * 131 + k * 7 + (i >> 9))) {
+            fprintf(stderr, "mroce-dpdk-perf: %s: byte %zu wrong\n", what, i);
+            return false;
+        }
+    }
+    printf("verified %s (%zu bytes)\n", what, n);
+    return true;
+}
+
+static struct mroce_send_wr wr(struct side *s, int reg, int rreg)
+{
+    struct mroce_send_wr w = {
+        .sge = {(uint64_t)(uintptr_t)(s->mem + (size_t)reg * s->o.size),
+                (uint32_t)s->o.size, mroce_mr_lkey(s->mr)},
+        .remote_addr = s->peer.addr + (uint64_t)rreg * s->o.size,
+        .rkey = s->peer.rkey,
+        .imm = 0x5eed0000u + (uint32_t)reg};
+    return w;
+}
+
+static void post_ok(int rc, const char *what)
+{
+    if (rc < 0)
+        die(what, rc);
+}
+
+static void post_recvs(struct side *s, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        struct mroce_recv_wr r = {
+            .wr_id = (uint64_t)i,
+            .sge = {(uint64_t)(uintptr_t)(s->mem + (size_t)i * s->o.size),
+                    (uint32_t)s->o.size, mroce_mr_lkey(s->mr)}};
+        post_ok(mroce_post_recv(s->conn, &r), "post_recv");
+    }
+}
+
+static void send_done(struct side *s)
+{
+    struct mroce_wc wc;
+    struct mroce_send_wr w = wr(s, 0, 0);
+    w.sge.length = 1;
+    post_ok(mroce_post_send(s->conn, &w), "post_send");
+    wait_wc(s, &wc);
+}
+
+static bool client_verify(struct side *s)
+{
+    struct mroce_wc wc;
+    size_t n = s->o.size;
+    pattern(s->mem, n, 1);
+    struct mroce_send_wr w = wr(s, 0, 0);
+    post_ok(mroce_post_write(s->conn, &w), "post_write");
+    wait_wc(s, &wc);
+    memset(s->mem, 0, n);
+    post_ok(mroce_post_read(s->conn, &w), "post_read");
+    wait_wc(s, &wc);
+    bool ok = check(s->mem, n, 1, "WRITE then READ");
+    pattern(s->mem + n, n, 2);
+    pattern(s->mem + 2 * n, n, 3);
+    pattern(s->mem + 3 * n, n, 4);
+    struct mroce_send_wr s1 = wr(s, 1, 0), s2 = wr(s, 2, 0), s3 = wr(s, 3, 3);
+    post_ok(mroce_post_send(s->conn, &s1), "post_send");
+    post_ok(mroce_post_send_imm(s->conn, &s2), "post_send_imm");
+    post_ok(mroce_post_write_imm(s->conn, &s3), "post_write_imm");
+    for (int i = 0; i < 3; i++)
+        wait_wc(s, &wc);
+    return ok;
+}
+
+static bool server_verify(struct side *s)
+{
+    struct mroce_wc wc[3];
+    size_t n = s->o.size;
+    for (int i = 0; i < 3; i++)
+        wait_wc(s, &wc[i]);
+    bool ok = wc[0].opcode == MROCE_WC_RECV && !wc[0].has_imm &&
+              wc[1].opcode == MROCE_WC_RECV && wc[1].has_imm &&
+              wc[1].imm == 0x5eed0002u &&
+              wc[2].opcode == MROCE_WC_RECV_RDMA_WITH_IMM &&
+              wc[2].imm == 0x5eed0003u;
+    if (!ok)
+        fprintf(stderr, "mroce-dpdk-perf: wrong completions\n");
+    ok &= check(s->mem + n, n, 2, "SEND");
+    ok &= check(s->mem + 2 * n, n, 3, "SEND_IMM");
+    ok &= check(s->mem + 3 * n, n, 4, "WRITE_IMM");
+    return ok;
+}
+
+static void print_json(struct side *s, double secs, uint64_t bytes,
+                       uint64_t msgs, uint64_t cycles)
+{
+    struct mroce_dp_counters c;
+    struct mroce_conn_counters k;
+    mroce_dp_get_counters(s->dp, &c);
+    mroce_conn_get_counters(s->conn, &k);
+    uint64_t pkts = c.tx_pkts + c.rx_pkts;
+    printf("{\"role\":\"%s\",\"datapath\":\"%s\",\"seconds\":%.3f,"
+           "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64 ",\"gbps\":%.3f,"
+           "\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
+           ",\"cycles_per_pkt\":%.0f,\"busy_cycles_per_pkt\":%.0f,"
+           "\"rx_bad_frame\":%" PRIu64 ",\"tx_dropped\":%" PRIu64
+           ",\"retx_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 "}\n",
+           s->o.server ? "server" : "client",
+           s->o.kind == MROCE_DP_UDP ? "udp" : "dpdk", secs, bytes, msgs,
+           secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0, c.tx_pkts, c.rx_pkts,
+           pkts ? (double)cycles / (double)pkts : 0,
+           pkts ? (double)s->busy_cycles / (double)pkts : 0, c.rx_bad_frame,
+           c.tx_dropped, k.retx_pkts, k.rto_events);
+}
+
+static void client_bw(struct side *s)
+{
+    struct mroce_wc wc;
+    uint64_t msgs = 0, posted = 0;
+    pattern(s->mem, s->o.size, 1);
+    struct mroce_send_wr w = wr(s, 0, 0);
+    uint64_t t0 = mroce_dp_now_ns(), c0 = __rdtsc();
+    uint64_t end = t0 + (uint64_t)(s->o.seconds * 1e9);
+    s->busy_cycles = 0;
+    while (msgs < posted || mroce_dp_now_ns() < end) {
+        while (posted - msgs < DEPTH && mroce_dp_now_ns() < end &&
+               mroce_post_write(s->conn, &w) == 0)
+            posted++;
+        msgs += (uint64_t)poll_one(s, &wc);
+    }
+    double secs = (double)(mroce_dp_now_ns() - t0) / 1e9;
+    print_json(s, secs, msgs * s->o.size, msgs, __rdtsc() - c0);
+}
+
+static int run(struct side *s)
+{
+    struct mroce_wc wc;
+    bool ok = true;
+    if (s->o.server) {
+        post_recvs(s, s->o.verify ? 4 : 1);
+        put_info(s);
+        get_info(s);
+        uint64_t c0 = __rdtsc(), t0 = mroce_dp_now_ns();
+        if (s->o.verify)
+            ok = server_verify(s);
+        wait_wc(s, &wc); /* the client's "done" */
+        print_json(s, (double)(mroce_dp_now_ns() - t0) / 1e9, 0, 0,
+                   __rdtsc() - c0);
+    } else {
+        get_info(s);
+        put_info(s);
+        if (s->o.verify)
+            ok = client_verify(s);
+        else
+            client_bw(s);
+        send_done(s);
+    }
+    linger(s);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    struct side s;
+    memset(&s, 0, sizeof(s));
+    parse(argc, argv, &s.o);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    open_dp(&s);
+    open_conn(&s);
+    int rc = run(&s);
+    mroce_conn_destroy(s.conn);
+    mroce_dp_destroy(s.dp);
+    free(s.mem);
+    return rc;
+}
