@@ -2,9 +2,10 @@
  * real MetaRoCE or RoCEv2 engine on every host (docs/sim.md).
  *
  *   mroce-sim [--transport metaroce|rocev2] [--workload single|permutation
- *             |incast|allreduce|alltoall] [--size BYTES] [--hosts N]
- *             [--iters N] [--channels C] [--flavour writeimm|send]
- *             [--json FILE] ...
+ *             |incast|allreduce|alltoall|allgather] [--size BYTES]
+ *             [--hosts N] [--iters N] [--channels C] [--flavour
+ *             writeimm|send] [--fail-plane P@US[:UP_US]] [--victim]
+ *             [--sample-us US] [--json FILE [--json-samples]] ...
  *
  * Prints a table (FCT percentiles next to the analytic ideal, packet and
  * fabric counters, simulator cost) and optionally writes the same as one
@@ -30,7 +31,7 @@
 struct opts {
     struct mroce_sim_exp_cfg c;
     const char *json;
-    bool quiet;
+    bool quiet, json_samples;
 };
 
 typedef int (*opt_fn)(struct opts *o, const char *v);
@@ -115,7 +116,7 @@ static int o_transport(struct opts *o, const char *v)
 
 static int o_workload(struct opts *o, const char *v)
 {
-    for (int w = MROCE_SIM_EXP_SINGLE; w <= MROCE_SIM_EXP_ALLTOALL; w++)
+    for (int w = MROCE_SIM_EXP_SINGLE; w <= MROCE_SIM_EXP_ALLGATHER; w++)
         if (strcmp(v, mroce_sim_exp_workload_str(w)) == 0) {
             o->c.workload = w;
             return 0;
@@ -188,13 +189,33 @@ static int o_loss(struct opts *o, const char *v)
                : 0;
 }
 
+/* Microseconds to picoseconds; -1 if not a time. */
+static int parse_us(const char *s, uint64_t *ps)
+{
+    double us;
+    if (parse_double(s, &us) || !(us >= 0 && us < 1e12))
+        return -1;
+    *ps = (uint64_t)(us * MROCE_SIM_PS_PER_US + 0.5);
+    return 0;
+}
+
+/* LINK:FRACTION[@TIME_US] */
 static int o_degrade(struct opts *o, const char *v)
 {
     if (o->c.n_degrade >= MROCE_SIM_EXP_MAX_FAULTS)
         return -1;
     struct mroce_sim_exp_fault *f = &o->c.degrade[o->c.n_degrade];
     const char *frac = parse_link(v, ':', f);
-    if (!frac || parse_double(frac, &f->fraction) ||
+    char num[64];
+    if (!frac || strlen(frac) >= sizeof(num))
+        return -1;
+    strcpy(num, frac);
+    char *at = strchr(num, '@');
+    if (at && parse_us(at + 1, &f->t_ps))
+        return -1;
+    if (at)
+        *at = '\0';
+    if (parse_double(num, &f->fraction) ||
         !(f->fraction > 0 && f->fraction <= 1))
         return -1;
     o->c.n_degrade++;
@@ -207,21 +228,43 @@ static int o_fail(struct opts *o, const char *v)
         return -1;
     struct mroce_sim_exp_fault *f = &o->c.fail[o->c.n_fail];
     const char *when = parse_link(v, '@', f);
-    double us;
-    if (!when || parse_double(when, &us) || !(us >= 0 && us < 1e12))
+    if (!when || parse_us(when, &f->t_ps))
         return -1;
-    f->t_ps = (uint64_t)(us * MROCE_SIM_PS_PER_US + 0.5);
     o->c.n_fail++;
     return 0;
 }
 
+/* P@TIME_US[:UP_US] */
+static int o_fail_plane(struct opts *o, const char *v)
+{
+    if (o->c.n_fail_plane >= MROCE_SIM_EXP_MAX_FAULTS)
+        return -1;
+    struct mroce_sim_exp_plane_fault *f = &o->c.fail_plane[o->c.n_fail_plane];
+    char buf[96];
+    if (strlen(v) >= sizeof(buf))
+        return -1;
+    strcpy(buf, v);
+    char *at = strchr(buf, '@'), *up = strchr(buf, ':');
+    if (!at || (up && up < at))
+        return -1;
+    *at = '\0';
+    if (up)
+        *up = '\0';
+    if (parse_int(buf, 0, 15, &f->plane) || parse_us(at + 1, &f->t_ps) ||
+        (up && parse_us(up + 1, &f->up_ps)) || (up && f->up_ps <= f->t_ps))
+        return -1;
+    o->c.n_fail_plane++;
+    return 0;
+}
+
+static int o_sample(struct opts *o, const char *v)
+{
+    return parse_us(v, &o->c.sample_ps) || o->c.sample_ps == 0 ? -1 : 0;
+}
+
 static int o_reroute(struct opts *o, const char *v)
 {
-    double us;
-    if (parse_double(v, &us) || !(us >= 0 && us < 1e12))
-        return -1;
-    o->c.reroute_ps = (uint64_t)(us * MROCE_SIM_PS_PER_US + 0.5);
-    return 0;
+    return parse_us(v, &o->c.reroute_ps);
 }
 
 static int o_seed(struct opts *o, const char *v)
@@ -314,9 +357,9 @@ static const struct {
 } opt_tab[] = {
     {"--transport", o_transport, "metaroce|rocev2 [metaroce]"},
     {"--workload", o_workload,
-     "single|permutation|incast|allreduce|alltoall [single]"},
+     "single|permutation|incast|allreduce|alltoall|allgather [single]"},
     {"--size", o_size,
-     "BYTES per flow (collectives: per rank), k/M/G = 2^10/20/30 [1M]"},
+     "BYTES per flow or rank (all-gather: gathered array), k/M/G [1M]"},
     {"--iters", o_iters, "N collectives back to back [1]"},
     {"--channels", o_channels, "C collective channels (streams) [1]"},
     {"--flavour", o_flavour, "writeimm|send, all-reduce [writeimm]"},
@@ -335,14 +378,47 @@ static const struct {
     {"--dcqcn", o_dcqcn, "on|off, RoCEv2 only [on]"},
     {"--rocev2-timeout", o_timeout, "T: ACK timeout 4.096 us x 2^T [14]"},
     {"--loss", o_loss, "P end to end, on host uplinks [0]"},
-    {"--degrade-link", o_degrade, "LINK:FRACTION (repeatable)"},
+    {"--degrade-link", o_degrade,
+     "LINK:FRACTION[@TIME_US] (repeatable) [from time 0]"},
     {"--fail-link", o_fail, "LINK@TIME_US (repeatable)"},
+    {"--fail-plane", o_fail_plane,
+     "P@TIME_US[:UP_US]: every cable of plane P down (repeatable)"},
     {"--reroute-us", o_reroute, "US until switches reroute [never]"},
     {"--seed", o_seed, "S [0]"},
     {"--pcap", o_pcap, "FILE: host 0's links"},
     {"--json", o_json, "FILE ('-' for stdout)"},
     {"--deadline-us", o_deadline, "simulated time limit [2000000]"},
+    {"--sample-us", o_sample, "US between time-series samples [1]"},
 };
+
+static void f_victim(struct opts *o)
+{
+    o->c.victim = 1;
+}
+
+static void f_json_samples(struct opts *o)
+{
+    o->json_samples = true;
+}
+
+static void f_quiet(struct opts *o)
+{
+    o->quiet = true;
+}
+
+/* Options without a value. */
+static const struct {
+    const char *name;
+    void (*set)(struct opts *o);
+    const char *help;
+} flag_tab[] = {
+    {"--victim", f_victim,
+     "incast: one more flow, last host -> host 1 (receiver's leaf)"},
+    {"--json-samples", f_json_samples, "the time series in the JSON"},
+    {"--quiet", f_quiet, "no progress on stderr"},
+};
+
+#define N_FLAGS (sizeof(flag_tab) / sizeof(flag_tab[0]))
 
 #define N_OPTS (sizeof(opt_tab) / sizeof(opt_tab[0]))
 
@@ -351,19 +427,29 @@ static void usage(FILE *f)
     fprintf(f, "usage: mroce-sim [options]   (docs/sim.md)\n");
     for (size_t i = 0; i < N_OPTS; i++)
         fprintf(f, "  %-17s %s\n", opt_tab[i].name, opt_tab[i].help);
-    fprintf(f, "  %-17s %s\n", "--quiet", "no progress on stderr");
+    for (size_t i = 0; i < N_FLAGS; i++)
+        fprintf(f, "  %-17s %s\n", flag_tab[i].name, flag_tab[i].help);
     fprintf(f, "LINK: a name such as leaf0-spine1, spine2-leaf1, "
                "host0-leaf0, p1.leaf0-spine0, or an id\n");
+}
+
+/* Sets a valueless option; false if arg is none. */
+static bool parse_flag(struct opts *o, const char *arg)
+{
+    for (size_t k = 0; k < N_FLAGS; k++)
+        if (strcmp(arg, flag_tab[k].name) == 0) {
+            flag_tab[k].set(o);
+            return true;
+        }
+    return false;
 }
 
 /* Returns 0, or -1 after printing what was wrong. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quiet") == 0) {
-            o->quiet = true;
+        if (parse_flag(o, argv[i]))
             continue;
-        }
         size_t k = 0;
         while (k < N_OPTS && strcmp(argv[i], opt_tab[k].name) != 0)
             k++;
@@ -395,7 +481,8 @@ static void progress(void *ud, const struct mroce_sim_exp_progress *p)
             p->wall_s > 0 ? (double)p->events / p->wall_s / 1e6 : 0.0);
 }
 
-static int write_json(const char *path, const struct mroce_sim_exp_result *r)
+static int write_json(const char *path, const struct mroce_sim_exp_result *r,
+                      bool samples)
 {
     bool out = strcmp(path, "-") == 0;
     FILE *f = out ? stdout : fopen(path, "w");
@@ -404,7 +491,8 @@ static int write_json(const char *path, const struct mroce_sim_exp_result *r)
                 strerror(errno));
         return -1;
     }
-    int rc = mroce_sim_report_json(f, r, true);
+    int rc = mroce_sim_report_json_flags(
+        f, r, MROCE_SIM_REPORT_WALL | (samples ? MROCE_SIM_REPORT_SAMPLES : 0));
     if ((out ? fflush(f) : fclose(f)) != 0)
         rc = -1;
     if (rc)
@@ -437,7 +525,7 @@ int main(int argc, char **argv)
     }
     bool json_stdout = o.json && strcmp(o.json, "-") == 0;
     mroce_sim_report_table(json_stdout ? stderr : stdout, &r);
-    int rc = o.json && write_json(o.json, &r) ? 2 : 0;
+    int rc = o.json && write_json(o.json, &r, o.json_samples) ? 2 : 0;
     if (r.flows_failed || r.flows_corrupt)
         rc = 1;
     mroce_sim_exp_result_free(&r);

@@ -12,9 +12,8 @@
 
 #include <mroce/mroce.h>
 
-#include "coll/allreduce.h"
-#include "coll/alltoall.h"
 #include "sim/defaults.h"
+#include "sim/exp_int.h"
 #include "sim/host.h"
 #include "sim/rng.h"
 #include "sim/topo.h"
@@ -23,10 +22,6 @@
 #include "wire/wire.h"
 
 #define EXP_MIB (1024u * 1024u)
-#define EXP_US MROCE_SIM_PS_PER_US
-/* The run loop hands control back this often in simulated time, to
- * report progress; cheap (one clock read). */
-#define EXP_SLICE_PS (20 * EXP_US)
 /* After the last flow settles, run on until the fabric is empty (no
  * packet alive) for conservation to end at zero in flight, at most this
  * long, in steps of EXP_DRAIN_STEP_PS. */
@@ -37,70 +32,16 @@
 #define EXP_MAX_MSG (1u << 30)
 #define EXP_MAX_HOSTS 65536
 
-struct exp;
-
-/* One host's engine, driven by the host through exp_ep_ops. */
-struct exp_ep {
-    struct exp *x;
-    int host;
-    struct mroce_ctx *ctx;
-    struct mroce_pd *pd;
-    struct mroce_cq *cq;
-    uint32_t cq_depth;
-    int n_in; /* flows arriving here, for reorder accounting */
-    int *in;
-};
-
-/* A flow at run time; pub is its reported record. */
-struct exp_flow {
-    struct mroce_sim_exp_flow *pub;
-    struct exp_ep *src, *dst;
-    struct mroce_conn *sc, *rc;
-    struct mroce_mr *smr, *dmr;
-    uint8_t *sbuf, *dbuf;
-    uint32_t n_msgs, n_wc, n_recv;
-    /* Reorder accounting at the destination: the next sequence number
-     * expected per sequence space (MetaRoCE: the connection's DSN;
-     * RoCEv2: the PSN of each of the destination's QPs). */
-    uint32_t rx_id; /* MetaRoCE: the destination's connection id */
-    uint16_t n_seq;
-    uint32_t *qpn; /* RoCEv2: the destination's QPNs */
-    uint32_t *next;
-    uint8_t *seen;
-};
-
-struct exp {
-    struct mroce_sim_exp_cfg c;
-    struct mroce_sim_exp_result *res;
-    struct mroce_sim_topo *t;
-    struct mroce_sim_evlist *ev;
-    struct mroce_sim_trace *trace;
-    struct exp_ep *eps; /* one per host; ctx NULL where idle */
-    struct exp_flow *fl;
-    int n_flows, n_settled;
-    uint32_t msg, n_msgs; /* the split of every flow */
-    uint8_t *pattern;     /* the sources' bytes */
-    uint16_t n_streams;
-    uint64_t ooo;
-    /* collective workloads */
-    struct mroce_coll_comm *comm;
-    struct mroce_coll_allreduce *ar;
-    struct mroce_coll_alltoall *a2a;
-    bool coll_active;
-    int coll_err;
-    uint64_t coll_t0_ps, coll_done_ps;
-};
-
 /* ---- Small helpers ---- */
 
-static double exp_wall(void)
+double exp_wall(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int exp_fail(struct exp *x, int err, const char *fmt, ...)
+int exp_fail(struct exp *x, int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -109,17 +50,11 @@ static int exp_fail(struct exp *x, int err, const char *fmt, ...)
     return err;
 }
 
-static uint32_t exp_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-           p[3];
-}
-
 const char *mroce_sim_exp_workload_str(int workload)
 {
-    static const char *const n[] = {"single", "permutation", "incast",
-                                    "allreduce", "alltoall"};
-    return workload >= 0 && workload < 5 ? n[workload] : "unknown";
+    static const char *const n[] = {"single",    "permutation", "incast",
+                                    "allreduce", "alltoall",    "allgather"};
+    return workload >= 0 && workload < 6 ? n[workload] : "unknown";
 }
 
 static int exp_cmp_double(const void *a, const void *b)
@@ -168,6 +103,7 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
     o->deadline_ps = EXP_DEF(o->deadline_ps, 2 * MROCE_SIM_PS_PER_S);
     o->iters = EXP_DEF(o->iters, 1);
     o->channels = EXP_DEF(o->channels, 1);
+    o->sample_ps = EXP_DEF(o->sample_ps, EXP_US);
     if (o->progress_every_s <= 0)
         o->progress_every_s = 0.25;
 }
@@ -185,10 +121,21 @@ static int exp_check_faults(struct exp *x)
                             "degrade fraction must be in (0, 1]");
     if (!(c->loss >= 0 && c->loss < 1))
         return exp_fail(x, MROCE_EINVAL, "loss must be in [0, 1)");
+    if (c->n_fail_plane < 0 || c->n_fail_plane > MROCE_SIM_EXP_MAX_FAULTS)
+        return exp_fail(x, MROCE_EINVAL, "at most %d plane faults",
+                        MROCE_SIM_EXP_MAX_FAULTS);
+    for (int i = 0; i < c->n_fail_plane; i++) {
+        const struct mroce_sim_exp_plane_fault *f = &c->fail_plane[i];
+        if (f->plane < 0 || f->plane >= c->planes ||
+            (f->up_ps && f->up_ps <= f->t_ps))
+            return exp_fail(x, MROCE_EINVAL,
+                            "plane fault: plane 0..%d, up after down",
+                            c->planes - 1);
+    }
     return 0;
 }
 
-static int exp_check(struct exp *x)
+int exp_check(struct exp *x)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     if (c->transport != MROCE_TRANSPORT_METAROCE &&
@@ -203,9 +150,14 @@ static int exp_check(struct exp *x)
     if (c->paths < 1 || c->paths > 256 || c->qps < 1 || c->qps > MROCE_MAX_QPS)
         return exp_fail(x, MROCE_EINVAL, "paths and qps must be 1..256");
     if (c->workload < MROCE_SIM_EXP_SINGLE ||
-        c->workload > MROCE_SIM_EXP_ALLTOALL)
+        c->workload > MROCE_SIM_EXP_ALLGATHER)
         return exp_fail(x, MROCE_EINVAL, "unknown workload");
-    if (c->workload >= MROCE_SIM_EXP_ALLREDUCE &&
+    if (c->victim && (c->workload != MROCE_SIM_EXP_INCAST ||
+                      c->hosts_per_leaf < 2 || c->hosts < 3))
+        return exp_fail(x, MROCE_EINVAL,
+                        "a victim flow needs an incast and host 1 on the "
+                        "receiver's leaf");
+    if (exp_is_coll(c->workload) &&
         (c->hosts > 256 || c->iters < 1 || c->channels < 1 ||
          c->channels > 64 || c->flavour < 0 || c->flavour > 1))
         return exp_fail(x, MROCE_EINVAL,
@@ -243,7 +195,7 @@ static uint32_t exp_max_payload(const struct mroce_sim_exp_cfg *c)
     return (uint32_t)n;
 }
 
-static int exp_topo(struct exp *x)
+int exp_topo(struct exp *x)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     struct mroce_sim_topo_cfg tc = {
@@ -266,7 +218,7 @@ static int exp_topo(struct exp *x)
 }
 
 /* A link by name, or by decimal id. */
-static int exp_link(struct exp *x, const char *name)
+int exp_link_id(struct exp *x, const char *name)
 {
     int id = mroce_sim_topo_link_find(x->t, name);
     if (id >= 0)
@@ -297,31 +249,38 @@ static int exp_loss(struct exp *x)
     return 0;
 }
 
-static int exp_faults(struct exp *x)
+int exp_faults(struct exp *x)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     for (int i = 0; i < c->n_degrade; i++) {
-        int id = exp_link(x, c->degrade[i].link);
+        int id = exp_link_id(x, c->degrade[i].link);
         if (id < 0)
             return exp_fail(x, MROCE_EINVAL, "unknown link '%s'",
                             c->degrade[i].link);
         if (mroce_sim_topo_link_degrade(x->t, id, true, c->degrade[i].fraction,
-                                        0))
+                                        c->degrade[i].t_ps))
             return exp_fail(x, MROCE_ENOMEM, "cannot schedule degrade");
     }
     for (int i = 0; i < c->n_fail; i++) {
-        int id = exp_link(x, c->fail[i].link);
+        int id = exp_link_id(x, c->fail[i].link);
         if (id < 0)
             return exp_fail(x, MROCE_EINVAL, "unknown link '%s'",
                             c->fail[i].link);
         if (mroce_sim_topo_link_down(x->t, id, true, c->fail[i].t_ps))
             return exp_fail(x, MROCE_ENOMEM, "cannot schedule failure");
     }
+    for (int i = 0; i < c->n_fail_plane; i++) {
+        const struct mroce_sim_exp_plane_fault *f = &c->fail_plane[i];
+        if (mroce_sim_topo_plane_set(x->t, f->plane, false, f->t_ps) ||
+            (f->up_ps &&
+             mroce_sim_topo_plane_set(x->t, f->plane, true, f->up_ps)))
+            return exp_fail(x, MROCE_ENOMEM, "cannot schedule plane fault");
+    }
     return exp_loss(x);
 }
 
 /* Host 0's cable in every plane, both directions, in one capture. */
-static int exp_trace(struct exp *x)
+int exp_trace(struct exp *x)
 {
     if (!x->c.pcap)
         return 0;
@@ -374,7 +333,11 @@ static int exp_pairs(struct exp *x, int *src, int *dst)
             src[i] = n - 1 - i;
             dst[i] = 0;
         }
-        return c->senders;
+        if (!c->victim)
+            return c->senders;
+        src[c->senders] = n - 1; /* the victim, on the receiver's leaf */
+        dst[c->senders] = 1;
+        return c->senders + 1;
     }
     exp_derangement(dst, n, c->seed);
     for (int i = 0; i < n; i++)
@@ -386,7 +349,7 @@ static int exp_pairs(struct exp *x, int *src, int *dst)
  * all packets of a MetaRoCE WRITE carry MTH+DXH+RETH (+SNH+IMM for
  * WRITE_IMM) and the CRC; a RoCEv2 WRITE's middle packets carry the BTH
  * and the ICRC (its first packet adds a RETH, its last an ImmDt). */
-static uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
+uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
 {
     if (x->c.transport == MROCE_TRANSPORT_ROCEV2)
         return ROCE_BTH_LEN + ROCE_ICRC_LEN;
@@ -444,6 +407,7 @@ static int exp_flows(struct exp *x)
         f->pub->src = src[i];
         f->pub->dst = dst[i];
         f->pub->ideal_ps = exp_ideal(x, src[i], dst[i]);
+        f->pub->victim = x->c.victim && i == x->n_flows - 1;
         f->n_msgs = x->n_msgs;
     }
     free(src);
@@ -453,7 +417,7 @@ static int exp_flows(struct exp *x)
 
 /* ---- Engines ---- */
 
-static int exp_ep_open(struct exp *x, struct exp_ep *e)
+int exp_ep_open(struct exp *x, struct exp_ep *e)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     struct mroce_ctx_attr a = {
@@ -479,7 +443,34 @@ static int exp_ep_open(struct exp *x, struct exp_ep *e)
     return 0;
 }
 
-/* Sizes each taking part host's CQ and reorder table, then opens it. */
+static int exp_cmp_rx(const void *a, const void *b)
+{
+    int x = ((const struct exp_rx *)a)->src,
+        y = ((const struct exp_rx *)b)->src;
+    return (x > y) - (x < y);
+}
+
+/* Each destination's receive records, sorted by sender; every flow
+ * points to its own. */
+static void exp_rx_records(struct exp *x)
+{
+    for (int i = 0; i < x->n_flows; i++) {
+        struct exp_flow *f = &x->fl[i];
+        struct exp_rx *r = &f->dst->rx[f->dst->n_rx++];
+        r->src = f->pub->src;
+        r->flow = i;
+        r->victim = f->pub->victim;
+    }
+    for (int h = 0; h < x->c.hosts; h++) {
+        struct exp_ep *e = &x->eps[h];
+        if (e->n_rx > 1)
+            qsort(e->rx, (size_t)e->n_rx, sizeof(*e->rx), exp_cmp_rx);
+        for (int k = 0; k < e->n_rx; k++)
+            x->fl[e->rx[k].flow].rx = &e->rx[k];
+    }
+}
+
+/* Sizes each taking part host's CQ and receive records, then opens it. */
 static int exp_eps(struct exp *x)
 {
     int n = x->c.hosts;
@@ -492,7 +483,7 @@ static int exp_eps(struct exp *x)
         f->dst = &x->eps[f->pub->dst];
         f->src->cq_depth += f->n_msgs;
         f->dst->cq_depth += x->n_streams;
-        f->dst->n_in++;
+        f->dst->n_rx++;
     }
     for (int h = 0; h < n; h++) {
         struct exp_ep *e = &x->eps[h];
@@ -501,16 +492,15 @@ static int exp_eps(struct exp *x)
         if (!e->cq_depth)
             continue;
         e->cq_depth += 16;
-        e->in = calloc((size_t)e->n_in + 1, sizeof(int));
-        if (!e->in)
+        e->rx = calloc((size_t)e->n_rx + 1, sizeof(*e->rx));
+        if (!e->rx)
             return exp_fail(x, MROCE_ENOMEM, "out of memory");
-        e->n_in = 0;
+        e->n_rx = 0;
         int err = exp_ep_open(x, e);
         if (err)
             return err;
     }
-    for (int i = 0; i < x->n_flows; i++)
-        x->fl[i].dst->in[x->fl[i].dst->n_in++] = i;
+    exp_rx_records(x);
     return 0;
 }
 
@@ -568,23 +558,6 @@ static int exp_conn(struct exp *x, struct exp_ep *e, struct mroce_conn **out)
     return mroce_conn_create(e->pd, &ca, out);
 }
 
-/* The destination's sequence spaces, for reorder accounting. */
-static int exp_seq_init(struct exp_flow *f)
-{
-    struct mroce_conn_params p;
-    mroce_conn_get_params(f->rc, &p);
-    f->rx_id = p.conn_id;
-    f->n_seq = p.transport == MROCE_TRANSPORT_ROCEV2 ? p.n_qps : 1;
-    f->qpn = calloc(f->n_seq, sizeof(*f->qpn));
-    f->next = calloc(f->n_seq, sizeof(*f->next));
-    f->seen = calloc(f->n_seq, 1);
-    if (!f->qpn || !f->next || !f->seen)
-        return MROCE_ENOMEM;
-    if (p.transport == MROCE_TRANSPORT_ROCEV2)
-        memcpy(f->qpn, p.qpn, f->n_seq * sizeof(*f->qpn));
-    return 0;
-}
-
 /* One receive per stream for its closing WRITE_IMM, then both ends. */
 static int exp_connect(struct exp *x, struct exp_flow *f, int idx)
 {
@@ -604,7 +577,7 @@ static int exp_connect(struct exp *x, struct exp_flow *f, int idx)
         err = mroce_conn_connect(f->sc, &pr);
     if (!err)
         err = mroce_conn_connect(f->rc, &ps);
-    return err ? err : exp_seq_init(f);
+    return err ? err : exp_rx_init(f->rx, f->rc);
 }
 
 static int exp_flow_open(struct exp *x, int idx)
@@ -656,57 +629,6 @@ static int exp_post(struct exp *x, int idx)
 
 /* ---- Driving: the ops the hosts call ---- */
 
-/* Counts a data packet arriving below the next expected sequence number
- * of its space (RFC 4737's reordered packet: overtaken by a later one,
- * or sent again). */
-static void exp_seq(struct exp *x, struct exp_flow *f, int q, uint32_t seq,
-                    bool roce)
-{
-    int32_t d =
-        roce ? roce_psn_diff(seq, f->next[q]) : (int32_t)(seq - f->next[q]);
-    if (f->seen[q] && d < 0) {
-        x->ooo++;
-        return;
-    }
-    f->seen[q] = 1;
-    f->next[q] = roce ? roce_psn_add(seq, 1) : seq + 1;
-}
-
-static void exp_peek_meta(struct exp_ep *e, const uint8_t *buf, size_t len)
-{
-    if (len < MROCE_MTH_LEN + MROCE_DXH_LEN)
-        return;
-    const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
-    if (!oi || !(oi->headers & MROCE_H_DXH) || !(oi->headers & MROCE_H_PAYLOAD))
-        return;
-    uint32_t conn = exp_be32(buf + 4);
-    for (int i = 0; i < e->n_in; i++) {
-        struct exp_flow *f = &e->x->fl[e->in[i]];
-        if (f->rx_id == conn) {
-            exp_seq(e->x, f, 0, exp_be32(buf + MROCE_MTH_LEN), false);
-            return;
-        }
-    }
-}
-
-static void exp_peek_roce(struct exp_ep *e, const uint8_t *buf, size_t len)
-{
-    struct roce_hdr h;
-    if (roce_decode(NULL, buf, len, &h) != ROCE_WIRE_OK)
-        return;
-    const struct roce_op_info *oi = roce_op_info(h.opcode);
-    if (!oi || oi->kind != ROCE_K_WRITE)
-        return;
-    for (int i = 0; i < e->n_in; i++) {
-        struct exp_flow *f = &e->x->fl[e->in[i]];
-        for (int q = 0; q < f->n_seq; q++)
-            if (f->qpn[q] == h.dqpn) {
-                exp_seq(e->x, f, q, h.psn, true);
-                return;
-            }
-    }
-}
-
 static void exp_on_wc(struct exp *x, const struct mroce_wc *wc, uint64_t now)
 {
     struct exp_flow *f = &x->fl[wc->wr_id >> 32];
@@ -735,13 +657,13 @@ static void exp_poll(struct exp_ep *e, uint64_t now_ns)
             exp_on_wc(e->x, &wc[i], now_ns * MROCE_SIM_PS_PER_NS);
 }
 
-static size_t exp_ep_max_pkt(const void *ep)
+size_t exp_ep_max_pkt(const void *ep)
 {
     return mroce_ctx_max_pkt(((const struct exp_ep *)ep)->ctx);
 }
 
-static int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
-                     struct mroce_pkt_meta *meta)
+int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
+              struct mroce_pkt_meta *meta)
 {
     return mroce_ctx_tx(((struct exp_ep *)ep)->ctx, now, buf, cap, meta);
 }
@@ -750,19 +672,12 @@ static int exp_ep_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
                      const uint8_t *buf, size_t len)
 {
     struct exp_ep *e = ep;
-    int rc = mroce_ctx_rx(e->ctx, now, meta, buf, len);
-    /* after the engine: its checks have brought the headers to cache */
-    if (e->n_in) {
-        if (e->x->c.transport == MROCE_TRANSPORT_ROCEV2)
-            exp_peek_roce(e, buf, len);
-        else
-            exp_peek_meta(e, buf, len);
-    }
+    int rc = exp_meter_rx(e, now, meta, buf, len);
     exp_poll(e, now);
     return rc;
 }
 
-static uint64_t exp_ep_next_expiry(const void *ep)
+uint64_t exp_ep_next_expiry(const void *ep)
 {
     return mroce_ctx_next_expiry(((const struct exp_ep *)ep)->ctx);
 }
@@ -782,7 +697,7 @@ static const struct mroce_ep_ops exp_ep_ops = {
     .on_expiry = exp_ep_on_expiry,
 };
 
-static int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
+int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
 {
     for (int h = 0; h < x->c.hosts; h++) {
         if (!x->eps[h].ctx)
@@ -798,7 +713,7 @@ static int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
 
 /* ---- Running ---- */
 
-static void exp_progress(struct exp *x, double t0, double *last)
+void exp_progress(struct exp *x, double t0, double *last)
 {
     double now = exp_wall();
     if (!x->c.progress || now - *last < x->c.progress_every_s)
@@ -824,12 +739,15 @@ static bool exp_in_flight(struct exp *x)
 /* Until every flow settled or the deadline; then, if all settled, until
  * the fabric is empty (bounded), so the conservation count ends with
  * nothing alive. A run cut by the deadline stops there. */
-static void exp_loop(struct exp *x)
+static int exp_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
+    int err = exp_meter_start(x);
+    if (err)
+        return err;
     while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
-           mroce_sim_ev_pending(x->ev)) {
+           exp_meter_busy(x)) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
         exp_progress(x, t0, &last);
@@ -840,6 +758,8 @@ static void exp_loop(struct exp *x)
            mroce_sim_ev_now(x->ev) < stop)
         mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
     x->res->wall_s = exp_wall() - t0;
+    exp_meter_finish(x);
+    return 0;
 }
 
 /* ---- Results ---- */
@@ -894,7 +814,7 @@ static int exp_stats(struct exp *x)
     return 0;
 }
 
-static void exp_fabric(struct exp *x)
+void exp_fabric(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
     struct mroce_sim_topo_counters tc;
@@ -907,8 +827,8 @@ static void exp_fabric(struct exp *x)
     r->pfc_pauses = tc.pfc_pauses;
     r->pfc_pause_ps = tc.pfc_pause_ps;
     r->max_qbytes = tc.max_qbytes;
-    r->events = tc.events;
-    r->ooo_pkts = x->ooo;
+    r->events = tc.events - x->m.ticks; /* the fabric's, not the sampler's */
+    r->ooo_pkts = x->m.ooo;
     r->ideal_ps = exp_ideal(x, 0, x->c.hosts - 1);
     if (r->wall_s > 0) {
         r->events_per_s = (double)r->events / r->wall_s;
@@ -927,369 +847,8 @@ static int exp_results(struct exp *x)
     struct mroce_sim_exp_result *r = x->res;
     r->fraction_of_ideal =
         r->jct_ps && !r->flows_failed ? (double)r->ideal_ps / r->jct_ps : 0;
-    return exp_stats(x);
-}
-
-/* ---- Collectives: a communicator on the simulator's hosts ---- */
-
-/* mroce_coll_comm_create names its ranks 10.0.x.y and opens contexts with
- * default attributes, but the fabric routes on the topology's host
- * addresses and the engines should know the line rate. So this builds
- * the same communicator (comm.h's public struct, allocated the way
- * mroce_coll_comm_destroy frees it) with rank r's context opened as host
- * r's engine (exp_ep_open), connections as comm.c makes them. */
-#define EXP_COLL_QD 128
-
-static int exp_rank_bufs(struct mroce_coll_comm *c, struct mroce_coll_rank *k)
-{
-    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-                   MROCE_ACCESS_REMOTE_READ;
-    k->conn = calloc((size_t)c->n, sizeof(*k->conn));
-    k->sbuf = calloc(1, c->buf_bytes);
-    k->rbuf = calloc(1, c->buf_bytes);
-    k->scratch = calloc(1, c->buf_bytes);
-    if (!k->conn || !k->sbuf || !k->rbuf || !k->scratch)
-        return MROCE_ENOMEM;
-    int err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
-    if (!err)
-        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
-    return err ? err
-               : mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
-}
-
-static int exp_rank_open(struct exp *x, int r)
-{
-    struct mroce_coll_comm *c = x->comm;
-    struct mroce_coll_rank *k = &c->rank[r];
-    struct exp_ep *e = &x->eps[r];
-    e->x = x;
-    e->host = r;
-    e->cq_depth = (uint32_t)(c->n - 1) * c->n_channels * 2 * EXP_COLL_QD + 64;
-    int err = exp_ep_open(x, e);
-    if (err)
-        return err;
-    k->ctx = e->ctx;
-    k->pd = e->pd;
-    k->cq = e->cq;
-    mroce_sim_topo_host_addr(x->t, r, &k->addr);
-    err = exp_rank_bufs(c, k);
-    return err ? exp_fail(x, err, "rank %d buffers: %s", r, mroce_strerror(err))
-               : 0;
-}
-
-static int exp_pair(struct exp *x, int a, int b)
-{
-    struct mroce_coll_rank *rk = x->comm->rank;
-    int ends[2] = {a, b};
-    for (int i = 0; i < 2; i++) {
-        struct mroce_coll_rank *k = &rk[ends[i]];
-        struct mroce_conn_attr at = {.send_cq = k->cq,
-                                     .recv_cq = k->cq,
-                                     .n_streams = x->comm->n_channels,
-                                     .n_paths = (uint16_t)x->c.paths,
-                                     .sq_depth = EXP_COLL_QD,
-                                     .rq_depth = EXP_COLL_QD,
-                                     .qps_per_stream = (uint16_t)x->c.qps,
-                                     .rocev2_timeout = x->c.rocev2_timeout};
-        int err = mroce_conn_create(k->pd, &at, &k->conn[ends[1 - i]]);
-        if (err)
-            return err;
-    }
-    struct mroce_conn_params pa, pb;
-    mroce_conn_get_params(rk[a].conn[b], &pa);
-    mroce_conn_get_params(rk[b].conn[a], &pb);
-    int err = mroce_conn_connect(rk[a].conn[b], &pb);
-    return err ? err : mroce_conn_connect(rk[b].conn[a], &pa);
-}
-
-/* S as the collective uses it: all-reduce floats a multiple of N,
- * all-to-all blocks a multiple of the channels. */
-static void exp_coll_sizes(struct exp *x)
-{
-    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
-    uint64_t s;
-    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
-        uint64_t count = x->c.size / sizeof(float) / n * n;
-        s = (count ? count : n) * sizeof(float);
-    } else {
-        uint64_t block = x->c.size / n / ch * ch;
-        s = (block ? block : ch) * n;
-    }
-    x->res->coll_bytes = s;
-}
-
-static int exp_comm(struct exp *x)
-{
-    int n = x->c.hosts;
-    x->comm = calloc(1, sizeof(*x->comm));
-    x->eps = calloc((size_t)n, sizeof(*x->eps));
-    if (!x->comm || !x->eps ||
-        !(x->comm->rank = calloc((size_t)n, sizeof(*x->comm->rank))))
-        return exp_fail(x, MROCE_ENOMEM, "out of memory");
-    x->comm->n = n;
-    x->comm->n_channels = (uint16_t)x->c.channels;
-    x->comm->buf_bytes = x->res->coll_bytes;
-    for (int r = 0; r < n; r++) {
-        int err = exp_rank_open(x, r);
-        if (err)
-            return err;
-    }
-    for (int a = 0; a < n; a++)
-        for (int b = a + 1; b < n; b++) {
-            int err = exp_pair(x, a, b);
-            if (err)
-                return exp_fail(x, err, "connection %d - %d: %s", a, b,
-                                mroce_strerror(err));
-        }
-    return 0;
-}
-
-/* ---- Collectives: driving ---- */
-
-/* Called right after a host's engine took a packet or a timer: polls
- * every rank's CQ and posts what became possible. Posts land on the
- * rank whose completions arrived, i.e. this host, which pulls them
- * straight after the callback. */
-static void exp_coll_step(struct exp *x)
-{
-    if (!x->coll_active)
-        return;
-    int rc = x->ar ? mroce_coll_allreduce_progress(x->ar)
-                   : mroce_coll_alltoall_progress(x->a2a);
-    if (rc == 0)
-        return;
-    x->coll_active = false;
-    x->coll_err = rc < 0 ? rc : 0;
-    x->coll_done_ps = mroce_sim_ev_now(x->ev);
-    mroce_sim_ev_stop(x->ev);
-}
-
-static int exp_coll_rx(void *ep, uint64_t now,
-                       const struct mroce_pkt_meta *meta, const uint8_t *buf,
-                       size_t len)
-{
-    struct exp_ep *e = ep;
-    int rc = mroce_ctx_rx(e->ctx, now, meta, buf, len);
-    exp_coll_step(e->x);
-    return rc;
-}
-
-static void exp_coll_on_expiry(void *ep, uint64_t now)
-{
-    struct exp_ep *e = ep;
-    mroce_ctx_on_expiry(e->ctx, now);
-    exp_coll_step(e->x);
-}
-
-static const struct mroce_ep_ops exp_coll_ops = {
-    .max_pkt = exp_ep_max_pkt,
-    .tx = exp_ep_tx,
-    .rx = exp_coll_rx,
-    .next_expiry = exp_ep_next_expiry,
-    .on_expiry = exp_coll_on_expiry,
-};
-
-static void exp_kick_all(struct exp *x)
-{
-    for (int h = 0; h < x->c.hosts; h++)
-        mroce_sim_host_kick(mroce_sim_topo_host(x->t, h));
-}
-
-static int exp_coll_start(struct exp *x)
-{
-    struct mroce_coll_comm *cm = x->comm;
-    uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
-    int err;
-    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
-        size_t chunk = s / sizeof(float) / n;
-        struct mroce_coll_allreduce_args a = {
-            .count = s / sizeof(float),
-            .slice_count = (chunk + cm->n_channels - 1) / cm->n_channels,
-            .flavour = x->c.flavour == MROCE_SIM_EXP_FLAVOUR_SEND
-                           ? MROCE_COLL_SEND
-                           : MROCE_COLL_WRITE_IMM};
-        err = mroce_coll_allreduce_start(cm, &a, &x->ar);
-    } else {
-        for (int r = 0; r < cm->n; r++) /* stale blocks must not pass */
-            memset(cm->rank[r].rbuf, 0, cm->buf_bytes);
-        struct mroce_coll_alltoall_args a = {
-            .block = s / n,
-            .schedule = x->c.shifted ? MROCE_COLL_A2A_SHIFTED
-                                     : MROCE_COLL_A2A_CONCURRENT};
-        err = mroce_coll_alltoall_start(cm, &a, &x->a2a);
-    }
-    if (err)
-        return exp_fail(x, err, "collective start: %s", mroce_strerror(err));
-    x->coll_active = true;
-    x->coll_err = 0;
-    x->coll_t0_ps = mroce_sim_ev_now(x->ev);
-    exp_kick_all(x);
-    return 0;
-}
-
-/* Until the collective is done or the deadline; every slice, a sweep
- * (progress, kick every host) in case a completion appeared outside
- * rx/timer callbacks. */
-static void exp_coll_loop(struct exp *x)
-{
-    double t0 = exp_wall(), last = t0;
-    uint64_t dl = x->c.deadline_ps;
-    while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
-        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
-        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
-        if (!x->coll_active)
-            break;
-        exp_coll_step(x);
-        exp_kick_all(x);
-        exp_progress(x, t0, &last);
-    }
-    x->res->wall_s += exp_wall() - t0;
-}
-
-/* Frees the collective, verifies its result; returns its JCT, 0 if it
- * failed. */
-static uint64_t exp_coll_finish(struct exp *x)
-{
-    struct mroce_coll_comm *cm = x->comm;
-    bool ok = !x->coll_active && !x->coll_err;
-    long bad = -1;
-    uint64_t s = x->res->coll_bytes;
-    if (x->ar && ok)
-        bad = mroce_coll_allreduce_check(cm, s / sizeof(float), NULL);
-    if (x->a2a && ok)
-        bad = mroce_coll_alltoall_check(cm, s / (uint64_t)cm->n, NULL);
-    mroce_coll_allreduce_free(x->ar);
-    mroce_coll_alltoall_free(x->a2a);
-    x->ar = NULL;
-    x->a2a = NULL;
-    x->coll_active = false;
-    x->res->flows_failed += !ok;
-    x->res->flows_corrupt += ok && bad >= 0;
-    if (!ok || bad >= 0)
-        return 0;
-    x->res->flows_completed++;
-    uint64_t jct = x->coll_done_ps - x->coll_t0_ps;
-    return jct ? jct : 1;
-}
-
-/* ---- Collectives: results ---- */
-
-static void exp_coll_counters(struct exp *x)
-{
-    struct mroce_sim_exp_result *r = x->res;
-    r->data_pkts = r->retx_pkts = r->timeouts = 0;
-    for (int a = 0; a < x->comm->n; a++)
-        for (int b = 0; b < x->comm->n; b++) {
-            struct mroce_conn_counters cc;
-            if (!x->comm->rank[a].conn || !x->comm->rank[a].conn[b])
-                continue;
-            mroce_conn_get_counters(x->comm->rank[a].conn[b], &cc);
-            r->data_pkts += cc.tx_data_pkts;
-            r->retx_pkts += cc.retx_pkts;
-            r->timeouts += cc.rto_events;
-        }
-}
-
-/* alpha: one MTU packet's ideal from a rank to its ring successor minus
- * its own serialization, i.e. the one-way base latency with store-and-
- * forward (the simulator has no endpoint overhead). The ring's chunks
- * cross every ring link in turn, so the all-reduce takes the mean over
- * the ring's links; in the all-to-all the farthest pair bounds, so the
- * maximum (across leaves when there are several). */
-static uint64_t exp_coll_alpha(struct exp *x, uint32_t hdr, bool mean)
-{
-    uint64_t wire = (uint64_t)x->c.mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4;
-    uint64_t ser = wire * 8 * MROCE_SIM_PS_PER_S / x->c.link_bps;
-    uint64_t sum = 0, max = 0;
-    for (int h = 0; h < x->c.hosts; h++) {
-        uint64_t t = mroce_sim_topo_ideal_fct_ps(x->t, x->c.mtu, x->c.mtu, hdr,
-                                                 h, (h + 1) % x->c.hosts);
-        t = t > ser ? t - ser : 0;
-        sum += t;
-        max = t > max ? t : max;
-    }
-    return mean ? sum / (uint64_t)x->c.hosts : max;
-}
-
-static void exp_coll_ideal(struct exp *x)
-{
-    struct mroce_sim_exp_result *r = x->res;
-    const struct mroce_sim_exp_cfg *c = &x->c;
-    uint32_t hdr = exp_hdr_bytes(x, 2);
-    r->eta = (double)c->mtu / (c->mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4);
-    r->line_gbps = (double)c->link_bps * c->planes / 1e9;
-    bool ar = c->workload == MROCE_SIM_EXP_ALLREDUCE;
-    r->alpha_ps = exp_coll_alpha(x, hdr, ar);
-    double n = c->hosts, s = (double)r->coll_bytes;
-    double bw = r->eta * r->line_gbps * 1e9 / 8; /* payload bytes/s */
-    double alpha = (double)r->alpha_ps / MROCE_SIM_PS_PER_S, t, factor;
-    if (ar) {
-        factor = 2 * (n - 1) / n;
-        t = factor * s / bw + 2 * (n - 1) * alpha;
-    } else {
-        factor = (n - 1) / n;
-        double host = factor * s / bw + alpha;
-        double o = (double)c->hosts_per_leaf / c->spines;
-        double fabric = o * (n - c->hosts_per_leaf) / n * s / bw;
-        t = host > fabric ? host : fabric;
-    }
-    r->ideal_ps = (uint64_t)(t * MROCE_SIM_PS_PER_S + 0.5);
-    r->ideal_busbw_gbps = factor * s * 8 / t / 1e9;
-    if (!r->jct_ps)
-        return;
-    double jct = (double)r->jct_ps / MROCE_SIM_PS_PER_S;
-    r->algbw_gbps = s * 8 / jct / 1e9;
-    r->busbw_gbps = factor * r->algbw_gbps;
-    r->fraction_of_ideal = r->busbw_gbps / (r->eta * r->line_gbps);
-}
-
-static int exp_coll_run(struct exp *x)
-{
-    struct mroce_sim_exp_result *r = x->res;
-    uint64_t sum = 0;
-    x->n_flows = x->c.iters;
-    for (int i = 0; i < x->c.iters; i++) {
-        int err = exp_coll_start(x);
-        if (err)
-            return err;
-        exp_coll_loop(x);
-        uint64_t jct = exp_coll_finish(x);
-        if (!jct)
-            break;
-        sum += jct;
-        r->jct_max_ps = jct > r->jct_max_ps ? jct : r->jct_max_ps;
-        x->n_settled = ++r->iters_done;
-    }
-    r->end_ps = mroce_sim_ev_now(x->ev);
-    r->coll_verified = r->iters_done == x->c.iters;
-    r->jct_ps = r->iters_done ? sum / (uint64_t)r->iters_done : 0;
-    exp_fabric(x);
-    exp_coll_counters(x);
-    exp_coll_ideal(x);
-    return 0;
-}
-
-static int exp_coll_setup(struct exp *x)
-{
-    int err = exp_check(x);
-    if (err)
-        return err;
-    x->n_msgs = 2; /* header sizes as for a multi-message flow */
-    x->n_streams = 1;
-    exp_coll_sizes(x);
-    err = exp_topo(x);
-    if (!err)
-        err = exp_comm(x);
-    if (!err && x->c.workload == MROCE_SIM_EXP_ALLREDUCE)
-        mroce_coll_allreduce_fill(x->comm, x->res->coll_bytes / sizeof(float));
-    if (!err && x->c.workload == MROCE_SIM_EXP_ALLTOALL)
-        mroce_coll_alltoall_fill(x->comm,
-                                 x->res->coll_bytes / (uint64_t)x->c.hosts);
-    if (!err)
-        err = exp_faults(x);
-    if (!err)
-        err = exp_trace(x);
-    return err ? err : exp_attach(x, &exp_coll_ops);
+    int err = exp_stats(x);
+    return err ? err : exp_metrics(x);
 }
 
 /* ---- Setup and teardown ---- */
@@ -1331,20 +890,17 @@ static int exp_teardown(struct exp *x)
             exp_fail(x, err, "pcap: frames not written");
     }
     for (int h = 0; x->eps && h < x->c.hosts; h++) {
-        mroce_ctx_close(x->eps[h].ctx); /* its conns, MRs, CQ, PD */
-        free(x->eps[h].in);
+        struct exp_ep *e = &x->eps[h];
+        mroce_ctx_close(e->ctx); /* its conns, MRs, CQ, PD */
+        for (int k = 0; k < e->n_rx; k++)
+            exp_rx_free(&e->rx[k]);
+        free(e->rx);
     }
-    mroce_coll_allreduce_free(x->ar);
-    mroce_coll_alltoall_free(x->a2a);
-    for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++)
-        x->comm->rank[r].ctx = NULL; /* closed above, as host r's engine */
-    mroce_coll_comm_destroy(x->comm);
-    for (int i = 0; x->fl && i < x->n_flows; i++) {
+    exp_coll_free(x);
+    for (int i = 0; x->fl && i < x->n_flows; i++)
         free(x->fl[i].dbuf);
-        free(x->fl[i].qpn);
-        free(x->fl[i].next);
-        free(x->fl[i].seen);
-    }
+    free(x->m.s);
+    free(x->m.last_rx);
     free(x->eps);
     free(x->fl);
     free(x->pattern);
@@ -1359,15 +915,15 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
     mroce_sim_exp_cfg_resolve(cfg, &x.c);
     res->cfg = x.c;
     double t0 = exp_wall();
-    bool coll = x.c.workload >= MROCE_SIM_EXP_ALLREDUCE;
+    bool coll = exp_is_coll(x.c.workload);
     int err = coll ? exp_coll_setup(&x) : exp_setup(&x);
     res->setup_s = exp_wall() - t0;
     if (!err && coll)
         err = exp_coll_run(&x);
-    if (!err && !coll) {
-        exp_loop(&x);
+    if (!err && !coll)
+        err = exp_loop(&x);
+    if (!err && !coll)
         err = exp_results(&x);
-    }
     int terr = exp_teardown(&x);
     return err ? err : terr;
 }

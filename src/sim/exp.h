@@ -34,6 +34,9 @@
 #include "sim/pkt.h"
 
 #define MROCE_SIM_EXP_MAX_FAULTS 16
+/* The time series keeps at most this many samples: when full, pairs of
+ * samples merge and the interval doubles (docs/sim.md "Time series"). */
+#define MROCE_SIM_EXP_MAX_SAMPLES 65536
 #define MROCE_SIM_EXP_LINK_NAME 64
 
 /* Switches: 0 takes the default. */
@@ -50,15 +53,17 @@ enum mroce_sim_exp_workload {
     MROCE_SIM_EXP_ALLGATHER,   /* ring all-gather over every host (coll/) */
 };
 
-/* Collective workloads (allreduce, alltoall) run src/coll over the
- * fabric: one rank per host, `size` bytes per rank (all-reduce: the
- * float32 array; all-to-all: the whole send buffer, size / hosts per
- * peer), `iters` collectives back to back, each verified (exact sums,
- * every block). The collective's progress is called from the host
- * callbacks, right after the engine took a packet or a timer (the only
- * events that add completions), so steps chain at the exact simulated
- * time; a sweep every 20 us of simulated time is the safety net. JCT is
- * the mean time per collective; the ideal follows metrics.md. */
+/* Collective workloads (allreduce, alltoall, allgather) run src/coll
+ * over the fabric: one rank per host, `size` bytes S (all-reduce: each
+ * rank's float32 array; all-to-all: each rank's whole send buffer,
+ * size / hosts per peer; all-gather: the whole gathered array, size /
+ * hosts from each rank, as NCCL-tests and metrics.md count it), `iters`
+ * collectives back to back, each verified (exact sums, every block). The
+ * collective's progress is called from the host callbacks, right after the
+ * engine took a packet or a timer (the only events that add completions), so
+ * steps chain at the exact simulated time; a sweep every 20 us of simulated
+ * time is the safety net. JCT is the mean time per collective; the ideal
+ * follows metrics.md. */
 #define MROCE_SIM_EXP_FLAVOUR_WRITE_IMM 0
 #define MROCE_SIM_EXP_FLAVOUR_SEND 1
 
@@ -67,7 +72,8 @@ enum mroce_sim_exp_workload {
 struct mroce_sim_exp_fault {
     char link[MROCE_SIM_EXP_LINK_NAME];
     double fraction; /* degrade: rate fraction, 0 < f <= 1 */
-    uint64_t t_ps;   /* fail: when the cable goes down */
+    uint64_t t_ps;   /* fail: when the cable goes down; degrade: when it
+                        slows down (0: from the start) */
 };
 
 /* A whole plane down (every cable of plane `plane`) at t_ps, back up at
@@ -78,7 +84,10 @@ struct mroce_sim_exp_plane_fault {
 };
 
 /* One point of the time series, sampled every cfg.sample_ps: what
- * happened in (t_ps - sample_ps, t_ps]. */
+ * happened in (t_ps - sample_ps, t_ps] (the interval doubles each time
+ * the series fills MROCE_SIM_EXP_MAX_SAMPLES; the last sample holds the
+ * bytes placed after the one before, its queues read when the run
+ * stopped). Payload counts once per byte, data packets only. */
 struct mroce_sim_exp_sample {
     uint64_t t_ps;
     double gbps;          /* payload bytes placed at all receivers, as Gbit/s */
@@ -147,6 +156,7 @@ struct mroce_sim_exp_flow {
     int status;         /* first failed completion, or MROCE_WC_SUCCESS */
     bool completed;     /* every WRITE succeeded and the data arrived */
     bool data_ok;       /* destination equals source */
+    bool victim;        /* the incast's victim flow (cfg.victim) */
     uint64_t retx_pkts, data_pkts, timeouts;
 };
 
@@ -187,14 +197,22 @@ struct mroce_sim_exp_result {
     double ooo_rate;        /* out-of-order arrivals / data packets received */
     double ecn_fraction;    /* CE-marked / data packets delivered */
     double mmr;             /* max/mean bytes over equal-cost leaf->spine
-                               links (all planes) */
-    double jain;            /* over flow throughputs (flow workloads, victim
-                               excluded); 0 for collectives */
-    double victim_fraction; /* victim throughput / its line rate; -1 none */
+                               links: per leaf (its uplinks in every
+                               plane), weighted by bytes; 0 if none */
+    double jain;            /* over flow throughputs size/FCT (flow
+                               workloads, victim excluded, a flow that did
+                               not complete counts 0); 0 for collectives */
+    double victim_fraction; /* victim throughput / its throughput alone at
+                               line rate (its ideal FCT / its FCT); -1 none */
     uint64_t recovery_ps;   /* first fault -> throughput stays >= 90% of
-                               what survives (metrics.md); UINT64_MAX never;
-                               0 without faults */
+                               what survives (metrics.md; docs/sim.md
+                               "Recovery"); UINT64_MAX never; 0 without
+                               faults */
     uint64_t p95_qbytes;    /* over samples of qbytes */
+    uint64_t rx_data_pkts;  /* data packets delivered to the receivers */
+    uint64_t rx_ce_pkts;    /* of which CE-marked */
+    uint64_t placed_bytes;  /* payload placed at the receivers, once each */
+    uint64_t fault_ps;      /* the first fault instant; 0 without faults */
     int n_samples;
     struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */

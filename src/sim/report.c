@@ -47,9 +47,11 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
                 c->qps, onoff(c->dcqcn), c->rocev2_timeout);
     else
         fprintf(f, "  transport  %d paths/connection\n", c->paths);
-    if (c->loss > 0 || c->n_degrade || c->n_fail)
-        fprintf(f, "  faults     loss %g, %d degraded, %d failed link(s)\n",
-                c->loss, c->n_degrade, c->n_fail);
+    if (c->loss > 0 || c->n_degrade || c->n_fail || c->n_fail_plane)
+        fprintf(f,
+                "  faults     loss %g, %d degraded, %d failed link(s), %d "
+                "failed plane(s)\n",
+                c->loss, c->n_degrade, c->n_fail, c->n_fail_plane);
 }
 
 static void table_fct(FILE *f, const struct mroce_sim_exp_result *r)
@@ -74,13 +76,16 @@ static void table_fct(FILE *f, const struct mroce_sim_exp_result *r)
 static bool is_coll(const struct mroce_sim_exp_result *r)
 {
     return r->cfg.workload == MROCE_SIM_EXP_ALLREDUCE ||
-           r->cfg.workload == MROCE_SIM_EXP_ALLTOALL;
+           r->cfg.workload == MROCE_SIM_EXP_ALLTOALL ||
+           r->cfg.workload == MROCE_SIM_EXP_ALLGATHER;
 }
 
 static const char *coll_variant(const struct mroce_sim_exp_cfg *c)
 {
     if (c->workload == MROCE_SIM_EXP_ALLTOALL)
         return c->shifted ? "shifted" : "concurrent";
+    if (c->workload == MROCE_SIM_EXP_ALLGATHER)
+        return "writeimm";
     return c->flavour == MROCE_SIM_EXP_FLAVOUR_SEND ? "send" : "writeimm";
 }
 
@@ -124,6 +129,30 @@ static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
             r->ecn_marks, r->pfc_pauses, R_US(r->pfc_pause_ps), r->max_qbytes);
 }
 
+static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f,
+            "  health     retx %.4f, out of order %.4f, ECN-marked %.4f (of "
+            "%" PRIu64 " data packets delivered), MMR %.3f, p95 queue %" PRIu64
+            " B\n",
+            r->retx_rate, r->ooo_rate, r->ecn_fraction, r->rx_data_pkts, r->mmr,
+            r->p95_qbytes);
+    if (!is_coll(r))
+        fprintf(f, "  fairness   Jain %.4f over %d flow(s)%s", r->jain,
+                r->n_flows - (r->victim_fraction >= 0),
+                r->victim_fraction >= 0 ? ", " : "\n");
+    if (r->victim_fraction >= 0)
+        fprintf(f, "victim %.3f of its throughput alone\n", r->victim_fraction);
+    if (r->fault_ps || r->recovery_ps) {
+        fprintf(f,
+                "  recovery   after the fault at %.3f us: ", R_US(r->fault_ps));
+        if (r->recovery_ps == UINT64_MAX)
+            fprintf(f, "never (throughput below 90%% of what survives)\n");
+        else
+            fprintf(f, "%.3f us\n", R_US(r->recovery_ps));
+    }
+}
+
 static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
 {
     fprintf(f,
@@ -160,6 +189,7 @@ void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
     else
         table_fct(f, r);
     table_fabric(f, r);
+    table_health(f, r);
     table_cost(f, r);
     table_failed(f, r);
 }
@@ -177,12 +207,18 @@ static void json_faults(FILE *f, const struct mroce_sim_exp_cfg *c)
 {
     fprintf(f, "    \"degrade\": [");
     for (int i = 0; i < c->n_degrade; i++)
-        fprintf(f, "%s{\"link\": \"%s\", \"fraction\": %g}", i ? ", " : "",
-                c->degrade[i].link, c->degrade[i].fraction);
+        fprintf(f, "%s{\"link\": \"%s\", \"fraction\": %g, \"t_us\": %.6f}",
+                i ? ", " : "", c->degrade[i].link, c->degrade[i].fraction,
+                R_US(c->degrade[i].t_ps));
     fprintf(f, "],\n    \"fail\": [");
     for (int i = 0; i < c->n_fail; i++)
         fprintf(f, "%s{\"link\": \"%s\", \"t_us\": %.6f}", i ? ", " : "",
                 c->fail[i].link, R_US(c->fail[i].t_ps));
+    fprintf(f, "],\n    \"fail_plane\": [");
+    for (int i = 0; i < c->n_fail_plane; i++)
+        fprintf(f, "%s{\"plane\": %d, \"t_us\": %.6f, \"up_us\": %.6f}",
+                i ? ", " : "", c->fail_plane[i].plane,
+                R_US(c->fail_plane[i].t_ps), R_US(c->fail_plane[i].up_ps));
     fprintf(f, "]\n");
 }
 
@@ -205,8 +241,11 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps));
-    fprintf(f, "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\",\n",
-            c->iters, c->channels, coll_variant(c));
+    fprintf(f,
+            "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\", "
+            "\"victim\": %s, \"sample_us\": %.6f,\n",
+            c->iters, c->channels, coll_variant(c),
+            c->victim ? "true" : "false", R_US(c->sample_ps));
     json_faults(f, c);
     fprintf(f, "  },\n");
 }
@@ -262,6 +301,43 @@ static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
             R_US(r->end_ps), r->events, r->pcap_frames);
 }
 
+static void json_recovery(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f, "  \"fault_us\": %.6f, \"recovery_us\": ", R_US(r->fault_ps));
+    if (r->recovery_ps == UINT64_MAX)
+        fprintf(f, "null,\n");
+    else
+        fprintf(f, "%.6f,\n", R_US(r->recovery_ps));
+}
+
+static void json_health(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f,
+            "  \"retx_rate\": %.6f, \"ooo_rate\": %.6f, "
+            "\"ecn_fraction\": %.6f,\n  \"rx_data_pkts\": %" PRIu64
+            ", \"rx_ce_pkts\": %" PRIu64 ", \"placed_bytes\": %" PRIu64 ",\n",
+            r->retx_rate, r->ooo_rate, r->ecn_fraction, r->rx_data_pkts,
+            r->rx_ce_pkts, r->placed_bytes);
+    fprintf(f,
+            "  \"mmr\": %.6f, \"jain\": %.6f, \"victim_fraction\": %.6f,\n"
+            "  \"p95_queue_bytes\": %" PRIu64 ", \"n_samples\": %d,\n",
+            r->mmr, r->jain, r->victim_fraction, r->p95_qbytes, r->n_samples);
+    json_recovery(f, r);
+}
+
+/* [t_us, gbps, victim_gbps, qbytes, q_dst_bytes] per sample. */
+static void json_samples(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    fprintf(f, "  \"samples\": [");
+    for (int i = 0; i < r->n_samples; i++) {
+        const struct mroce_sim_exp_sample *s = &r->samples[i];
+        fprintf(f, "%s[%.3f, %.3f, %.3f, %" PRIu64 ", %" PRIu64 "]",
+                i ? (i % 4 ? ", " : ",\n    ") : "\n    ", R_US(s->t_ps),
+                s->gbps, s->victim_gbps, s->qbytes, s->q_dst_bytes);
+    }
+    fprintf(f, "\n  ],\n");
+}
+
 static void json_flows(FILE *f, const struct mroce_sim_exp_result *r, bool last)
 {
     fprintf(f, "  \"per_flow\": [");
@@ -270,10 +346,11 @@ static void json_flows(FILE *f, const struct mroce_sim_exp_result *r, bool last)
         fprintf(f,
                 "%s\n    {\"src\": %d, \"dst\": %d, \"fct_us\": %.6f, "
                 "\"ideal_us\": %.6f, \"status\": \"%s\", \"data_ok\": %s, "
-                "\"retx_pkts\": %" PRIu64 "}",
+                "\"retx_pkts\": %" PRIu64 "%s}",
                 i ? "," : "", p->src, p->dst, R_US(p->fct_ps),
                 R_US(p->ideal_ps), flow_status(p),
-                p->data_ok ? "true" : "false", p->retx_pkts);
+                p->data_ok ? "true" : "false", p->retx_pkts,
+                p->victim ? ", \"victim\": true" : "");
     }
     fprintf(f, "\n  ]%s\n", last ? "" : ",");
 }
@@ -281,10 +358,21 @@ static void json_flows(FILE *f, const struct mroce_sim_exp_result *r, bool last)
 int mroce_sim_report_json(FILE *f, const struct mroce_sim_exp_result *r,
                           bool with_wall)
 {
+    return mroce_sim_report_json_flags(f, r,
+                                       with_wall ? MROCE_SIM_REPORT_WALL : 0);
+}
+
+int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
+                                unsigned flags)
+{
+    bool with_wall = flags & MROCE_SIM_REPORT_WALL;
     fprintf(f, "{\n");
     json_cfg(f, &r->cfg);
     json_fct(f, r);
     json_counters(f, r);
+    json_health(f, r);
+    if (flags & MROCE_SIM_REPORT_SAMPLES)
+        json_samples(f, r);
     json_flows(f, r, !with_wall);
     if (with_wall)
         fprintf(f,

@@ -1,0 +1,487 @@
+/* Experiments: the collective workloads (all-reduce, all-to-all,
+ * all-gather of src/coll) over the simulated fabric; see exp.h and
+ * docs/sim.md "Collectives". */
+#include <stdlib.h>
+#include <string.h>
+
+#include <mroce/mroce.h>
+
+#include "coll/allgather.h"
+#include "coll/allreduce.h"
+#include "coll/alltoall.h"
+#include "sim/defaults.h"
+#include "sim/exp_int.h"
+#include "sim/host.h"
+#include "sim/topo.h"
+
+bool exp_is_coll(int workload)
+{
+    return workload == MROCE_SIM_EXP_ALLREDUCE ||
+           workload == MROCE_SIM_EXP_ALLTOALL ||
+           workload == MROCE_SIM_EXP_ALLGATHER;
+}
+
+/* ---- A communicator on the simulator's hosts ---- */
+
+/* mroce_coll_comm_create names its ranks 10.0.x.y and opens contexts with
+ * default attributes, but the fabric routes on the topology's host
+ * addresses and the engines should know the line rate. So this builds
+ * the same communicator (comm.h's public struct, allocated the way
+ * mroce_coll_comm_destroy frees it) with rank r's context opened as host
+ * r's engine (exp_ep_open), connections as comm.c makes them. */
+#define EXP_COLL_QD 128
+
+static int exp_rank_bufs(struct mroce_coll_comm *c, struct mroce_coll_rank *k)
+{
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                   MROCE_ACCESS_REMOTE_READ;
+    k->conn = calloc((size_t)c->n, sizeof(*k->conn));
+    k->sbuf = calloc(1, c->buf_bytes);
+    k->rbuf = calloc(1, c->buf_bytes);
+    k->scratch = calloc(1, c->buf_bytes);
+    if (!k->conn || !k->sbuf || !k->rbuf || !k->scratch)
+        return MROCE_ENOMEM;
+    int err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
+    if (!err)
+        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
+    return err ? err
+               : mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
+}
+
+static int exp_rank_open(struct exp *x, int r)
+{
+    struct mroce_coll_comm *c = x->comm;
+    struct mroce_coll_rank *k = &c->rank[r];
+    struct exp_ep *e = &x->eps[r];
+    e->x = x;
+    e->host = r;
+    e->cq_depth = (uint32_t)(c->n - 1) * c->n_channels * 2 * EXP_COLL_QD + 64;
+    int err = exp_ep_open(x, e);
+    if (err)
+        return err;
+    k->ctx = e->ctx;
+    k->pd = e->pd;
+    k->cq = e->cq;
+    mroce_sim_topo_host_addr(x->t, r, &k->addr);
+    err = exp_rank_bufs(c, k);
+    return err ? exp_fail(x, err, "rank %d buffers: %s", r, mroce_strerror(err))
+               : 0;
+}
+
+static int exp_pair(struct exp *x, int a, int b)
+{
+    struct mroce_coll_rank *rk = x->comm->rank;
+    int ends[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct mroce_coll_rank *k = &rk[ends[i]];
+        struct mroce_conn_attr at = {.send_cq = k->cq,
+                                     .recv_cq = k->cq,
+                                     .n_streams = x->comm->n_channels,
+                                     .n_paths = (uint16_t)x->c.paths,
+                                     .sq_depth = EXP_COLL_QD,
+                                     .rq_depth = EXP_COLL_QD,
+                                     .qps_per_stream = (uint16_t)x->c.qps,
+                                     .rocev2_timeout = x->c.rocev2_timeout};
+        int err = mroce_conn_create(k->pd, &at, &k->conn[ends[1 - i]]);
+        if (err)
+            return err;
+    }
+    struct mroce_conn_params pa, pb;
+    mroce_conn_get_params(rk[a].conn[b], &pa);
+    mroce_conn_get_params(rk[b].conn[a], &pb);
+    int err = mroce_conn_connect(rk[a].conn[b], &pb);
+    return err ? err : mroce_conn_connect(rk[b].conn[a], &pa);
+}
+
+/* S as the collective uses it: all-reduce floats a multiple of N;
+ * all-to-all and all-gather blocks (S/N: per peer, per rank's
+ * contribution) a multiple of the channels. */
+static void exp_coll_sizes(struct exp *x)
+{
+    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
+    uint64_t s;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        uint64_t count = x->c.size / sizeof(float) / n * n;
+        s = (count ? count : n) * sizeof(float);
+    } else {
+        uint64_t block = x->c.size / n / ch * ch;
+        s = (block ? block : ch) * n;
+    }
+    x->res->coll_bytes = s;
+}
+
+/* Every rank's receive records, one per peer in rank order (sorted by
+ * sender, as exp_meter_rx looks them up). */
+static int exp_coll_rx_records(struct exp *x)
+{
+    int n = x->c.hosts;
+    for (int r = 0; r < n; r++) {
+        struct exp_ep *e = &x->eps[r];
+        e->rx = calloc((size_t)n, sizeof(*e->rx));
+        if (!e->rx)
+            return exp_fail(x, MROCE_ENOMEM, "out of memory");
+        for (int q = 0; q < n; q++) {
+            if (q == r)
+                continue;
+            struct exp_rx *rx = &e->rx[e->n_rx++];
+            rx->src = q;
+            rx->flow = -1;
+            if (exp_rx_init(rx, x->comm->rank[r].conn[q]))
+                return exp_fail(x, MROCE_ENOMEM, "out of memory");
+        }
+    }
+    return 0;
+}
+
+static int exp_comm(struct exp *x)
+{
+    int n = x->c.hosts;
+    x->comm = calloc(1, sizeof(*x->comm));
+    x->eps = calloc((size_t)n, sizeof(*x->eps));
+    if (!x->comm || !x->eps ||
+        !(x->comm->rank = calloc((size_t)n, sizeof(*x->comm->rank))))
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    x->comm->n = n;
+    x->comm->n_channels = (uint16_t)x->c.channels;
+    x->comm->buf_bytes = x->res->coll_bytes;
+    for (int r = 0; r < n; r++) {
+        int err = exp_rank_open(x, r);
+        if (err)
+            return err;
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            int err = exp_pair(x, a, b);
+            if (err)
+                return exp_fail(x, err, "connection %d - %d: %s", a, b,
+                                mroce_strerror(err));
+        }
+    return exp_coll_rx_records(x);
+}
+
+/* ---- Driving ---- */
+
+static int exp_coll_progress(struct exp *x)
+{
+    if (x->ar)
+        return mroce_coll_allreduce_progress(x->ar);
+    if (x->a2a)
+        return mroce_coll_alltoall_progress(x->a2a);
+    return mroce_coll_allgather_progress(x->ag);
+}
+
+/* Called right after a host's engine took a packet or a timer: polls
+ * every rank's CQ and posts what became possible. Posts land on the
+ * rank whose completions arrived, i.e. this host, which pulls them
+ * straight after the callback. */
+static void exp_coll_step(struct exp *x)
+{
+    if (!x->coll_active)
+        return;
+    int rc = exp_coll_progress(x);
+    if (rc == 0)
+        return;
+    x->coll_active = false;
+    x->coll_err = rc < 0 ? rc : 0;
+    x->coll_done_ps = mroce_sim_ev_now(x->ev);
+    mroce_sim_ev_stop(x->ev);
+}
+
+static int exp_coll_rx(void *ep, uint64_t now,
+                       const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                       size_t len)
+{
+    struct exp_ep *e = ep;
+    int rc = exp_meter_rx(e, now, meta, buf, len);
+    exp_coll_step(e->x);
+    return rc;
+}
+
+static void exp_coll_on_expiry(void *ep, uint64_t now)
+{
+    struct exp_ep *e = ep;
+    mroce_ctx_on_expiry(e->ctx, now);
+    exp_coll_step(e->x);
+}
+
+static const struct mroce_ep_ops exp_coll_ops = {
+    .max_pkt = exp_ep_max_pkt,
+    .tx = exp_ep_tx,
+    .rx = exp_coll_rx,
+    .next_expiry = exp_ep_next_expiry,
+    .on_expiry = exp_coll_on_expiry,
+};
+
+static void exp_kick_all(struct exp *x)
+{
+    for (int h = 0; h < x->c.hosts; h++)
+        mroce_sim_host_kick(mroce_sim_topo_host(x->t, h));
+}
+
+static int exp_allreduce_start(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
+    size_t chunk = s / sizeof(float) / n;
+    struct mroce_coll_allreduce_args a = {
+        .count = s / sizeof(float),
+        .slice_count = (chunk + cm->n_channels - 1) / cm->n_channels,
+        .flavour = x->c.flavour == MROCE_SIM_EXP_FLAVOUR_SEND
+                       ? MROCE_COLL_SEND
+                       : MROCE_COLL_WRITE_IMM};
+    return mroce_coll_allreduce_start(cm, &a, &x->ar);
+}
+
+/* Receive buffers are cleared first: a stale block of the previous
+ * iteration must not pass the check. */
+static void exp_clear_rbufs(struct mroce_coll_comm *cm)
+{
+    for (int r = 0; r < cm->n; r++)
+        memset(cm->rank[r].rbuf, 0, cm->buf_bytes);
+}
+
+static int exp_alltoall_start(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    exp_clear_rbufs(cm);
+    struct mroce_coll_alltoall_args a = {
+        .block = x->res->coll_bytes / (uint64_t)cm->n,
+        .schedule =
+            x->c.shifted ? MROCE_COLL_A2A_SHIFTED : MROCE_COLL_A2A_CONCURRENT};
+    return mroce_coll_alltoall_start(cm, &a, &x->a2a);
+}
+
+/* One slice per channel, as the all-reduce cuts its chunks. */
+static int exp_allgather_start(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    exp_clear_rbufs(cm);
+    size_t bytes = x->res->coll_bytes / (uint64_t)cm->n;
+    struct mroce_coll_allgather_args a = {
+        .bytes = bytes,
+        .slice_bytes = (bytes + cm->n_channels - 1) / cm->n_channels};
+    return mroce_coll_allgather_start(cm, &a, &x->ag);
+}
+
+static int exp_coll_start(struct exp *x)
+{
+    int err = x->c.workload == MROCE_SIM_EXP_ALLREDUCE ? exp_allreduce_start(x)
+              : x->c.workload == MROCE_SIM_EXP_ALLTOALL
+                  ? exp_alltoall_start(x)
+                  : exp_allgather_start(x);
+    if (err)
+        return exp_fail(x, err, "collective start: %s", mroce_strerror(err));
+    x->coll_active = true;
+    x->coll_err = 0;
+    x->coll_t0_ps = mroce_sim_ev_now(x->ev);
+    exp_kick_all(x);
+    return 0;
+}
+
+/* Until the collective is done or the deadline; every slice, a sweep
+ * (progress, kick every host) in case a completion appeared outside
+ * rx/timer callbacks. */
+static void exp_coll_loop(struct exp *x)
+{
+    double t0 = exp_wall(), last = t0;
+    uint64_t dl = x->c.deadline_ps;
+    while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
+        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
+        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
+        if (!x->coll_active)
+            break;
+        exp_coll_step(x);
+        exp_kick_all(x);
+        exp_progress(x, t0, &last);
+    }
+    x->res->wall_s += exp_wall() - t0;
+}
+
+/* Returns -1 if the result is right, else the first bad offset. */
+static long exp_coll_check(struct exp *x)
+{
+    struct mroce_coll_comm *cm = x->comm;
+    uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
+    if (x->ar)
+        return mroce_coll_allreduce_check(cm, s / sizeof(float), NULL);
+    if (x->a2a)
+        return mroce_coll_alltoall_check(cm, s / n, NULL);
+    return mroce_coll_allgather_check(cm, s / n, NULL);
+}
+
+static void exp_coll_release(struct exp *x)
+{
+    mroce_coll_allreduce_free(x->ar);
+    mroce_coll_alltoall_free(x->a2a);
+    mroce_coll_allgather_free(x->ag);
+    x->ar = NULL;
+    x->a2a = NULL;
+    x->ag = NULL;
+}
+
+/* Frees the collective, verifies its result; returns its JCT, 0 if it
+ * failed. */
+static uint64_t exp_coll_finish(struct exp *x)
+{
+    bool ok = !x->coll_active && !x->coll_err;
+    long bad = ok ? exp_coll_check(x) : -1;
+    exp_coll_release(x);
+    x->coll_active = false;
+    x->res->flows_failed += !ok;
+    x->res->flows_corrupt += ok && bad >= 0;
+    if (!ok || bad >= 0)
+        return 0;
+    x->res->flows_completed++;
+    uint64_t jct = x->coll_done_ps - x->coll_t0_ps;
+    return jct ? jct : 1;
+}
+
+/* ---- Results ---- */
+
+static void exp_coll_counters(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    r->data_pkts = r->retx_pkts = r->timeouts = 0;
+    for (int a = 0; a < x->comm->n; a++)
+        for (int b = 0; b < x->comm->n; b++) {
+            struct mroce_conn_counters cc;
+            if (!x->comm->rank[a].conn || !x->comm->rank[a].conn[b])
+                continue;
+            mroce_conn_get_counters(x->comm->rank[a].conn[b], &cc);
+            r->data_pkts += cc.tx_data_pkts;
+            r->retx_pkts += cc.retx_pkts;
+            r->timeouts += cc.rto_events;
+        }
+}
+
+/* alpha: one MTU packet's ideal from a rank to its ring successor minus
+ * its own serialization, i.e. the one-way base latency with store-and-
+ * forward (the simulator has no endpoint overhead). The ring's chunks
+ * cross every ring link in turn, so the rings (all-reduce, all-gather)
+ * take the mean over the ring's links; in the all-to-all the farthest
+ * pair bounds, so the maximum (across leaves when there are several). */
+static uint64_t exp_coll_alpha(struct exp *x, uint32_t hdr, bool mean)
+{
+    uint64_t wire = (uint64_t)x->c.mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4;
+    uint64_t ser = wire * 8 * MROCE_SIM_PS_PER_S / x->c.link_bps;
+    uint64_t sum = 0, max = 0;
+    for (int h = 0; h < x->c.hosts; h++) {
+        uint64_t t = mroce_sim_topo_ideal_fct_ps(x->t, x->c.mtu, x->c.mtu, hdr,
+                                                 h, (h + 1) % x->c.hosts);
+        t = t > ser ? t - ser : 0;
+        sum += t;
+        max = t > max ? t : max;
+    }
+    return mean ? sum / (uint64_t)x->c.hosts : max;
+}
+
+/* metrics.md: the ideal JCT in seconds and the busbw factor. */
+static double exp_coll_ideal_t(struct exp *x, double bw, double *factor)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    double n = c->hosts, s = (double)x->res->coll_bytes;
+    double alpha = (double)x->res->alpha_ps / MROCE_SIM_PS_PER_S;
+    if (c->workload == MROCE_SIM_EXP_ALLREDUCE) {
+        *factor = 2 * (n - 1) / n;
+        return *factor * s / bw + 2 * (n - 1) * alpha;
+    }
+    *factor = (n - 1) / n;
+    if (c->workload == MROCE_SIM_EXP_ALLGATHER)
+        return *factor * s / bw + (n - 1) * alpha;
+    double host = *factor * s / bw + alpha;
+    double o = (double)c->hosts_per_leaf / c->spines;
+    double fabric = o * (n - c->hosts_per_leaf) / n * s / bw;
+    return host > fabric ? host : fabric;
+}
+
+static void exp_coll_ideal(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    uint32_t hdr = exp_hdr_bytes(x, 2);
+    r->eta = (double)c->mtu / (c->mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4);
+    r->line_gbps = (double)c->link_bps * c->planes / 1e9;
+    r->alpha_ps = exp_coll_alpha(x, hdr, c->workload != MROCE_SIM_EXP_ALLTOALL);
+    double bw = r->eta * r->line_gbps * 1e9 / 8; /* payload bytes/s */
+    double factor, s = (double)r->coll_bytes;
+    double t = exp_coll_ideal_t(x, bw, &factor);
+    r->ideal_ps = (uint64_t)(t * MROCE_SIM_PS_PER_S + 0.5);
+    r->ideal_busbw_gbps = factor * s * 8 / t / 1e9;
+    if (!r->jct_ps)
+        return;
+    double jct = (double)r->jct_ps / MROCE_SIM_PS_PER_S;
+    r->algbw_gbps = s * 8 / jct / 1e9;
+    r->busbw_gbps = factor * r->algbw_gbps;
+    r->fraction_of_ideal = r->busbw_gbps / (r->eta * r->line_gbps);
+}
+
+int exp_coll_run(struct exp *x)
+{
+    struct mroce_sim_exp_result *r = x->res;
+    uint64_t sum = 0;
+    x->n_flows = x->c.iters;
+    int err = exp_meter_start(x);
+    if (err)
+        return err;
+    for (int i = 0; i < x->c.iters; i++) {
+        err = exp_coll_start(x);
+        if (err)
+            return err;
+        exp_coll_loop(x);
+        uint64_t jct = exp_coll_finish(x);
+        if (!jct)
+            break;
+        sum += jct;
+        r->jct_max_ps = jct > r->jct_max_ps ? jct : r->jct_max_ps;
+        x->n_settled = ++r->iters_done;
+    }
+    r->end_ps = mroce_sim_ev_now(x->ev);
+    r->coll_verified = r->iters_done == x->c.iters;
+    r->jct_ps = r->iters_done ? sum / (uint64_t)r->iters_done : 0;
+    exp_meter_finish(x);
+    exp_fabric(x);
+    exp_coll_counters(x);
+    exp_coll_ideal(x);
+    return exp_metrics(x);
+}
+
+static void exp_coll_fill(struct exp *x)
+{
+    uint64_t s = x->res->coll_bytes, n = (uint64_t)x->c.hosts;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE)
+        mroce_coll_allreduce_fill(x->comm, s / sizeof(float));
+    else if (x->c.workload == MROCE_SIM_EXP_ALLTOALL)
+        mroce_coll_alltoall_fill(x->comm, s / n);
+    else
+        mroce_coll_allgather_fill(x->comm, s / n);
+}
+
+int exp_coll_setup(struct exp *x)
+{
+    int err = exp_check(x);
+    if (err)
+        return err;
+    x->n_msgs = 2; /* header sizes as for a multi-message flow */
+    x->n_streams = 1;
+    exp_coll_sizes(x);
+    err = exp_topo(x);
+    if (!err)
+        err = exp_comm(x);
+    if (!err)
+        exp_coll_fill(x);
+    if (!err)
+        err = exp_faults(x);
+    if (!err)
+        err = exp_trace(x);
+    return err ? err : exp_attach(x, &exp_coll_ops);
+}
+
+/* After the engines are closed (they own the connections). */
+void exp_coll_free(struct exp *x)
+{
+    exp_coll_release(x);
+    for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++)
+        x->comm->rank[r].ctx = NULL; /* closed, as host r's engine */
+    mroce_coll_comm_destroy(x->comm);
+    x->comm = NULL;
+}
