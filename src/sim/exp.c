@@ -359,13 +359,12 @@ uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
 
 /* The ideal FCT of a flow alone; with P planes its packets are shared
  * equally among them, so each plane carries ceil(packets / P). */
-static uint64_t exp_ideal(const struct exp *x, int src, int dst)
+static uint64_t exp_ideal(const struct exp *x, uint64_t size, int src, int dst)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
-    uint64_t pkts = (c->size + c->mtu - 1) / c->mtu;
+    uint64_t pkts = (size + c->mtu - 1) / c->mtu;
     uint64_t per_plane = (pkts + (uint64_t)c->planes - 1) / c->planes;
-    uint64_t bytes =
-        per_plane * c->mtu < c->size ? per_plane * c->mtu : c->size;
+    uint64_t bytes = per_plane * c->mtu < size ? per_plane * c->mtu : size;
     return mroce_sim_topo_ideal_fct_ps(x->t, bytes, c->mtu,
                                        exp_hdr_bytes(x, x->n_msgs), src, dst);
 }
@@ -406,9 +405,12 @@ static int exp_flows(struct exp *x)
         f->pub = &x->res->flows[i];
         f->pub->src = src[i];
         f->pub->dst = dst[i];
-        f->pub->ideal_ps = exp_ideal(x, src[i], dst[i]);
         f->pub->victim = x->c.victim && i == x->n_flows - 1;
-        f->n_msgs = x->n_msgs;
+        /* the victim moves as many bytes as the whole incast, so it runs
+         * for all of it: its buffer `senders` times over */
+        uint32_t rounds = f->pub->victim ? (uint32_t)x->c.senders : 1;
+        f->n_msgs = x->n_msgs * rounds;
+        f->pub->ideal_ps = exp_ideal(x, x->c.size * rounds, src[i], dst[i]);
     }
     free(src);
     free(dst);
@@ -544,9 +546,10 @@ static int exp_bufs(struct exp *x, struct exp_flow *f, int idx)
     return 0;
 }
 
-static int exp_conn(struct exp *x, struct exp_ep *e, struct mroce_conn **out)
+static int exp_conn(struct exp *x, struct exp_ep *e, uint32_t n_msgs,
+                    struct mroce_conn **out)
 {
-    uint32_t sq = (x->n_msgs + x->n_streams - 1) / x->n_streams;
+    uint32_t sq = (n_msgs + x->n_streams - 1) / x->n_streams;
     struct mroce_conn_attr ca = {
         .send_cq = e->cq,
         .recv_cq = e->cq,
@@ -586,9 +589,9 @@ static int exp_flow_open(struct exp *x, int idx)
     int err = exp_bufs(x, f, idx);
     if (err)
         return err;
-    err = exp_conn(x, f->src, &f->sc);
+    err = exp_conn(x, f->src, f->n_msgs, &f->sc);
     if (!err)
-        err = exp_conn(x, f->dst, &f->rc);
+        err = exp_conn(x, f->dst, f->n_msgs, &f->rc);
     if (!err)
         err = exp_connect(x, f, idx);
     if (err)
@@ -603,8 +606,8 @@ static int exp_flow_open(struct exp *x, int idx)
 static int exp_post(struct exp *x, int idx)
 {
     struct exp_flow *f = &x->fl[idx];
-    uint64_t off = 0;
     for (uint32_t m = 0; m < f->n_msgs; m++) {
+        uint64_t off = (uint64_t)(m % x->n_msgs) * x->msg;
         uint64_t len = x->c.size - off;
         len = len > x->msg ? x->msg : len;
         struct mroce_send_wr wr = {
@@ -622,7 +625,6 @@ static int exp_post(struct exp *x, int idx)
         if (err)
             return exp_fail(x, err, "post on flow %d: %s", idx,
                             mroce_strerror(err));
-        off += len;
     }
     return 0;
 }
@@ -829,7 +831,7 @@ void exp_fabric(struct exp *x)
     r->max_qbytes = tc.max_qbytes;
     r->events = tc.events - x->m.ticks; /* the fabric's, not the sampler's */
     r->ooo_pkts = x->m.ooo;
-    r->ideal_ps = exp_ideal(x, 0, x->c.hosts - 1);
+    r->ideal_ps = exp_ideal(x, x->c.size, 0, x->c.hosts - 1);
     if (r->wall_s > 0) {
         r->events_per_s = (double)r->events / r->wall_s;
         r->pkts_per_s = (double)r->pkts.injected / r->wall_s;

@@ -139,7 +139,8 @@ struct mroce_sim_exp_cfg {
     struct mroce_sim_exp_plane_fault fail_plane[MROCE_SIM_EXP_MAX_FAULTS];
     int n_fail_plane;
     int victim;         /* incast: add a victim flow from the last
-                           host to host 1 (receiver's leaf) [0] */
+                           host to host 1 (receiver's leaf), writing its
+                           buffer `senders` times over [0] */
     uint64_t sample_ps; /* time-series interval [1 us] */
     /* Called from the run loop at most every progress_every_s of wall
      * time (if set) [0.25 s]. */
