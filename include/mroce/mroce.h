@@ -103,6 +103,11 @@ struct mroce_ctx_attr {
      * connection may then have at most n_src_ports paths. */
     const uint16_t *src_ports;
     uint32_t n_src_ports; /* at most MROCE_MAX_SRC_PORTS */
+    /* MetaRoCE only: the fabric's base RTT. The fair-share window (R-CC-3)
+     * uses the smaller of it and the measured min RTT, so a connection
+     * whose first RTT sample already waited in a queue does not keep that
+     * queue. 0: the measured min RTT alone. */
+    uint32_t base_rtt_ns;
 };
 
 #define MROCE_MAX_SRC_PORTS 256

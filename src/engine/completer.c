@@ -225,6 +225,17 @@ static uint16_t comp_new_ce(struct path_tx *pt, const struct mroce_hdr *h)
     return ce;
 }
 
+/* R-CC-3: the path's min RTT (else SRTT), at most the fabric's base RTT
+ * when one is configured: a first sample taken behind a queue would
+ * otherwise size the window to keep that queue. */
+static uint64_t comp_hint_rtt(const struct mroce_conn *c,
+                              const struct path_tx *pt)
+{
+    uint64_t r = pt->min_rtt ? pt->min_rtt : pt->srtt;
+    uint64_t base = c->ctx->base_rtt_ns;
+    return base && (!r || r > base) ? base : r;
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum)
 {
@@ -242,8 +253,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         c->rate_hint_mbps = h->rate_mbps;
-        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps,
-                                   pt->min_rtt ? pt->min_rtt : pt->srtt);
+        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt));
     }
 }
 

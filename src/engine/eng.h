@@ -272,6 +272,7 @@ struct mroce_ctx {
     struct mroce_addr addr;
     uint16_t udp_port;
     uint32_t mtu, link_mbps;
+    uint32_t base_rtt_ns; /* R-CC-3: caps the fair-share RTT; 0 none */
     uint32_t fault;
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */

@@ -419,6 +419,16 @@ static int exp_flows(struct exp *x)
 
 /* ---- Engines ---- */
 
+/* The fabric's base RTT as the engines are told it (R-CC-3): a packet to
+ * the farthest host and its ACK back, each one packet alone (an ACK is
+ * smaller, so this is slightly above). */
+static uint32_t exp_base_rtt_ns(const struct exp *x)
+{
+    uint64_t one_way = mroce_sim_topo_ideal_fct_ps(
+        x->t, x->c.mtu, x->c.mtu, exp_hdr_bytes(x, 1), 0, x->c.hosts - 1);
+    return (uint32_t)(2 * one_way / MROCE_SIM_PS_PER_NS);
+}
+
 int exp_ep_open(struct exp *x, struct exp_ep *e)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
@@ -432,6 +442,7 @@ int exp_ep_open(struct exp *x, struct exp_ep *e)
          * here) changes nothing but speed; a traced run keeps it so tshark
          * sees valid packets */
         .no_icrc = !c->pcap,
+        .base_rtt_ns = exp_base_rtt_ns(x),
     };
     mroce_sim_topo_host_addr(x->t, e->host, &a.addr);
     int err = mroce_ctx_open(&a, &e->ctx);

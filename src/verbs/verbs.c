@@ -82,6 +82,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->udp_port = a->udp_port ? a->udp_port : MROCE_UDP_PORT;
     ctx->mtu = mtu;
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
+    ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,
