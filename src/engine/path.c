@@ -63,6 +63,20 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
 }
 
+/* R-RTT-4: a path that has no sample of its own yet but whose
+ * connection has one uses SRTT + 4 x SRTT/2 of the connection's latest
+ * sample rather than the blind initial RTO. */
+static uint64_t path_base_rto(const struct mroce_conn *c,
+                              const struct path_tx *pt)
+{
+    if (pt->srtt || !c->rtt_hint)
+        return pt->rto;
+    uint64_t rto = 3 * c->rtt_hint;
+    if (rto < c->attr.min_rto_ns)
+        rto = c->attr.min_rto_ns;
+    return rto < pt->rto ? rto : pt->rto;
+}
+
 /* R-RTT-4: the effective RTO: the path's RTO doubled for every timeout
  * round the connection had since it last saw progress (R-RETRY-1), so the
  * retry limit is a bounded time when the peer is gone. A path on a fresh
@@ -73,11 +87,10 @@ uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     if (pt->state == PATH_PROBING)
         return pt->rto; /* R-PATH-8: probing explores new ports quickly */
-    uint64_t rto = pt->rto << c->backoff;
+    uint64_t rto = path_base_rto(c, pt) << c->backoff;
     return rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
 }
 
-/* A path without its own RTT sample borrows the connection's latest. */
 /* R-CC-4: the initial window is the connection's, split over its paths,
  * so that spraying over more paths does not make the first burst larger;
  * counted in whole packets (headers included, as windows are charged). */
@@ -87,6 +100,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
     return (pkts ? pkts : 1) * (MROCE_MAX_HDR_LEN + c->mtu + MROCE_ICRC_LEN);
 }
 
+/* A path without its own RTT sample borrows the connection's latest. */
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
@@ -132,9 +146,10 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
     c->cnt.repaths++;
 }
 
-/* R-RTT-7: a silent path becomes SUSPECT, its newest packet is sent again
- * on another path (data recovery), and a PROBE on the silent path itself
- * makes the receiver's next ACK for it reveal whether the tail was lost. */
+/* R-RTT-7: a silent path becomes SUSPECT, everything unresolved on it is
+ * sent again on other paths (a dead route loses all of it, and its RTO is
+ * much later than the PTO), and a PROBE on the silent path itself makes
+ * the receiver's next ACK for it reveal what was really lost. */
 static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
 {
     pt->tlp_done = true;
@@ -145,8 +160,11 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     c->cnt.tlp_pkts++;
     if (pt->state == PATH_ACTIVE)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
-    if (!(pt->psn_len[i] & ENG_PSN_PROBE))
-        eng_comp_lost(c, pt->psn_dsn[i]);
+    for (uint32_t q = pt->una; q != pt->next_psn; q++) {
+        uint32_t j = eng_psn_slot(pt, q);
+        if (pt->psn_len[j] && !(pt->psn_len[j] & ENG_PSN_PROBE))
+            eng_comp_lost(c, pt->psn_dsn[j]);
+    }
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
         pt->probe_retx = true;
