@@ -74,8 +74,8 @@ static int post_one_send(struct mroce_coll_allgather *ag, int r, int c,
         .wr_id = ch->tx_posted,
         .stream = (uint16_t)c,
         .sge = mroce_coll_sge(me->rmr, me->rbuf + it.off, it.len),
-        .remote_addr = (uint64_t)(uintptr_t)(to->rbuf + it.off),
-        .rkey = mroce_mr_rkey(to->rmr),
+        .remote_addr = mroce_coll_raddr(to, MROCE_COLL_RBUF, it.off),
+        .rkey = mroce_coll_rkey(to, MROCE_COLL_RBUF),
         .imm = tag(ag, &it)};
     return mroce_post_write_imm(me->conn[right], &wr);
 }
@@ -132,7 +132,7 @@ static int on_wc(struct mroce_coll_allgather *ag, int r,
                  const struct mroce_wc *wc)
 {
     if (wc->status != MROCE_WC_SUCCESS)
-        return MROCE_EPROTO;
+        return ag->comm->wc_status = wc->status, MROCE_EPROTO;
     if (wc->opcode == MROCE_WC_RECV ||
         wc->opcode == MROCE_WC_RECV_RDMA_WITH_IMM)
         return on_recv(ag, r, wc);
@@ -165,11 +165,13 @@ static int rank_progress(struct mroce_coll_allgather *ag, int r)
 
 int mroce_coll_allgather_done(const struct mroce_coll_allgather *ag)
 {
-    size_t nch = (size_t)ag->comm->n * ag->comm->n_channels;
-    for (size_t i = 0; i < nch; i++)
-        if (ag->ch[i].tx_done < ag->ch[i].total ||
-            ag->ch[i].rx_done < ag->ch[i].total)
-            return 0;
+    size_t C = ag->comm->n_channels;
+    for (int r = 0; r < ag->comm->n; r++)
+        for (size_t i = (size_t)r * C; i < (size_t)(r + 1) * C; i++)
+            if (mroce_coll_is_local(ag->comm, r) &&
+                (ag->ch[i].tx_done < ag->ch[i].total ||
+                 ag->ch[i].rx_done < ag->ch[i].total))
+                return 0;
     return 1;
 }
 
@@ -178,7 +180,7 @@ int mroce_coll_allgather_progress(struct mroce_coll_allgather *ag)
     if (ag->err)
         return ag->err;
     for (int r = 0; r < ag->comm->n; r++) {
-        int err = rank_progress(ag, r);
+        int err = mroce_coll_is_local(ag->comm, r) ? rank_progress(ag, r) : 0;
         if (err)
             return ag->err = err;
     }
@@ -197,7 +199,8 @@ static int ag_setup(struct mroce_coll_allgather *ag,
     ag->steps = (uint32_t)cm->n - 1;
     for (int r = 0; r < cm->n; r++) {
         struct mroce_coll_rank *k = &cm->rank[r];
-        memcpy(k->rbuf + (size_t)r * a->bytes, k->sbuf, a->bytes);
+        if (mroce_coll_is_local(cm, r))
+            memcpy(k->rbuf + (size_t)r * a->bytes, k->sbuf, a->bytes);
         for (uint32_t c = 0; c < C; c++) {
             struct ag_chan *ch = chan(ag, r, (int)c);
             ch->m = c < ag->n_slices ? (ag->n_slices - c + C - 1) / C : 0;
@@ -219,6 +222,8 @@ int mroce_coll_allgather_start(struct mroce_coll_comm *comm,
         args->bytes > comm->buf_bytes / (size_t)comm->n ||
         args->bytes > UINT32_MAX / (size_t)comm->n)
         return MROCE_EINVAL;
+    if (!mroce_coll_comm_ready(comm))
+        return MROCE_ESTATE;
     struct mroce_coll_allgather *ag = calloc(1, sizeof(*ag));
     if (!ag)
         return MROCE_ENOMEM;
@@ -251,7 +256,7 @@ static uint8_t pattern(int r, size_t i)
 void mroce_coll_allgather_fill(struct mroce_coll_comm *comm, size_t bytes)
 {
     for (int r = 0; r < comm->n; r++)
-        for (size_t i = 0; i < bytes; i++)
+        for (size_t i = 0; mroce_coll_is_local(comm, r) && i < bytes; i++)
             comm->rank[r].sbuf[i] = pattern(r, i);
 }
 
@@ -259,7 +264,7 @@ long mroce_coll_allgather_check(const struct mroce_coll_comm *comm,
                                 size_t bytes, int *bad_rank)
 {
     for (int r = 0; r < comm->n; r++)
-        for (int src = 0; src < comm->n; src++)
+        for (int src = 0; mroce_coll_is_local(comm, r) && src < comm->n; src++)
             for (size_t i = 0; i < bytes; i++) {
                 size_t off = (size_t)src * bytes + i;
                 if (comm->rank[r].rbuf[off] != pattern(src, i)) {

@@ -72,14 +72,14 @@ static int post_one_send(struct mroce_coll_allreduce *ar, int r, int c,
     int right = (r + 1) % cm->n;
     struct mroce_coll_rank *me = &cm->rank[r], *to = &cm->rank[right];
     struct ar_item it = item(ar, r, c, ch, ch->tx_posted, 0);
-    const struct mroce_mr *dmr = is_rs(ar, it.s) ? to->xmr : to->rmr;
-    uint8_t *dst = (is_rs(ar, it.s) ? to->scratch : to->rbuf) + it.off;
+    /* A remote neighbour's buffers are known by their descriptors. */
+    int dbuf = is_rs(ar, it.s) ? MROCE_COLL_SCRATCH : MROCE_COLL_RBUF;
     struct mroce_send_wr wr = {
         .wr_id = ch->tx_posted,
         .stream = (uint16_t)c,
         .sge = mroce_coll_sge(me->rmr, me->rbuf + it.off, it.len),
-        .remote_addr = (uint64_t)(uintptr_t)dst,
-        .rkey = mroce_mr_rkey(dmr),
+        .remote_addr = mroce_coll_raddr(to, dbuf, it.off),
+        .rkey = mroce_coll_rkey(to, dbuf),
         .imm = it.s * ar->n_slices + it.j};
     struct mroce_conn *cn = me->conn[right];
     return ar->flavour == MROCE_COLL_SEND ? mroce_post_send(cn, &wr)
@@ -151,7 +151,7 @@ static int on_wc(struct mroce_coll_allreduce *ar, int r,
                  const struct mroce_wc *wc)
 {
     if (wc->status != MROCE_WC_SUCCESS)
-        return MROCE_EPROTO;
+        return ar->comm->wc_status = wc->status, MROCE_EPROTO;
     if (wc->opcode == MROCE_WC_RECV ||
         wc->opcode == MROCE_WC_RECV_RDMA_WITH_IMM)
         return on_recv(ar, r, wc);
@@ -181,11 +181,13 @@ static int rank_progress(struct mroce_coll_allreduce *ar, int r)
 
 int mroce_coll_allreduce_done(const struct mroce_coll_allreduce *ar)
 {
-    size_t nch = (size_t)ar->comm->n * ar->comm->n_channels;
-    for (size_t i = 0; i < nch; i++)
-        if (ar->ch[i].tx_done < ar->ch[i].total ||
-            ar->ch[i].rx_done < ar->ch[i].total)
-            return 0;
+    size_t C = ar->comm->n_channels;
+    for (int r = 0; r < ar->comm->n; r++)
+        for (size_t i = (size_t)r * C; i < (size_t)(r + 1) * C; i++)
+            if (mroce_coll_is_local(ar->comm, r) &&
+                (ar->ch[i].tx_done < ar->ch[i].total ||
+                 ar->ch[i].rx_done < ar->ch[i].total))
+                return 0;
     return 1;
 }
 
@@ -194,7 +196,7 @@ int mroce_coll_allreduce_progress(struct mroce_coll_allreduce *ar)
     if (ar->err)
         return ar->err;
     for (int r = 0; r < ar->comm->n; r++) {
-        int err = rank_progress(ar, r);
+        int err = mroce_coll_is_local(ar->comm, r) ? rank_progress(ar, r) : 0;
         if (err)
             return ar->err = err;
     }
@@ -213,7 +215,9 @@ static int ar_setup(struct mroce_coll_allreduce *ar,
     ar->steps = 2 * (uint32_t)(cm->n - 1);
     ar->flavour = a->flavour;
     for (int r = 0; r < cm->n; r++) {
-        memcpy(cm->rank[r].rbuf, cm->rank[r].sbuf, a->count * sizeof(float));
+        if (mroce_coll_is_local(cm, r))
+            memcpy(cm->rank[r].rbuf, cm->rank[r].sbuf,
+                   a->count * sizeof(float));
         for (int c = 0; c < cm->n_channels; c++) {
             struct ar_chan *ch = chan(ar, r, c);
             uint32_t C = cm->n_channels;
@@ -239,6 +243,8 @@ int mroce_coll_allreduce_start(struct mroce_coll_comm *comm,
         (args->flavour != MROCE_COLL_WRITE_IMM &&
          args->flavour != MROCE_COLL_SEND))
         return MROCE_EINVAL;
+    if (!mroce_coll_comm_ready(comm))
+        return MROCE_ESTATE;
     struct mroce_coll_allreduce *ar = calloc(1, sizeof(*ar));
     if (!ar)
         return MROCE_ENOMEM;
@@ -269,6 +275,8 @@ static float input(int r, size_t i)
 void mroce_coll_allreduce_fill(struct mroce_coll_comm *comm, size_t count)
 {
     for (int r = 0; r < comm->n; r++) {
+        if (!mroce_coll_is_local(comm, r))
+            continue;
         float *f = (float *)(void *)comm->rank[r].sbuf;
         for (size_t i = 0; i < count; i++)
             f[i] = input(r, i);
@@ -283,6 +291,8 @@ long mroce_coll_allreduce_check(const struct mroce_coll_comm *comm,
         for (int r = 0; r < comm->n; r++)
             want += input(r, i);
         for (int r = 0; r < comm->n; r++) {
+            if (!mroce_coll_is_local(comm, r))
+                continue;
             float got;
             memcpy(&got, comm->rank[r].rbuf + i * sizeof(float), sizeof(got));
             if (got != want) {

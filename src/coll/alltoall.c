@@ -46,14 +46,14 @@ static int post_writes(struct mroce_coll_alltoall *a, int r, int p)
     while (st->tx_posted < a->comm->n_channels) {
         size_t off = st->tx_posted * a->piece;
         uint8_t *src = me->sbuf + (size_t)p * a->block + off;
-        uint8_t *dst = to->rbuf + (size_t)r * a->block + off;
-        struct mroce_send_wr wr = {.wr_id = (uint64_t)p,
-                                   .stream = st->tx_posted,
-                                   .sge =
-                                       mroce_coll_sge(me->smr, src, a->piece),
-                                   .remote_addr = (uint64_t)(uintptr_t)dst,
-                                   .rkey = mroce_mr_rkey(to->rmr),
-                                   .imm = (uint32_t)r};
+        size_t dst = (size_t)r * a->block + off;
+        struct mroce_send_wr wr = {
+            .wr_id = (uint64_t)p,
+            .stream = st->tx_posted,
+            .sge = mroce_coll_sge(me->smr, src, a->piece),
+            .remote_addr = mroce_coll_raddr(to, MROCE_COLL_RBUF, dst),
+            .rkey = mroce_coll_rkey(to, MROCE_COLL_RBUF),
+            .imm = (uint32_t)r};
         int err = mroce_post_write_imm(me->conn[p], &wr);
         if (err)
             return err == MROCE_EAGAIN ? 0 : err;
@@ -66,6 +66,8 @@ static int on_wc(struct mroce_coll_alltoall *a, int r,
                  const struct mroce_wc *wc)
 {
     int p = (int)wc->wr_id;
+    if (wc->status != MROCE_WC_SUCCESS)
+        a->comm->wc_status = wc->status;
     if (wc->status != MROCE_WC_SUCCESS || p < 0 || p >= a->comm->n || p == r)
         return MROCE_EPROTO;
     struct a2a_peer *st = peer(a, r, p);
@@ -126,7 +128,7 @@ int mroce_coll_alltoall_done(const struct mroce_coll_alltoall *a)
 {
     int n = a->comm->n, C = a->comm->n_channels;
     for (int i = 0; i < n * n; i++)
-        if (i / n != i % n &&
+        if (i / n != i % n && mroce_coll_is_local(a->comm, i / n) &&
             (a->peer[i].tx_done < C || a->peer[i].rx_done < C))
             return 0;
     return 1;
@@ -137,7 +139,7 @@ int mroce_coll_alltoall_progress(struct mroce_coll_alltoall *a)
     if (a->err)
         return a->err;
     for (int r = 0; r < a->comm->n; r++) {
-        int err = rank_progress(a, r);
+        int err = mroce_coll_is_local(a->comm, r) ? rank_progress(a, r) : 0;
         if (err)
             return a->err = err;
     }
@@ -157,6 +159,8 @@ int mroce_coll_alltoall_start(struct mroce_coll_comm *comm,
         (args->schedule != MROCE_COLL_A2A_CONCURRENT &&
          args->schedule != MROCE_COLL_A2A_SHIFTED))
         return MROCE_EINVAL;
+    if (!mroce_coll_comm_ready(comm))
+        return MROCE_ESTATE;
     struct mroce_coll_alltoall *a = calloc(1, sizeof(*a));
     if (!a)
         return MROCE_ENOMEM;
@@ -171,8 +175,9 @@ int mroce_coll_alltoall_start(struct mroce_coll_comm *comm,
     int err = a->step && a->peer ? 0 : MROCE_ENOMEM;
     for (int r = 0; !err && r < n; r++) {
         struct mroce_coll_rank *k = &comm->rank[r];
-        memcpy(k->rbuf + (size_t)r * a->block, k->sbuf + (size_t)r * a->block,
-               a->block);
+        if (mroce_coll_is_local(comm, r))
+            memcpy(k->rbuf + (size_t)r * a->block,
+                   k->sbuf + (size_t)r * a->block, a->block);
         a->step[r] = 1;
     }
     if (!err && mroce_coll_alltoall_progress(a) < 0)
@@ -202,7 +207,7 @@ static uint8_t pattern(int src, int dst, size_t i)
 void mroce_coll_alltoall_fill(struct mroce_coll_comm *comm, size_t block)
 {
     for (int r = 0; r < comm->n; r++)
-        for (int p = 0; p < comm->n; p++)
+        for (int p = 0; mroce_coll_is_local(comm, r) && p < comm->n; p++)
             for (size_t i = 0; i < block; i++)
                 comm->rank[r].sbuf[(size_t)p * block + i] = pattern(r, p, i);
 }
@@ -211,7 +216,7 @@ long mroce_coll_alltoall_check(const struct mroce_coll_comm *comm, size_t block,
                                int *bad_rank)
 {
     for (int p = 0; p < comm->n; p++)
-        for (int r = 0; r < comm->n; r++)
+        for (int r = 0; mroce_coll_is_local(comm, p) && r < comm->n; r++)
             for (size_t i = 0; i < block; i++) {
                 size_t off = (size_t)r * block + i;
                 if (comm->rank[p].rbuf[off] != pattern(r, p, i)) {

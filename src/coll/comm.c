@@ -125,14 +125,25 @@ int mroce_coll_comm_create(const struct mroce_coll_cfg *cfg,
     return 0;
 }
 
+static void comm_release_mrs(struct mroce_coll_rank *k)
+{
+    struct mroce_mr *mrs[3] = {k->smr, k->rmr, k->xmr};
+    for (int i = 0; i < 3; i++)
+        if (mrs[i])
+            mroce_dereg_mr(mrs[i]);
+}
+
 void mroce_coll_comm_destroy(struct mroce_coll_comm *comm)
 {
     if (!comm)
         return;
     for (int r = 0; comm->rank && r < comm->n; r++) {
         struct mroce_coll_rank *k = &comm->rank[r];
-        /* Closing the context frees its PD, CQ, MRs and connections. */
-        if (k->ctx)
+        /* Closing the context frees its PD, CQ, MRs and connections; a
+         * borrowed context stays the caller's, only our MRs go. */
+        if (comm->borrowed)
+            comm_release_mrs(k);
+        else if (k->ctx)
             mroce_ctx_close(k->ctx);
         free(k->conn);
         free(k->sbuf);

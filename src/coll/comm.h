@@ -30,6 +30,19 @@ struct mroce_coll_cfg {
     uint8_t rocev2_timeout;  /* RoCEv2 ACK timeout exponent [14] */
 };
 
+/* The three buffers of a rank (index of mroce_coll_rank.desc). */
+#define MROCE_COLL_SBUF 0
+#define MROCE_COLL_RBUF 1
+#define MROCE_COLL_SCRATCH 2
+#define MROCE_COLL_N_BUFS 3
+
+/* Where a rank's buffer is, as its peers address it. */
+struct mroce_coll_buf_desc {
+    uint64_t addr;
+    uint32_t rkey;
+    uint64_t len; /* bytes; 0: not known yet */
+};
+
 struct mroce_coll_rank {
     struct mroce_ctx *ctx;
     struct mroce_pd *pd;
@@ -40,6 +53,11 @@ struct mroce_coll_rank {
     uint8_t *rbuf;            /* result */
     uint8_t *scratch;         /* where peers put partial data */
     struct mroce_mr *smr, *rmr, *xmr;
+    /* Nonzero for a rank another process holds (mroce_coll_comm_create_
+     * over): no context, connections or buffers here, only where its
+     * buffers are (desc). Zero, the default, is a local rank. */
+    int remote;
+    struct mroce_coll_buf_desc desc[MROCE_COLL_N_BUFS];
 };
 
 struct mroce_coll_comm {
@@ -47,6 +65,12 @@ struct mroce_coll_comm {
     uint16_t n_channels;
     size_t buf_bytes;
     struct mroce_coll_rank *rank; /* [n] */
+    /* Nonzero if made by mroce_coll_comm_create_over: the context, PD,
+     * CQ and connections are the caller's. */
+    int borrowed;
+    /* Status (MROCE_WC_*) of the last failed completion a collective saw,
+     * for diagnostics; 0 (SUCCESS) if none. */
+    int wc_status;
 };
 
 /* Opens every context, connects every pair (exchanging mroce_conn_params
@@ -56,14 +80,72 @@ struct mroce_coll_comm {
 int mroce_coll_comm_create(const struct mroce_coll_cfg *cfg,
                            struct mroce_coll_comm **out);
 /* Closes the contexts (freeing what hangs off them) and the buffers. NULL is
- * a no-op. */
+ * a no-op. A create_over communicator instead deregisters its buffers and
+ * frees them; the context, PD, CQ and connections stay the caller's, so
+ * destroy it before closing the context. */
 void mroce_coll_comm_destroy(struct mroce_coll_comm *comm);
 
 /* Copies rank r's context pointers into ctxs[0..n-1] and addresses into
- * addrs (either may be NULL), for a datapath such as mroce_twloop_create. */
+ * addrs (either may be NULL), for a datapath such as mroce_twloop_create.
+ * A remote rank has no context here: NULL. */
 void mroce_coll_comm_endpoints(const struct mroce_coll_comm *comm,
                                struct mroce_ctx **ctxs,
                                struct mroce_addr *addrs);
+
+/* ---- One rank per process ----
+ *
+ * A communicator whose rank `rank` is local and every other rank remote
+ * (held by another process, or by another communicator in this one). The
+ * caller brings the context, PD and CQ; the communicator allocates and
+ * registers the local buffers on that PD. The caller then creates one
+ * connection per peer on the PD (n_streams >= n_channels, both CQs
+ * cfg->cq, whose depth must hold (n_ranks - 1) * n_channels * 2 *
+ * queue depth completions), connects it by any means (e.g. the CM,
+ * carrying mroce_coll_comm_local_desc in its blob), and hands it over
+ * with the peer's descriptors (mroce_coll_comm_set_peer). The collectives
+ * then post and poll for the local rank only, and address a peer's
+ * buffers through its descriptors. */
+struct mroce_coll_over_cfg {
+    int n_ranks;         /* 2..256 */
+    int rank;            /* the local rank, 0..n_ranks-1 */
+    uint16_t n_channels; /* streams the collectives use [1] */
+    size_t buf_bytes;    /* size of each of the 3 buffers [1 MiB] */
+    struct mroce_ctx *ctx;
+    struct mroce_pd *pd;
+    struct mroce_cq *cq; /* every connection of the rank uses it */
+};
+
+/* Errors: EINVAL (bad cfg, NULL ctx/pd/cq), ENOMEM, or a mroce_reg_mr
+ * error. *out is NULL on failure. */
+int mroce_coll_comm_create_over(const struct mroce_coll_over_cfg *cfg,
+                                struct mroce_coll_comm **out);
+/* The local rank's buffers (the first local one's), for its peers:
+ * out[MROCE_COLL_N_BUFS]. */
+void mroce_coll_comm_local_desc(const struct mroce_coll_comm *comm,
+                                struct mroce_coll_buf_desc *out);
+/* Connection to `peer` (connected, on the communicator's PD and CQ; stays
+ * the caller's) and the peer's buffers desc[MROCE_COLL_N_BUFS]. Errors:
+ * EINVAL (not a create_over communicator, peer out of range or the local
+ * rank, conn NULL, a buffer shorter than buf_bytes). */
+int mroce_coll_comm_set_peer(struct mroce_coll_comm *comm, int peer,
+                             struct mroce_conn *conn,
+                             const struct mroce_coll_buf_desc *desc);
+/* 1 if every local rank has a connection to every other rank and every
+ * remote rank's buffers are known: the collectives may start (they
+ * return ESTATE otherwise). Always 1 for mroce_coll_comm_create. */
+int mroce_coll_comm_ready(const struct mroce_coll_comm *comm);
+
+static inline int mroce_coll_is_local(const struct mroce_coll_comm *comm, int r)
+{
+    return !comm->rank[r].remote;
+}
+
+/* Rank r's buffer `which` (MROCE_COLL_*) as a peer addresses it: the
+ * address of byte `off` and the rkey, from the MR for a local rank and
+ * from the descriptor for a remote one. */
+uint64_t mroce_coll_raddr(const struct mroce_coll_rank *k, int which,
+                          size_t off);
+uint32_t mroce_coll_rkey(const struct mroce_coll_rank *k, int which);
 
 /* Bytes of [addr, addr+len) as an SGE of a registered region. */
 struct mroce_sge mroce_coll_sge(const struct mroce_mr *mr, const void *addr,

@@ -227,6 +227,8 @@ int mroce_coll_pattern_start(struct mroce_coll_comm *comm,
     *out = NULL;
     if (bad_args(comm, args))
         return MROCE_EINVAL;
+    if (comm->borrowed) /* patterns drive every rank in one process */
+        return MROCE_ESTATE;
     struct mroce_coll_pattern *p = calloc(1, sizeof(*p));
     if (!p)
         return MROCE_ENOMEM;

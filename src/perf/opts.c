@@ -28,12 +28,13 @@ void perf_usage(void)
             "usage: mroce-perf [server | client HOST | --loopback] TEST "
             "[options] [-- EAL args]\n"
             "       mroce-perf TEST [HOST]            (perftest style)\n"
-            "       mroce-perf coll allreduce|alltoall|allgather -N RANKS\n"
+            "       mroce-perf coll allreduce|alltoall|allgather -N RANKS "
+            "[options]\n"
             "tests: write_bw write_lat read_bw read_lat send_bw send_lat "
             "udp_pingpong\n"
             "  -s SIZE        message bytes (k/m suffix) [64k bw, 8 lat]\n"
             "  -a             all sizes 2 .. 8M\n"
-            "  -n ITERS       iterations [1000]\n"
+            "  -n ITERS       iterations [1000; coll 20]\n"
             "  -D SECONDS     run for a time instead of -n\n"
             "  -t DEPTH       outstanding work requests [128 bw]\n"
             "  -p PORT        CM TCP port [18515]\n"
@@ -52,7 +53,11 @@ void perf_usage(void)
             "  --check        verify the data byte for byte\n"
             "  --json FILE    write the results as JSON\n"
             "  --timeout S    bound on the whole run [120]\n"
-            "  -N RANKS       coll: processes [4]\n");
+            "  -N RANKS       coll: processes [4]\n"
+            "  --channels C   coll: streams per connection (= --streams)\n"
+            "  --flavour writeimm|send  coll all-reduce: how data moves\n"
+            "coll: -s is S, the bytes of each rank's array; --udp-port is\n"
+            "rank 0's, rank r uses PORT + r\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -111,8 +116,14 @@ static int opt_value(struct perf_opts *o, const char *k, const char *v)
         return o->local_ip = v, 0;
     if (!strcmp(k, "--paths") && num && n >= 1 && n <= 256)
         return o->paths = (uint16_t)n, 0;
-    if (!strcmp(k, "--streams") && num && n >= 1 && n <= 256)
-        return o->streams = (uint16_t)n, 0;
+    if ((!strcmp(k, "--streams") || !strcmp(k, "--channels")) && num &&
+        n >= 1 && n <= 256)
+        return o->streams = (uint16_t)n, 0; /* coll: a channel per stream */
+    if (!strcmp(k, "--flavour")) {
+        if (strcmp(v, "writeimm") && strcmp(v, "send"))
+            return -1;
+        return o->coll_flavour = !strcmp(v, "send"), 0;
+    }
     if (!strcmp(k, "--mtu") && num && n >= 256 && n <= 9000)
         return o->mtu = (uint32_t)n, 0;
     if (!strcmp(k, "--loss"))
@@ -202,8 +213,8 @@ static int opt_finish(struct perf_opts *o, bool mode_set)
     bool lat = perf_test_is_lat(o->test);
     if (!o->size)
         o->size = lat ? 8 : 65536;
-    if (!o->iters)
-        o->iters = lat ? 1000 : 1000;
+    if (!o->iters) /* coll: NCCL-tests' habit, -n 20 */
+        o->iters = o->test == PERF_COLL ? 20 : 1000;
     if (!o->tx_depth)
         o->tx_depth = lat ? 1 : 128;
     if (!o->udp_port)

@@ -58,8 +58,9 @@ struct perf_opts {
     int eal_argc;
     char *eal_argv[PERF_MAX_EAL];
     /* collectives */
-    int coll_op; /* 0 allreduce, 1 alltoall, 2 allgather */
-    int ranks;   /* -N */
+    int coll_op;      /* 0 allreduce, 1 alltoall, 2 allgather */
+    int ranks;        /* -N */
+    int coll_flavour; /* --flavour: MROCE_COLL_WRITE_IMM or _SEND */
 };
 
 /* Parses argv; prints usage and returns -1 on error, 1 for --help. */
@@ -88,6 +89,10 @@ struct perf_remote {
     uint64_t len;
 };
 
+/* The datapath attributes every side uses (address, ports, offloads,
+ * impairment, context seed, MTU, transport, log hook). */
+void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
+                  const char *ip, uint16_t udp_port, uint64_t seed);
 int perf_side_open(struct perf_side *s, const struct perf_opts *o,
                    const char *ip, uint16_t udp_port, uint64_t seed);
 /* (Re)registers a buffer of at least len bytes filled with the pattern

@@ -15,8 +15,8 @@ static void side_log(void *ud, int level, const char *msg)
         fprintf(stderr, "mroce: %s\n", msg);
 }
 
-static void side_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
-                         const char *ip, uint16_t udp_port, uint64_t seed)
+void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
+                  const char *ip, uint16_t udp_port, uint64_t seed)
 {
     memset(a, 0, sizeof(*a));
     a->kind = o->datapath;
@@ -63,7 +63,7 @@ int perf_side_open(struct perf_side *s, const struct perf_opts *o,
     struct mroce_dp_attr a;
     struct mroce_dpdk_attr dk = {.eal_argc = o->eal_argc,
                                  .eal_argv = (char **)o->eal_argv};
-    side_dp_attr(&a, o, ip, udp_port, seed);
+    perf_dp_attr(&a, o, ip, udp_port, seed);
     if (o->datapath == MROCE_DP_DPDK)
         a.dpdk = &dk;
     int err = mroce_dp_create(&a, &s->dp);
