@@ -375,19 +375,33 @@ static uint64_t exp_coll_alpha(struct exp *x, uint32_t hdr, bool mean)
     return mean ? sum / (uint64_t)x->c.hosts : max;
 }
 
+/* A ring of `steps` steps over C channels: each channel's chain of steps
+ * (alpha + its chunk S/(N C) at line rate each) or the NIC's bytes,
+ * whichever is longer. With one channel this is metrics.md's formula
+ * exactly (steps x alpha + factor x S/bw); with C > 1 the channels' alpha
+ * terms overlap each other's transfers, and the bound says so. */
+static double exp_ring_ideal_t(double n, double c, double steps, double s,
+                               double bw, double alpha, double factor)
+{
+    double chain = steps * (alpha + s / (n * c) / bw);
+    double bytes = factor * s / bw;
+    return chain > bytes ? chain : bytes;
+}
+
 /* metrics.md: the ideal JCT in seconds and the busbw factor. */
 static double exp_coll_ideal_t(struct exp *x, double bw, double *factor)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     double n = c->hosts, s = (double)x->res->coll_bytes;
     double alpha = (double)x->res->alpha_ps / MROCE_SIM_PS_PER_S;
+    double ch = c->channels > 0 ? c->channels : 1;
     if (c->workload == MROCE_SIM_EXP_ALLREDUCE) {
         *factor = 2 * (n - 1) / n;
-        return *factor * s / bw + 2 * (n - 1) * alpha;
+        return exp_ring_ideal_t(n, ch, 2 * (n - 1), s, bw, alpha, *factor);
     }
     *factor = (n - 1) / n;
     if (c->workload == MROCE_SIM_EXP_ALLGATHER)
-        return *factor * s / bw + (n - 1) * alpha;
+        return exp_ring_ideal_t(n, ch, n - 1, s, bw, alpha, *factor);
     double host = *factor * s / bw + alpha;
     double o = (double)c->hosts_per_leaf / c->spines;
     double fabric = o * (n - c->hosts_per_leaf) / n * s / bw;
