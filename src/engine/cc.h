@@ -35,7 +35,8 @@ struct cc_ops {
     void (*on_loss)(struct cc_conn *cc, struct cc_path *pc, uint64_t now);
     void (*on_timeout)(struct cc_conn *cc, struct cc_path *pc, uint64_t now);
     /* receiver's fair-share grant in Mbit/s and the path's min RTT */
-    void (*on_rate_hint)(struct cc_conn *cc, uint32_t mbps, uint64_t rtt_ns);
+    void (*on_rate_hint)(struct cc_conn *cc, uint32_t mbps, uint64_t rtt_ns,
+                         uint64_t now);
 };
 
 /* The first controller: ECN-driven AIMD per path and per connection,

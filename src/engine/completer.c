@@ -253,7 +253,8 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         c->rate_hint_mbps = h->rate_mbps;
-        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt));
+        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),
+                                   now);
     }
 }
 

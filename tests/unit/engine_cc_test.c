@@ -112,20 +112,23 @@ static void test_ecn_cut_once_per_rtt(void **state)
     assert_int_equal(l.path.cwnd, once - once / 4);
 }
 
-static void test_loss_halves_once_per_rtt(void **state)
+/* Loss takes an eighth, once per RTT: ECN is the congestion signal; a
+ * loss alone may be corruption or a failing route (section 9.2). */
+static void test_loss_cuts_once_per_rtt(void **state)
 {
     (void)state;
     struct law l;
     law_init(&l);
     law_rtt(&l, 20 * US);
     cc->on_loss(&l.conn, &l.path, l.now);
-    assert_int_equal(l.path.cwnd, INIT / 2);
+    uint32_t once = INIT - INIT / 8;
+    assert_int_equal(l.path.cwnd, once);
     l.now += 10 * US;
     cc->on_loss(&l.conn, &l.path, l.now);
-    assert_int_equal(l.path.cwnd, INIT / 2);
+    assert_int_equal(l.path.cwnd, once);
     l.now += 10 * US;
     cc->on_loss(&l.conn, &l.path, l.now);
-    assert_int_equal(l.path.cwnd, INIT / 4);
+    assert_int_equal(l.path.cwnd, once - once / 8);
 }
 
 static void test_timeout_to_one_mtu(void **state)
@@ -163,29 +166,37 @@ static void test_bounds(void **state)
     assert_int_equal(l.path.cwnd, MAXP); /* never above the maximum */
 }
 
-/* R-CC-3: the connection window is capped at hint x RTT (at least one
- * mtu, at most the configured maximum); 0 lifts the cap. */
+/* R-CC-3: the connection window is capped at 2 x hint x RTT, or 1 x
+ * while CE marks are recent (16 RTTs), at least one mtu, at most the
+ * configured maximum; 0 lifts the cap. */
 static void test_rate_hint(void **state)
 {
     (void)state;
     struct law l;
     law_init(&l);
-    cc->on_rate_hint(&l.conn, 10000, 100 * US); /* BDP 125 kB */
-    assert_int_equal(l.conn.cwnd, 125000);
-    cc->on_rate_hint(&l.conn, 40000, 20 * US); /* BDP 100 kB */
-    assert_int_equal(l.conn.cwnd, 100000);
-    cc->on_rate_hint(&l.conn, 1000, 10 * US); /* 1.25 kB */
-    assert_int_equal(l.conn.cwnd, 1250);
-    cc->on_rate_hint(&l.conn, 100, 10 * US); /* 125 B: floor */
+    uint64_t t = l.now;
+    cc->on_rate_hint(&l.conn, 10000, 100 * US, t); /* BDP 125 kB */
+    assert_int_equal(l.conn.cwnd, 250000);
+    cc->on_rate_hint(&l.conn, 40000, 20 * US, t); /* BDP 100 kB */
+    assert_int_equal(l.conn.cwnd, 200000);
+    cc->on_rate_hint(&l.conn, 100, 10 * US, t); /* 2 x 125 B: floor */
     assert_int_equal(l.conn.cwnd, MTU);
-    cc->on_rate_hint(&l.conn, 0, 10 * US);
+    cc->on_ack(&l.conn, &l.path, MTU, true, 0, t); /* a CE mark: k = 1 */
+    uint32_t path_cwnd = l.path.cwnd;
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);   /* 1.25 kB */
+    assert_int_equal(l.conn.cwnd, 1250);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 159 * US); /* 15.9 RTTs */
+    assert_int_equal(l.conn.cwnd, 1250);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 160 * US); /* calm again */
+    assert_int_equal(l.conn.cwnd, 2500);
+    cc->on_rate_hint(&l.conn, 0, 10 * US, t);
     assert_int_equal(l.conn.cwnd, MAXC);
-    cc->on_rate_hint(&l.conn, 1000, 10 * US);
-    cc->on_rate_hint(&l.conn, 400000, 1000 * US); /* above the max */
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);
+    cc->on_rate_hint(&l.conn, 400000, 1000 * US, t); /* above the max */
     assert_int_equal(l.conn.cwnd, MAXC);
-    cc->on_rate_hint(&l.conn, 1000, 0); /* no RTT known: no cap */
+    cc->on_rate_hint(&l.conn, 1000, 0, t); /* no RTT known: no cap */
     assert_int_equal(l.conn.cwnd, MAXC);
-    assert_int_equal(l.path.cwnd, INIT); /* paths untouched */
+    assert_int_equal(l.path.cwnd, path_cwnd); /* hints leave paths alone */
 }
 
 /* ---- the engine feeds the law ---- */
@@ -239,9 +250,9 @@ static void test_engine_ecn(void **state)
     peer_free(p);
 }
 
-/* A hint of 1000 Mbit/s at a 10 us RTT caps the connection at 1250 bytes
- * in flight: sending stops once 2 packets of 1076 bytes (48 + 1024 + 4)
- * are out; a zero hint lifts the cap. */
+/* A hint of 1000 Mbit/s at a 10 us RTT without CE marks caps the
+ * connection at 2 x 1250 bytes in flight: sending stops once 3 packets of
+ * 1076 bytes (48 + 1024 + 4) are out; a zero hint lifts the cap. */
 static void test_engine_rate_hint(void **state)
 {
     (void)state;
@@ -252,9 +263,9 @@ static void test_engine_rate_hint(void **state)
     peer_advance(p, 10 * US);
     ack_with(p, &d, 0, 1000);
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, 40 * PEER_MTU), 0);
-    assert_int_equal(peer_drain(p, NULL, 0), 2);
+    assert_int_equal(peer_drain(p, NULL, 0), 3);
     ack_with(p, &d, 0, 0); /* same PSN again: only the hint is new */
-    assert_int_equal(peer_drain(p, NULL, 0), 38);
+    assert_int_equal(peer_drain(p, NULL, 0), 37);
     peer_free(p);
 }
 
@@ -265,7 +276,7 @@ int main(void)
         cmocka_unit_test(test_additive_increase),
         cmocka_unit_test(test_additive_increase_small_acks),
         cmocka_unit_test(test_ecn_cut_once_per_rtt),
-        cmocka_unit_test(test_loss_halves_once_per_rtt),
+        cmocka_unit_test(test_loss_cuts_once_per_rtt),
         cmocka_unit_test(test_timeout_to_one_mtu),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_rate_hint),
