@@ -12,11 +12,14 @@
  * a failing route, which the path machinery handles. Halving made 10%
  * random loss cost 0.51 of the lossless all-reduce, an eighth 0.59. */
 #define AIMD_BETA_LOSS 8
-/* R-CC-3: the fair-share cap is k x hint x RTT with k = 1 while the
+/* R-CC-3: the fair-share cap is k x hint x RTT with k = 1.5 while the
  * connection saw CE marks within the last HINT_CALM_RTTS RTTs (a queue is
- * building: keep none standing), else k = 2 (no queue: the headroom lets
- * losses wait for their retransmission without stalling the window; k = 1
- * cost a lone flow at 10% random loss 0.57 of its bound, k = 2 0.99). */
+ * building: keep at most half a BDP standing per bottleneck), else k = 2
+ * (no queue: the headroom lets losses wait for their retransmission
+ * without stalling the window; k = 1 cost a lone flow at 10% random loss
+ * 0.57 of its bound, k = 2 0.99). k = 1 under marks left a 64-host
+ * all-to-all, where every sender is also a receiver's 1/63, no slack at
+ * all: 1.33 x ideal, against 1.13 at 1.5 and 1.09 at 2. */
 #define HINT_CALM_RTTS 16
 
 static uint32_t aimd_clamp(uint64_t v, uint32_t lo, uint32_t hi)
@@ -108,7 +111,7 @@ static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
     }
     uint64_t bdp = (uint64_t)mbps * rtt_ns / 8000; /* Mbit/s * ns -> B */
     bool marked = cc->priv[0] && now - cc->priv[0] < HINT_CALM_RTTS * rtt_ns;
-    cc->cwnd = aimd_clamp(bdp * (marked ? 1 : 2), (uint32_t)cc->priv[1],
+    cc->cwnd = aimd_clamp(bdp * (marked ? 3 : 4) / 2, (uint32_t)cc->priv[1],
                           (uint32_t)cc->priv[2]);
 }
 

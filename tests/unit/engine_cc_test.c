@@ -183,7 +183,7 @@ static void test_rate_hint(void **state)
     assert_int_equal(l.conn.cwnd, MTU);
     cc->on_ack(&l.conn, &l.path, MTU, true, 0, t); /* a CE mark: k = 1 */
     uint32_t path_cwnd = l.path.cwnd;
-    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);   /* 1.25 kB */
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t); /* 1.25 kB */
     assert_int_equal(l.conn.cwnd, 1250);
     cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 159 * US); /* 15.9 RTTs */
     assert_int_equal(l.conn.cwnd, 1250);
