@@ -181,12 +181,12 @@ static void test_rate_hint(void **state)
     assert_int_equal(l.conn.cwnd, 200000);
     cc->on_rate_hint(&l.conn, 100, 10 * US, t); /* 2 x 125 B: floor */
     assert_int_equal(l.conn.cwnd, MTU);
-    cc->on_ack(&l.conn, &l.path, MTU, true, 0, t); /* a CE mark: k = 1 */
+    cc->on_ack(&l.conn, &l.path, MTU, true, 0, t); /* a CE mark: k 1.5 */
     uint32_t path_cwnd = l.path.cwnd;
-    cc->on_rate_hint(&l.conn, 1000, 10 * US, t); /* 1.25 kB */
-    assert_int_equal(l.conn.cwnd, 1250);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t); /* 1.5 x 1.25 kB */
+    assert_int_equal(l.conn.cwnd, 1875);
     cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 159 * US); /* 15.9 RTTs */
-    assert_int_equal(l.conn.cwnd, 1250);
+    assert_int_equal(l.conn.cwnd, 1875);
     cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 160 * US); /* calm again */
     assert_int_equal(l.conn.cwnd, 2500);
     cc->on_rate_hint(&l.conn, 0, 10 * US, t);
