@@ -60,9 +60,12 @@ test-fuzz: deps
 	$(CMAKE) --build $(FUZZ_DIR) -j$(JOBS) --target mroce_fuzzers
 	$(CTEST) --test-dir $(FUZZ_DIR) --output-on-failure -j$(JOBS) -R '^fuzz_'
 
+# The headline comparison (docs/suite.md): every scenario for MetaRoCE and
+# RoCEv2 (1 and 8 QPs) on the 64-host fabric, $(JOBS) runs at a time; writes
+# build/headline/{results.json,report.md,plots/} and prints the table.
 run: deps
 	$(MAKE) --no-print-directory build
-	$(BUILD_DIR)/bin/mroce-bench loss-sweep --json $(BUILD_DIR)/loss-sweep.json
+	$(BUILD_DIR)/bin/mroce-sim --suite headline --out $(BUILD_DIR)/headline --jobs $(JOBS)
 
 format:
 	@if [ -n "$(FORMAT_DIRS)" ]; then \

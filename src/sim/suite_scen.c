@@ -1,0 +1,221 @@
+/* The suites' scenario tables and transports (docs/suite.md says why
+ * each size). A scenario + a transport -> one experiment config. */
+#include <mroce/mroce.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/defaults.h"
+#include "sim/event.h"
+#include "sim/suite_int.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024ull)
+#define AR MROCE_SIM_EXP_ALLREDUCE
+#define A2A MROCE_SIM_EXP_ALLTOALL
+#define INC MROCE_SIM_EXP_INCAST
+#define THIRD (1.0 / 3.0)
+
+/* 64 hosts, 4 leaves x 16, 16 spines (non-blocking), 400G, MTU 4096.
+ * All-reduce 1 MiB per rank (latency-bound ring, cheap), all-to-all
+ * 4 MiB (64 KiB per peer), the plane scenarios 16 MiB (where 8 planes
+ * can be 1.9x 4 planes: the per-step alpha is small enough), incast
+ * 1 MiB per sender. */
+static const struct suite_scen headline[] = {
+    {"allreduce", SK_BASE, NULL, AR, 1 * MIB, 1, 0, 0, 0, 0, 1},
+    {"alltoall", SK_BASE, NULL, A2A, 4 * MIB, 1, 0, 0, 0, 0, 1},
+    {"allreduce_loss0.1pct", SK_LOSS, "allreduce", AR, 1 * MIB, 1, 0.001, 0, 0,
+     0, 1},
+    {"allreduce_loss1pct", SK_LOSS, "allreduce", AR, 1 * MIB, 1, 0.01, 0, 0, 0,
+     1},
+    {"allreduce_loss10pct", SK_LOSS, "allreduce", AR, 1 * MIB, 1, 0.1, 0, 0, 0,
+     1},
+    {"alltoall_loss1pct", SK_LOSS, "alltoall", A2A, 4 * MIB, 1, 0.01, 0, 0, 0,
+     1},
+    {"alltoall_loss10pct", SK_LOSS, "alltoall", A2A, 4 * MIB, 1, 0.1, 0, 0, 0,
+     1},
+    {"alltoall_degraded_link", SK_DEGRADED, "alltoall", A2A, 4 * MIB, 1, 0,
+     0.25, 0, 0, 1},
+    {"allreduce_link_down", SK_LINK_DOWN, "allreduce", AR, 1 * MIB, 1, 0, 0,
+     THIRD, 0, 1},
+    {"alltoall_plane_down", SK_PLANE_DOWN, "alltoall_planes4", A2A, 16 * MIB, 4,
+     0, 0, THIRD, 0, 1},
+    {"incast_63to1", SK_INCAST, NULL, INC, 1 * MIB, 1, 0, 0, 0, 63, 1},
+    {"alltoall_planes1", SK_PLANES, NULL, A2A, 16 * MIB, 1, 0, 0, 0, 0, 1},
+    {"alltoall_planes4", SK_PLANES, "alltoall_planes1", A2A, 16 * MIB, 4, 0, 0,
+     0, 0, 1},
+    {"alltoall_planes8", SK_PLANES, "alltoall_planes4", A2A, 16 * MIB, 8, 0, 0,
+     0, 0, 1},
+};
+
+/* 16 hosts, 4 leaves x 4, 4 spines: one of each kind but the planes,
+ * small enough for CI (under 30 s for the three transports). */
+static const struct suite_scen quick[] = {
+    {"allreduce", SK_BASE, NULL, AR, 256 * KIB, 1, 0, 0, 0, 0, 1},
+    {"alltoall", SK_BASE, NULL, A2A, 1 * MIB, 1, 0, 0, 0, 0, 1},
+    {"allreduce_loss1pct", SK_LOSS, "allreduce", AR, 256 * KIB, 1, 0.01, 0, 0,
+     0, 1},
+    {"alltoall_loss10pct", SK_LOSS, "alltoall", A2A, 1 * MIB, 1, 0.1, 0, 0, 0,
+     1},
+    {"alltoall_degraded_link", SK_DEGRADED, "alltoall", A2A, 1 * MIB, 1, 0,
+     0.25, 0, 0, 1},
+    {"allreduce_link_down", SK_LINK_DOWN, "allreduce", AR, 256 * KIB, 1, 0, 0,
+     THIRD, 0, 1},
+    {"incast_15to1", SK_INCAST, NULL, INC, 256 * KIB, 1, 0, 0, 0, 15, 1},
+};
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The headline stops every run at 20 ms of simulated time (62x the
+ * all-reduce's ideal JCT, 224x the all-to-all's): a RoCEv2 run that waits
+ * for its 67 ms ACK timeout is reported as not done by then, with the
+ * bounds that follow (JCT above, busbw below), instead of simulating up
+ * to 537 ms of timers at 0.02-0.1 M events/s. --deadline-ms 2000 runs
+ * the experiment's default. The quick suite is small enough for it. */
+static const struct suite_def defs[] = {
+    {"headline", 64, 16, 16, 20, headline, N_OF(headline)},
+    {"quick", 16, 4, 4, 0, quick, N_OF(quick)},
+};
+
+/* RoCEv2 in its production configuration: PFC and DCQCN on (the
+ * experiment's defaults for RoCEv2), 1 or 8 QPs per peer pair. */
+static const struct suite_transport transports[] = {
+    {"metaroce", MROCE_TRANSPORT_METAROCE, 0},
+    {"rocev2_1qp", MROCE_TRANSPORT_ROCEV2, 1},
+    {"rocev2_8qp", MROCE_TRANSPORT_ROCEV2, 8},
+};
+
+const struct suite_def *suite_def_find(const char *name)
+{
+    for (int i = 0; i < N_OF(defs); i++)
+        if (strcmp(defs[i].name, name) == 0)
+            return &defs[i];
+    return NULL;
+}
+
+const struct suite_transport *suite_transports(int *n)
+{
+    *n = N_OF(transports);
+    return transports;
+}
+
+const char *suite_kind_str(int kind)
+{
+    static const char *const names[SK_N] = {
+        "lossless",   "loss",   "degraded_link", "link_down",
+        "plane_down", "incast", "planes"};
+    return kind >= 0 && kind < SK_N ? names[kind] : "?";
+}
+
+bool suite_list_has(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, id, n) == 0)
+            return true;
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* The ideal JCT of metrics.md, estimated before the run to place a
+ * fault: alpha from the propagation delays alone (store and forward of
+ * one packet is ~1% of it), eta with the largest transport header. The
+ * run reports the exact ideal (exp.c). */
+static double suite_ideal_estimate_s(const struct mroce_sim_exp_cfg *c)
+{
+    double n = c->hosts, h = c->hosts_per_leaf, leaves = n / h;
+    double eta = (double)c->mtu / (c->mtu + MROCE_SIM_TRANSPORT_HDR_MAX +
+                                   MROCE_SIM_WIRE_OVERHEAD_V4);
+    double bw = eta * (double)c->link_bps * c->planes / 8;
+    double s = (double)c->size, delay = (double)MROCE_SIM_LINK_DELAY_PS / 1e12;
+    if (c->workload == MROCE_SIM_EXP_ALLREDUCE) {
+        double alpha = delay * (2 + 2 * leaves / n);
+        return 2 * (n - 1) / n * s / bw + 2 * (n - 1) * alpha;
+    }
+    double host = (n - 1) / n * s / bw + (leaves > 1 ? 4 : 2) * delay;
+    double fabric = h / c->spines * (n - h) / n * s / bw;
+    return host > fabric ? host : fabric;
+}
+
+static void suite_faults(const struct suite_scen *s,
+                         struct mroce_sim_exp_cfg *c)
+{
+    uint64_t at = (uint64_t)(s->fault_at * suite_ideal_estimate_s(c) * 1e12);
+    at -= at % MROCE_SIM_PS_PER_US; /* whole microseconds */
+    if (s->kind == SK_DEGRADED) {
+        snprintf(c->degrade[0].link, sizeof(c->degrade[0].link),
+                 "leaf0-spine0");
+        c->degrade[0].fraction = s->degrade;
+        c->n_degrade = 1;
+    } else if (s->kind == SK_LINK_DOWN) {
+        snprintf(c->fail[0].link, sizeof(c->fail[0].link), "leaf0-spine0");
+        c->fail[0].t_ps = at;
+        c->n_fail = 1;
+    } else if (s->kind == SK_PLANE_DOWN) {
+        c->fail_plane[0].plane = 1;
+        c->fail_plane[0].t_ps = at;
+        c->n_fail_plane = 1;
+    }
+}
+
+void suite_cfg(const struct suite_job *j, struct mroce_sim_exp_cfg *c)
+{
+    const struct suite_def *d = j->o->def;
+    const struct suite_scen *s = j->s;
+    struct mroce_sim_exp_cfg in = {
+        .transport = j->t->transport,
+        .hosts = d->hosts,
+        .hosts_per_leaf = d->hosts_per_leaf,
+        .spines = d->spines,
+        .planes = s->planes,
+        .qps = j->t->qps,
+        .loss = s->loss,
+        .seed = j->o->seed_set ? j->o->seed : s->seed,
+        .workload = s->workload,
+        .size = s->size,
+        .senders = s->senders,
+        .victim = s->kind == SK_INCAST,
+        .deadline_ps = (uint64_t)((j->o->deadline_ms > 0 ? j->o->deadline_ms
+                                                         : d->deadline_ms) *
+                                  1e9),
+    };
+    mroce_sim_exp_cfg_resolve(&in, c);
+    suite_faults(s, c);
+}
+
+void suite_describe(const struct suite_job *j,
+                    const struct mroce_sim_exp_cfg *c, char *buf, size_t n)
+{
+    const struct suite_scen *s = j->s;
+    const char *w = mroce_sim_exp_workload_str(c->workload);
+    double at = c->n_fail         ? (double)c->fail[0].t_ps / 1e6
+                : c->n_fail_plane ? (double)c->fail_plane[0].t_ps / 1e6
+                                  : 0;
+    switch (s->kind) {
+    case SK_LOSS:
+        snprintf(buf, n, "%s with random loss %g on every packet", w, c->loss);
+        break;
+    case SK_DEGRADED:
+        snprintf(buf, n, "%s with cable %s at %g of its rate", w,
+                 c->degrade[0].link, c->degrade[0].fraction);
+        break;
+    case SK_LINK_DOWN:
+        snprintf(buf, n, "%s with cable %s down at %g us, no reroute", w,
+                 c->fail[0].link, at);
+        break;
+    case SK_PLANE_DOWN:
+        snprintf(buf, n, "%s on %d planes, plane %d down at %g us", w,
+                 c->planes, c->fail_plane[0].plane, at);
+        break;
+    case SK_INCAST:
+        snprintf(buf, n,
+                 "%d senders to host 0, and a victim flow from host %d to "
+                 "host 1",
+                 c->senders, c->hosts - 1);
+        break;
+    default:
+        snprintf(buf, n, "%s, lossless, no fault, %d plane(s)", w, c->planes);
+    }
+}
