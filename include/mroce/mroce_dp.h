@@ -78,9 +78,10 @@ struct mroce_dp_attr {
 struct mroce_dp;
 
 /* Opens the datapath and its context. Errors: EINVAL (bad attr, an
- * address that is not local), ENOMEM, ESTATE (the datapath cannot start:
- * port in use, DPDK EAL failure; the log hook of attr->ctx says why).
- * Not thread-safe. */
+ * address that is not local, a RoCEv2 context: the RoCEv2 baseline sends
+ * from per-QP ports to UDP 4791 and runs in the simulator only), ENOMEM, ESTATE
+ * (the datapath cannot start: port in use, DPDK EAL failure; the log hook of
+ * attr->ctx says why). Not thread-safe. */
 int mroce_dp_create(const struct mroce_dp_attr *attr, struct mroce_dp **out);
 /* Stops a polling thread, closes the context (outstanding work requests
  * are dropped, as mroce_ctx_close does) and frees everything. */

@@ -90,6 +90,10 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
         r->batch = DP_DEF_BATCH;
     if (r->n_src_ports > MROCE_MAX_SRC_PORTS || r->batch > DP_MAX_BATCH)
         return MROCE_EINVAL;
+    /* The RoCEv2 baseline sends from per-QP ports to UDP 4791, which a
+     * datapath's sockets neither own nor bind: simulator only. */
+    if (r->ctx.transport != MROCE_TRANSPORT_METAROCE)
+        return MROCE_EINVAL;
     dp->ctx_attr = r->ctx;
     if (dp->ctx_attr.seed == 0 && !dp->ctx_attr.hooks.rand64)
         dp->ctx_attr.seed = dp_seed();

@@ -48,7 +48,7 @@ void perf_usage(void)
             "  --pace GBPS    sender pacing [off]\n"
             "  --min-rto US   minimum retransmission timeout [engine's]\n"
             "  --retry N      timeout rounds before error [engine's]\n"
-            "  --transport metaroce|rocev2\n"
+            "  --transport metaroce (RoCEv2: mroce-sim only)\n"
             "  --datapath udp|dpdk (dpdk: EAL args after --)\n"
             "  --check        verify the data byte for byte\n"
             "  --json FILE    write the results as JSON\n"
@@ -145,9 +145,14 @@ static int opt_value(struct perf_opts *o, const char *k, const char *v)
     if (!strcmp(k, "-N") && num && n >= 2 && n <= 64)
         return o->ranks = (int)n, 0;
     if (!strcmp(k, "--transport")) {
-        if (strcmp(v, "metaroce") && strcmp(v, "rocev2"))
-            return -1;
-        return o->transport = strcmp(v, "rocev2") == 0, 0;
+        if (strcmp(v, "metaroce") == 0)
+            return 0;
+        fprintf(stderr,
+                "mroce-perf: --transport %s: the datapaths carry "
+                "MetaRoCE only (the RoCEv2 baseline runs in "
+                "mroce-sim)\n",
+                v);
+        return -1;
     }
     if (!strcmp(k, "--datapath")) {
         if (strcmp(v, "udp") && strcmp(v, "dpdk"))

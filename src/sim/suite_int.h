@@ -49,6 +49,7 @@ struct suite_scen {
                          fraction of the (estimated) ideal JCT */
     int senders;      /* SK_INCAST: hosts - 1 */
     uint64_t seed;    /* fixed per scenario; --seed overrides */
+    int channels;     /* collective channels [1] */
 };
 
 struct suite_def {

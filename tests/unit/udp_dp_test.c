@@ -727,6 +727,9 @@ static void test_create_errors(void **state)
     a.local_ip = "192.0.2.77"; /* TEST-NET-1: not ours */
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
     a.local_ip = "127.0.0.1";
+    a.ctx.transport = MROCE_TRANSPORT_ROCEV2; /* simulator only */
+    assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
+    a.ctx.transport = MROCE_TRANSPORT_METAROCE;
     a.kind = 99;
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
     /* a port in use */
