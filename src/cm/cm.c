@@ -237,18 +237,28 @@ static int cm_got_reject(struct mroce_cm *cm, const struct cm_msg *m)
                    mroce_strerror(code));
 }
 
+/* The next message, which must be of `type` (a REJECT says why not). */
+static int cm_expect(struct mroce_cm *cm, int64_t dl, int type,
+                     const char *name, struct cm_msg *m)
+{
+    int err = cm_next(cm, dl, m);
+    if (err)
+        return err;
+    if (m->h.type == CM_REJECT)
+        return cm_got_reject(cm, m);
+    if (m->h.type != type)
+        return cm_unexpected(cm, m, name);
+    return 0;
+}
+
 static int cm_recv_hello(struct mroce_cm *cm, int64_t dl,
                          struct mroce_conn_params *p, void *blob, size_t cap,
                          size_t *blob_len)
 {
     struct cm_msg m;
-    int err = cm_next(cm, dl, &m);
+    int err = cm_expect(cm, dl, CM_HELLO, "HELLO", &m);
     if (err)
         return err;
-    if (m.h.type == CM_REJECT)
-        return cm_got_reject(cm, &m);
-    if (m.h.type != CM_HELLO)
-        return cm_unexpected(cm, &m, "HELLO");
     const uint8_t *b;
     size_t bl = 0;
     const char *why = "";
@@ -273,15 +283,10 @@ static int cm_recv_hello(struct mroce_cm *cm, int64_t dl,
 static int cm_wait_ready(struct mroce_cm *cm, int64_t dl)
 {
     struct cm_msg m;
-    int err = cm_next(cm, dl, &m);
-    if (err)
-        return err;
-    if (m.h.type == CM_REJECT)
-        return cm_got_reject(cm, &m);
-    if (m.h.type != CM_READY)
-        return cm_unexpected(cm, &m, "READY");
-    cm_consume(cm, &m);
-    return 0;
+    int err = cm_expect(cm, dl, CM_READY, "READY", &m);
+    if (!err)
+        cm_consume(cm, &m);
+    return err;
 }
 
 int mroce_cm_establish(struct mroce_cm *cm, struct mroce_conn *conn,

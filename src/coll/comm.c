@@ -41,19 +41,25 @@ static int rank_open(struct mroce_coll_comm *c,
     if (!err)
         err = mroce_cq_create(k->ctx, depth, &k->cq);
     k->conn = calloc((size_t)c->n, sizeof(*k->conn));
-    k->sbuf = calloc(1, c->buf_bytes);
-    k->rbuf = calloc(1, c->buf_bytes);
-    k->scratch = calloc(1, c->buf_bytes);
-    if (!err && (!k->conn || !k->sbuf || !k->rbuf || !k->scratch))
+    if (!err && !k->conn)
         err = MROCE_ENOMEM;
+    return err ? err : mroce_coll_rank_bufs(k, c->buf_bytes);
+}
+
+int mroce_coll_rank_bufs(struct mroce_coll_rank *k, size_t bytes)
+{
+    k->sbuf = calloc(1, bytes);
+    k->rbuf = calloc(1, bytes);
+    k->scratch = calloc(1, bytes);
+    if (!k->sbuf || !k->rbuf || !k->scratch)
+        return MROCE_ENOMEM;
     unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                    MROCE_ACCESS_REMOTE_READ;
+    int err = mroce_reg_mr(k->pd, k->sbuf, bytes, acc, &k->smr);
     if (!err)
-        err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
+        err = mroce_reg_mr(k->pd, k->rbuf, bytes, acc, &k->rmr);
     if (!err)
-        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
-    if (!err)
-        err = mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
+        err = mroce_reg_mr(k->pd, k->scratch, bytes, acc, &k->xmr);
     return err;
 }
 

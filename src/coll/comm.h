@@ -147,6 +147,12 @@ uint64_t mroce_coll_raddr(const struct mroce_coll_rank *k, int which,
                           size_t off);
 uint32_t mroce_coll_rkey(const struct mroce_coll_rank *k, int which);
 
+/* Allocates rank k's three buffers (zeroed, `bytes` each) and registers
+ * them on k->pd with local write, remote write and remote read access.
+ * Errors: ENOMEM, or those of mroce_reg_mr; what was made stays in k for
+ * the communicator's destroy. */
+int mroce_coll_rank_bufs(struct mroce_coll_rank *k, size_t bytes);
+
 /* Bytes of [addr, addr+len) as an SGE of a registered region. */
 struct mroce_sge mroce_coll_sge(const struct mroce_mr *mr, const void *addr,
                                 size_t len);

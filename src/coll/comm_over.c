@@ -7,23 +7,6 @@
 
 #define DEF_BUF (1u << 20)
 
-static int over_bufs(struct mroce_coll_comm *c, struct mroce_coll_rank *k)
-{
-    k->sbuf = calloc(1, c->buf_bytes);
-    k->rbuf = calloc(1, c->buf_bytes);
-    k->scratch = calloc(1, c->buf_bytes);
-    if (!k->sbuf || !k->rbuf || !k->scratch)
-        return MROCE_ENOMEM;
-    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-                   MROCE_ACCESS_REMOTE_READ;
-    int err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
-    if (!err)
-        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
-    if (!err)
-        err = mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
-    return err;
-}
-
 static int over_build(struct mroce_coll_comm *c,
                       const struct mroce_coll_over_cfg *cfg)
 {
@@ -39,7 +22,7 @@ static int over_build(struct mroce_coll_comm *c,
     k->conn = calloc((size_t)c->n, sizeof(*k->conn));
     if (!k->conn)
         return MROCE_ENOMEM;
-    int err = over_bufs(c, k);
+    int err = mroce_coll_rank_bufs(k, c->buf_bytes);
     if (!err)
         mroce_coll_comm_local_desc(c, k->desc);
     return err;

@@ -93,6 +93,11 @@ static size_t buf_need(const size_t *sizes, int n)
     return m;
 }
 
+static int lb_size_cb(void *ud, size_t size, struct perf_result *res)
+{
+    return lb_size(ud, size, res);
+}
+
 int perf_main_loopback(struct perf_opts *o)
 {
     struct lb l = {.o = o};
@@ -105,17 +110,8 @@ int perf_main_loopback(struct perf_opts *o)
         err = perf_side_buf(&l.srv, buf_need(sizes, n), 1);
     if (!err)
         err = perf_side_buf(&l.cli, buf_need(sizes, n), 0);
-    if (!err && !o->quiet)
-        perf_report_header(o);
-    for (; !err && done < n; done++) {
-        err = lb_size(&l, sizes[done], &res[done]);
-        if (!err && !o->quiet)
-            perf_report_line(o, &res[done]);
-        if (!err && res[done].check < 0)
-            err = MROCE_EPROTO;
-        if (err)
-            break;
-    }
+    if (!err)
+        err = perf_report_sizes(o, sizes, n, lb_size_cb, &l, res, &done);
     if (done)
         perf_report_json(o, res, done, NULL);
     perf_side_close(&l.cli);

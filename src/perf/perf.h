@@ -147,6 +147,12 @@ void perf_report_header(const struct perf_opts *o);
 void perf_report_line(const struct perf_opts *o, const struct perf_result *r);
 int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
                      int n, const char *extra);
+/* Runs one measurement per size with `run`, printing the header and a line
+ * per result (unless quiet); stops at the first error or failed check
+ * (EPROTO). *done counts the results filled. Returns 0 or the error. */
+int perf_report_sizes(const struct perf_opts *o, const size_t *sizes, int n,
+                      int (*run)(void *ud, size_t size, struct perf_result *r),
+                      void *ud, struct perf_result *res, int *done);
 
 /* Drivers (run.c, pingpong.c, coll.c): process exit codes. */
 int perf_main_loopback(struct perf_opts *o);

@@ -240,6 +240,11 @@ static int cli_size(struct rs *r, size_t size, struct perf_result *res)
     return err;
 }
 
+static int cli_size_cb(void *ud, size_t size, struct perf_result *res)
+{
+    return cli_size(ud, size, res);
+}
+
 int perf_main_client(struct perf_opts *o)
 {
     struct rs r = {.o = o};
@@ -252,17 +257,8 @@ int perf_main_client(struct perf_opts *o)
     int n = perf_sizes(o, sizes, 32), done = 0;
     struct perf_result *res = calloc((size_t)n, sizeof(*res));
     err = res ? rs_open(&r) : MROCE_ENOMEM;
-    if (!err && !o->quiet)
-        perf_report_header(o);
-    for (; !err && done < n; done++) {
-        err = cli_size(&r, sizes[done], &res[done]);
-        if (!err && !o->quiet)
-            perf_report_line(o, &res[done]);
-        if (!err && res[done].check < 0)
-            err = MROCE_EPROTO;
-        if (err)
-            break;
-    }
+    if (!err)
+        err = perf_report_sizes(o, sizes, n, cli_size_cb, &r, res, &done);
     if (!err)
         rs_send(&r, PERF_CMD_QUIT, NULL, 0);
     if (done)

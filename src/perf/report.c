@@ -119,3 +119,22 @@ int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
     fprintf(f, "]}\n");
     return fclose(f) ? -1 : 0;
 }
+
+int perf_report_sizes(const struct perf_opts *o, const size_t *sizes, int n,
+                      int (*run)(void *ud, size_t size, struct perf_result *r),
+                      void *ud, struct perf_result *res, int *done)
+{
+    int err = 0;
+    if (!o->quiet)
+        perf_report_header(o);
+    for (*done = 0; *done < n; ++*done) {
+        err = run(ud, sizes[*done], &res[*done]);
+        if (!err && !o->quiet)
+            perf_report_line(o, &res[*done]);
+        if (!err && res[*done].check < 0)
+            err = MROCE_EPROTO;
+        if (err)
+            break;
+    }
+    return err;
+}
