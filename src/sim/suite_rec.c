@@ -140,12 +140,22 @@ static void rec_formula(struct sj *rec, const struct mroce_sim_exp_result *r)
     char f[160], v[320];
     double n = r->cfg.hosts, b = r->line_gbps, a = US(r->alpha_ps);
     double s = (double)r->coll_bytes;
-    if (r->cfg.workload == MROCE_SIM_EXP_ALLREDUCE) {
-        snprintf(f, sizeof(f), "2(N-1)/N * S/(eta*B) + 2(N-1)*alpha");
+    double c = r->cfg.channels > 0 ? r->cfg.channels : 1;
+    bool ar = r->cfg.workload == MROCE_SIM_EXP_ALLREDUCE;
+    if (ar || r->cfg.workload == MROCE_SIM_EXP_ALLGATHER) {
+        /* docs/sim.md: a ring of k steps over C channels; with C = 1 it is
+         * k*alpha + factor*S/(eta*B), metrics.md's formula */
+        const char *k = ar ? "2(N-1)" : "(N-1)";
+        snprintf(f, sizeof(f),
+                 "max(%s*(alpha + S/(N*C)/(eta*B)), %s/N * S/(eta*B)), "
+                 "C channels",
+                 k, k);
+        double steps = ar ? 2 * (n - 1) : n - 1;
         snprintf(v, sizeof(v),
-                 "2*%g/%g * %.0f B / (%.6f * %g Gb/s) + 2*%g * %.6f us = "
-                 "%.6f us",
-                 n - 1, n, s, r->eta, b, n - 1, a, US(r->ideal_ps));
+                 "max(%g * (%.6f us + %.0f B/(%g*%g) / (%.6f * %g Gb/s)), "
+                 "%g/%g * %.0f B / (%.6f * %g Gb/s)) = %.6f us",
+                 steps, a, s, n, c, r->eta, b, steps, n, s, r->eta, b,
+                 US(r->ideal_ps));
     } else if (r->cfg.workload == MROCE_SIM_EXP_ALLTOALL) {
         double h = r->cfg.hosts_per_leaf, u = r->cfg.spines;
         snprintf(f, sizeof(f),
