@@ -161,6 +161,8 @@ static uint32_t req_chunk(const struct mroce_conn *c, uint32_t len,
 /* Next READ response packet, round-robin over the responses in service. */
 static struct txp *req_next_resp(struct mroce_conn *c)
 {
+    if (!c->n_resp) /* the common case: no READ in service, no slot scan */
+        return NULL;
     for (uint32_t i = 0; i < c->attr.max_rd; i++) {
         uint32_t k = (c->rr_resp + i) % c->attr.max_rd;
         struct rd_resp *r = &c->resp[k];
