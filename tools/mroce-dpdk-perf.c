@@ -199,10 +199,15 @@ static void open_conn(struct side *s)
         rc = mroce_cq_create(s->ctx, 4 * DEPTH, &s->cq);
     if (rc == 0)
         rc = mroce_reg_mr(s->pd, s->mem, len, acc, &s->mr);
+    /* Two busy-polling processes on a shared 2-core box get descheduled
+     * for milliseconds, which the engine would read as loss: a 2 ms
+     * minimum RTO and 15 timeout rounds keep the tests about the wire. */
     struct mroce_conn_attr ca = {.send_cq = s->cq,
                                  .recv_cq = s->cq,
                                  .n_paths = (uint16_t)s->o.paths,
-                                 .sq_depth = 2 * DEPTH};
+                                 .sq_depth = 2 * DEPTH,
+                                 .min_rto_ns = 2000000,
+                                 .retry_cnt = 15};
     if (rc == 0)
         rc = mroce_conn_create(s->pd, &ca, &s->conn);
     if (rc < 0)
