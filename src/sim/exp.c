@@ -827,6 +827,32 @@ static int exp_stats(struct exp *x)
     return 0;
 }
 
+/* Issue 5 asks what the engines keep per connection and per path: the
+ * sum over the hosts of what each context reports. */
+static void exp_engine_bytes(struct exp *x)
+{
+    struct mroce_state_bytes *t = &x->res->engine;
+    memset(t, 0, sizeof(*t));
+    for (int h = 0; x->eps && h < x->c.hosts; h++) {
+        if (!x->eps[h].ctx)
+            continue;
+        struct mroce_state_bytes b;
+        mroce_ctx_state_bytes(x->eps[h].ctx, &b);
+        t->conns += b.conns;
+        t->paths += b.paths;
+        t->per_conn = b.per_conn;
+        t->per_path = b.per_path;
+        t->per_dsn_slot = b.per_dsn_slot;
+        t->per_psn_slot = b.per_psn_slot;
+        t->conn_bytes += b.conn_bytes;
+        t->path_bytes += b.path_bytes;
+        t->dsn_bytes += b.dsn_bytes;
+        t->psn_bytes += b.psn_bytes;
+        t->ctx_bytes += b.ctx_bytes;
+        t->total += b.total;
+    }
+}
+
 void exp_fabric(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
@@ -850,6 +876,7 @@ void exp_fabric(struct exp *x)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+    exp_engine_bytes(x);
 }
 
 static int exp_results(struct exp *x)

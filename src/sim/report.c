@@ -153,6 +153,19 @@ static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
     }
 }
 
+static void json_engine(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_state_bytes *e = &r->engine;
+    fprintf(f,
+            "  \"engine_state\": {\"conns\": %" PRIu64 ", \"paths\": %" PRIu64
+            ", \"total_bytes\": %" PRIu64 ", \"conn_bytes\": %" PRIu64
+            ", \"path_bytes\": %" PRIu64 ", \"dsn_bytes\": %" PRIu64
+            ", \"psn_bytes\": %" PRIu64 ", \"ctx_bytes\": %" PRIu64
+            ", \"per_conn\": %" PRIu64 ", \"per_path\": %" PRIu64 "},\n",
+            e->conns, e->paths, e->total, e->conn_bytes, e->path_bytes,
+            e->dsn_bytes, e->psn_bytes, e->ctx_bytes, e->per_conn, e->per_path);
+}
+
 static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
 {
     fprintf(f,
@@ -162,6 +175,18 @@ static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
             r->events, r->pkts.injected, R_US(r->end_ps), r->wall_s,
             r->events_per_s / 1e6, r->pkts_per_s / 1e6, r->setup_s,
             r->peak_rss_mb);
+    const struct mroce_state_bytes *e = &r->engine;
+    if (e->conns)
+        fprintf(
+            f,
+            "  engines    %.1f MB of state: %" PRIu64
+            " connections x %.0f B, %" PRIu64 " paths x %" PRIu64
+            " B (rings and queues included)\n",
+            (double)e->total / 1e6, e->conns,
+            (double)(e->total - e->ctx_bytes - e->path_bytes - e->psn_bytes) /
+                (double)e->conns,
+            e->paths,
+            (e->path_bytes + e->psn_bytes) / (e->paths ? e->paths : 1));
 }
 
 static const char *flow_status(const struct mroce_sim_exp_flow *p)
@@ -374,6 +399,7 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
     if (flags & MROCE_SIM_REPORT_SAMPLES)
         json_samples(f, r);
     json_flows(f, r, !with_wall);
+    json_engine(f, r);
     if (with_wall)
         fprintf(f,
                 "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"

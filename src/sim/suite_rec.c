@@ -282,6 +282,10 @@ static void rec_cost(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_num(rec, "setup_s", r->setup_s);
     sj_add_num(rec, "wall_s", r->wall_s);
     sj_add_num(rec, "peak_rss_mb", r->peak_rss_mb);
+    const struct mroce_state_bytes *e = &r->engine;
+    sj_add_int(rec, "engine_state_bytes", (long long)e->total);
+    sj_add_int(rec, "engine_conns", (long long)e->conns);
+    sj_add_int(rec, "engine_paths", (long long)e->paths);
 }
 
 static void rec_verdict(struct sj *rec, const struct mroce_sim_exp_result *r)
