@@ -192,6 +192,22 @@ static double x_max(const struct pctx *p, const char *scen)
     return 1.05 * (x > 1.5 * ideal ? x : 1.5 * ideal);
 }
 
+/* The incast's ideal is one flow's, no scale for the whole incast: the
+ * slowest run that finished, and a little after it (a run stopped at the
+ * deadline would squeeze the others into the first pixels). */
+static double x_max_ok(const struct pctx *p, const char *scen)
+{
+    double x = 0;
+    for (int t = 0; t < p->n_tr; t++) {
+        const struct sj *r = suite_find_run(p->res, scen, p->tr[t]);
+        const char *st = r ? sj_str(r, "status") : NULL;
+        double j = sj_num(r, "jct_us", 0);
+        if (st && strcmp(st, "ok") == 0 && j > x)
+            x = j;
+    }
+    return x > 0 ? 1.2 * x : 1.0;
+}
+
 static bool plot_time(const struct pctx *p, const char *name, const char *kind,
                       const char *ext, const char *cols, const char *yl)
 {
@@ -206,8 +222,9 @@ static bool plot_time(const struct pctx *p, const char *name, const char *kind,
     bool over_time = strcmp(ext, ".dat") == 0;
     gp_head(f, name, over_time ? "time (us)" : "FCT (us)", yl);
     const struct sj *r0 = suite_find_run(p->res, scen, p->tr[0]);
-    if (over_time && strcmp(kind, "incast"))
-        fprintf(f, "set xrange [0:%.3f]\n", x_max(p, scen));
+    if (over_time)
+        fprintf(f, "set xrange [0:%.3f]\n",
+                strcmp(kind, "incast") ? x_max(p, scen) : x_max_ok(p, scen));
     if (sj_has_num(r0, "fault_us"))
         fprintf(f, "set arrow from %s, graph 0 to %s, graph 1 nohead dt 2\n",
                 sj_get(r0, "fault_us")->str, sj_get(r0, "fault_us")->str);
