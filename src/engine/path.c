@@ -270,10 +270,16 @@ int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         struct path_tx *pt = &c->ptx[p];
         if (!pt->probe_due)
             continue;
+        /* A full window defers the PROBE, it does not cancel it: a SUSPECT
+         * path whose PSNs then all resolve without an ACK (RNR NACKs) would
+         * otherwise never be tested again and carry nothing (R-PATH-8). */
+        if (pt->state != PATH_DISABLED &&
+            (pt->next_psn - pt->una >= c->path_window ||
+             eng_mem_psn_room(c, pt)))
+            continue;
         pt->probe_due = false;
         c->n_probe_due--;
-        if (pt->state == PATH_DISABLED ||
-            pt->next_psn - pt->una >= c->path_window || eng_mem_psn_room(c, pt))
+        if (pt->state == PATH_DISABLED)
             continue;
         return path_probe_emit(c, p, now, buf, cap, meta);
     }

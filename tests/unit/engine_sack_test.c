@@ -894,6 +894,40 @@ static void test_rnr_no_spurious_rto(void **state)
     }
 }
 
+/* A tail-loss PROBE that falls due while its path's window is full waits
+ * for room instead of being dropped: when every PSN of the path then
+ * resolves without an ACK (RNR NACKs), the PROBE still goes and the
+ * SUSPECT path is tested again. Dropping it left a one-path connection
+ * SUSPECT, idle and silent forever (chaos seed 61955). */
+static void test_probe_waits_for_room(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.n_paths = 1;
+    cfg.attr.path_window = 4;
+    struct peer *p = peer_new(&cfg);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 100), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr w = p->out[0].h;
+    peer_advance(p, 10 * US);
+    assert_int_equal(peer_ack(p, 0, w.psn, w.dsn + 1, &w.psn, 1), 0);
+    assert_int_equal(peer_post(p, MROCE_OP_SEND, 0, 2, 0, 4 * PEER_MTU), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 4); /* the path window */
+    struct mroce_hdr sent[4];
+    for (int k = 0; k < 4; k++)
+        sent[k] = p->out[k].h;
+    peer_advance(p, 30 * US); /* past the PTO, before the RTO */
+    mroce_ctx_on_expiry(p->ctx, p->now);
+    assert_int_equal(peer_path(p, 0).state, MROCE_PATH_SUSPECT);
+    assert_int_equal(peer_drain(p, NULL, 0), 0); /* no room for the PROBE */
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(peer_nak(p, &sent[k], MROCE_NAK_RNR, 50), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    assert_silent_probe(p, probe_on(p, 0), sent[3].psn + 1);
+    peer_free(p);
+}
+
 static void test_rnr_retry_exceeded(void **state)
 {
     (void)state;
@@ -1059,6 +1093,7 @@ int main(void)
         T(test_tx_cap_64),
         T(test_rnr_retries),
         T(test_rnr_no_spurious_rto),
+        T(test_probe_waits_for_room),
         T(test_rnr_retry_exceeded),
         T(test_fatal_nacks),
         T(test_stale_nack),
