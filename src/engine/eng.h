@@ -238,6 +238,7 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    uint64_t rtt_floor; /* R-PATH-13: smallest RTT sample of any path */
 
     bool close_pending, close_due, close_ack_pending;
     uint64_t close_at;

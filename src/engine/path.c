@@ -4,6 +4,10 @@
 #include "engine/eng.h"
 
 #define PATH_MIN_PTO 10000 /* ns */
+/* R-PATH-13: a path whose smoothed RTT is above this multiple of the
+ * connection's smallest sample is queued behind others: skipped while a
+ * faster path has room. */
+#define PATH_SLOW_K 2
 
 uint32_t eng_ts(uint64_t now)
 {
@@ -53,6 +57,8 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     }
     if (!pt->min_rtt || rtt < pt->min_rtt)
         pt->min_rtt = rtt;
+    if (!c->rtt_floor || rtt < c->rtt_floor)
+        c->rtt_floor = rtt;
     bool first = !c->rtt_hint;
     c->rtt_hint = pt->srtt;
     if (first) /* tail-loss probes of other paths can now be timed */
@@ -307,7 +313,7 @@ static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
     return !pt->inflight || pt->inflight + bytes <= pt->cc.cwnd;
 }
 
-enum path_scan_mode { SCAN_PROVEN, SCAN_ACTIVE };
+enum path_scan_mode { SCAN_PROVEN, SCAN_FAST, SCAN_ACTIVE };
 
 /* Proven: acknowledged at least once, and nothing on it older than a PTO
  * without progress -- the safest place for a retransmission. */
@@ -323,6 +329,8 @@ static bool path_fits(const struct mroce_conn *c, const struct path_tx *pt,
 {
     if (pt->state != PATH_ACTIVE)
         return false;
+    if (mode == SCAN_FAST) /* R-PATH-13: not queued behind others */
+        return !pt->srtt || pt->srtt <= PATH_SLOW_K * c->rtt_floor;
     return mode == SCAN_ACTIVE || path_proven(c, pt, now);
 }
 
@@ -342,7 +350,8 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
     return -1;
 }
 
-/* R-PATH-13: new data is sprayed round-robin over active paths with room.
+/* R-PATH-13: new data is sprayed round-robin over active paths with room,
+ * first over those not slower than PATH_SLOW_K x the connection's RTT floor.
  * A retransmission (avoid = the path it was lost on) goes first to a
  * proven path, then to any other active path, its old path last. Paths
  * that are not ACTIVE carry only PROBEs until an ACK clears them, so
@@ -352,6 +361,8 @@ int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
     int p = -1;
     if (avoid >= 0)
         p = path_scan(c, avoid, bytes, SCAN_PROVEN, now);
+    if (p < 0)
+        p = path_scan(c, avoid, bytes, SCAN_FAST, now);
     if (p < 0)
         p = path_scan(c, avoid, bytes, SCAN_ACTIVE, now);
     if (p < 0 && avoid >= 0)

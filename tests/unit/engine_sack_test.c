@@ -894,6 +894,33 @@ static void test_rnr_no_spurious_rto(void **state)
     }
 }
 
+/* R-PATH-13: new data skips a path whose SRTT is more than twice the
+ * connection's smallest sample (queued behind a slow link) while a fast
+ * path has room. */
+static void test_slow_path_skipped(void **state)
+{
+    struct peer *p = *state;
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 4 * PEER_MTU), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 4); /* one per path */
+    struct mroce_hdr h[4];
+    for (int k = 0; k < 4; k++)
+        h[k] = p->out[k].h;
+    peer_advance(p, 10 * US);
+    for (int k = 0; k < 4; k++)
+        if (h[k].path != 0)
+            assert_int_equal(peer_ack(p, h[k].path, h[k].psn, 0, &h[k].psn, 1),
+                             0);
+    peer_advance(p, 90 * US);
+    for (int k = 0; k < 4; k++)
+        if (h[k].path == 0)
+            assert_int_equal(peer_ack(p, 0, h[k].psn, 4, &h[k].psn, 1), 0);
+    assert_true(peer_path(p, 0).srtt_ns > 2 * peer_path(p, 1).srtt_ns);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, 6 * PEER_MTU), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 6);
+    for (int k = 0; k < 6; k++)
+        assert_int_not_equal(p->out[k].h.path, 0);
+}
+
 /* A tail-loss PROBE that falls due while its path's window is full waits
  * for room instead of being dropped: when every PSN of the path then
  * resolves without an ACK (RNR NACKs), the PROBE still goes and the
@@ -1093,6 +1120,7 @@ int main(void)
         T(test_tx_cap_64),
         T(test_rnr_retries),
         T(test_rnr_no_spurious_rto),
+        T(test_slow_path_skipped),
         T(test_probe_waits_for_room),
         T(test_rnr_retry_exceeded),
         T(test_fatal_nacks),
