@@ -26,7 +26,6 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include <arpa/inet.h>
 
 #include <mroce/mroce.h>
 #include <mroce/mroce_dp.h>
@@ -156,12 +155,7 @@ static void log_hook(void *ud, int level, const char *msg)
 
 static void addr_of(const char *ip, struct mroce_addr *a)
 {
-    memset(a, 0, sizeof(*a));
-    a->family = MROCE_AF_INET;
-    if (inet_pton(AF_INET, ip, a->ip) == 1)
-        return;
-    a->family = MROCE_AF_INET6;
-    if (inet_pton(AF_INET6, ip, a->ip) != 1)
+    if (mroce_addr_parse(ip, a))
         die("bad --ip", MROCE_EINVAL);
 }
 

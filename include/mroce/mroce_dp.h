@@ -62,7 +62,8 @@ struct mroce_dpdk_attr {
 
 struct mroce_dp_attr {
     int kind;             /* MROCE_DP_* */
-    const char *local_ip; /* IPv4 or IPv6 literal to bind/own */
+    const char *local_ip; /* IPv4 or IPv6 literal to bind/own; NULL: ctx.addr
+                             as given */
     uint16_t port;        /* UDP port to listen on [4797] */
     uint32_t n_src_ports; /* path source ports [64] (UDP: one socket each) */
     uint64_t pace_bps;    /* sender pacing, IP bytes/s * 8 [0: off] */
@@ -116,6 +117,10 @@ struct mroce_dp_counters {
 };
 void mroce_dp_get_counters(const struct mroce_dp *dp,
                            struct mroce_dp_counters *out);
+
+/* Parses an IPv4 or IPv6 literal ("10.0.0.1", "fd00::1") into *out.
+ * Errors: EINVAL (NULL or not a literal; *out is then zeroed). */
+int mroce_addr_parse(const char *s, struct mroce_addr *out);
 
 /* Wall-clock nanoseconds (CLOCK_MONOTONIC): the `now` every datapath
  * gives its engine. */

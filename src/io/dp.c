@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "io/dp.h"
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -78,6 +79,18 @@ static uint64_t dp_seed(void)
     return s ? s : 1;
 }
 
+int mroce_addr_parse(const char *s, struct mroce_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s && inet_pton(AF_INET, s, out->ip) == 1)
+        out->family = MROCE_AF_INET;
+    else if (s && inet_pton(AF_INET6, s, out->ip) == 1)
+        out->family = MROCE_AF_INET6;
+    else
+        return MROCE_EINVAL;
+    return 0;
+}
+
 static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
 {
     dp->attr = *a;
@@ -95,6 +108,8 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
     if (r->ctx.transport != MROCE_TRANSPORT_METAROCE)
         return MROCE_EINVAL;
     dp->ctx_attr = r->ctx;
+    if (r->local_ip && mroce_addr_parse(r->local_ip, &dp->ctx_attr.addr))
+        return MROCE_EINVAL;
     if (dp->ctx_attr.seed == 0 && !dp->ctx_attr.hooks.rand64)
         dp->ctx_attr.seed = dp_seed();
     return 0;

@@ -14,8 +14,9 @@ int main(void)
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <string.h>
+
+#include <mroce/mroce_dp.h>
 
 #include "io/dpdk/hdr.h"
 #include "io/dpdk/nd.h"
@@ -27,13 +28,7 @@ static const uint8_t mac_b[6] = {2, 0, 0, 0, 0, 0xb};
 
 static void addr_of(const char *ip, struct mroce_addr *a)
 {
-    memset(a, 0, sizeof(*a));
-    if (inet_pton(AF_INET, ip, a->ip) == 1) {
-        a->family = MROCE_AF_INET;
-        return;
-    }
-    assert_int_equal(inet_pton(AF_INET6, ip, a->ip), 1);
-    a->family = MROCE_AF_INET6;
+    assert_int_equal(mroce_addr_parse(ip, a), 0);
 }
 
 /* RFC 1071 the slow way: big-endian 16-bit words. */

@@ -15,7 +15,6 @@ int main(void)
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +77,7 @@ static int eal_setup(void **state)
 
 static void addr_of(const char *ip, struct mroce_addr *a)
 {
-    memset(a, 0, sizeof(*a));
-    if (inet_pton(AF_INET, ip, a->ip) == 1) {
-        a->family = MROCE_AF_INET;
-        return;
-    }
-    assert_int_equal(inet_pton(AF_INET6, ip, a->ip), 1);
-    a->family = MROCE_AF_INET6;
+    assert_int_equal(mroce_addr_parse(ip, a), 0);
 }
 
 static void side_open(struct side *s, const char *port, const char *ip,

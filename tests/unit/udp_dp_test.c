@@ -724,6 +724,16 @@ static void test_create_errors(void **state)
     assert_null(dp);
     a.local_ip = "not an address";
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
+    struct mroce_addr ad;
+    assert_int_equal(mroce_addr_parse("::1", &ad), 0);
+    assert_int_equal(ad.family, MROCE_AF_INET6);
+    assert_int_equal(ad.ip[15], 1);
+    assert_int_equal(mroce_addr_parse("10.1.2.3", &ad), 0);
+    assert_int_equal(ad.family, MROCE_AF_INET);
+    assert_int_equal(ad.ip[3], 3);
+    assert_int_equal(mroce_addr_parse("10.1.2", &ad), MROCE_EINVAL);
+    assert_int_equal(ad.family, MROCE_AF_NONE);
+    assert_int_equal(mroce_addr_parse(NULL, &ad), MROCE_EINVAL);
     a.local_ip = "192.0.2.77"; /* TEST-NET-1: not ours */
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
     a.local_ip = "127.0.0.1";

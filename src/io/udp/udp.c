@@ -66,22 +66,6 @@ void mroce_udp_sa_read(const union udp_sa *sa, struct mroce_addr *a,
     *port = ntohs(sa->v4.sin_port);
 }
 
-static int udp_parse_ip(const char *s, struct mroce_addr *a)
-{
-    memset(a, 0, sizeof(*a));
-    if (!s)
-        return MROCE_EINVAL;
-    if (inet_pton(AF_INET, s, a->ip) == 1) {
-        a->family = MROCE_AF_INET;
-        return 0;
-    }
-    if (inet_pton(AF_INET6, s, a->ip) == 1) {
-        a->family = MROCE_AF_INET6;
-        return 0;
-    }
-    return MROCE_EINVAL;
-}
-
 /* ---- sockets ---- */
 
 static void udp_bufsize(int fd, int opt, int force)
@@ -240,7 +224,10 @@ static int udp_open(struct mroce_dp *dp)
     struct udp_dp *u;
     int rc = udp_alloc(dp, &u);
     if (rc == 0)
-        rc = udp_parse_ip(dp->attr.local_ip, &dp->ctx_attr.addr);
+        rc = dp->ctx_attr.addr.family == MROCE_AF_INET ||
+                     dp->ctx_attr.addr.family == MROCE_AF_INET6
+                 ? 0
+                 : MROCE_EINVAL; /* dp.c parsed attr.local_ip */
     if (rc == 0) {
         u->family =
             dp->ctx_attr.addr.family == MROCE_AF_INET6 ? AF_INET6 : AF_INET;
