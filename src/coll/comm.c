@@ -107,6 +107,18 @@ static int comm_build(struct mroce_coll_comm *c,
     return 0;
 }
 
+struct mroce_coll_comm *mroce_coll_comm_alloc(int n_ranks, uint16_t n_channels,
+                                              size_t buf_bytes)
+{
+    struct mroce_coll_comm *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->n = n_ranks;
+    c->n_channels = n_channels ? n_channels : 1;
+    c->buf_bytes = buf_bytes ? buf_bytes : DEF_BUF;
+    return c;
+}
+
 int mroce_coll_comm_create(const struct mroce_coll_cfg *cfg,
                            struct mroce_coll_comm **out)
 {
@@ -115,12 +127,10 @@ int mroce_coll_comm_create(const struct mroce_coll_cfg *cfg,
     *out = NULL;
     if (!cfg || cfg->n_ranks < 2 || cfg->n_ranks > 256)
         return MROCE_EINVAL;
-    struct mroce_coll_comm *c = calloc(1, sizeof(*c));
+    struct mroce_coll_comm *c =
+        mroce_coll_comm_alloc(cfg->n_ranks, cfg->n_channels, cfg->buf_bytes);
     if (!c)
         return MROCE_ENOMEM;
-    c->n = cfg->n_ranks;
-    c->n_channels = cfg->n_channels ? cfg->n_channels : 1;
-    c->buf_bytes = cfg->buf_bytes ? cfg->buf_bytes : DEF_BUF;
     c->rank = calloc((size_t)c->n, sizeof(*c->rank));
     int err = c->rank ? comm_build(c, cfg) : MROCE_ENOMEM;
     if (err) {

@@ -147,6 +147,11 @@ uint64_t mroce_coll_raddr(const struct mroce_coll_rank *k, int which,
                           size_t off);
 uint32_t mroce_coll_rkey(const struct mroce_coll_rank *k, int which);
 
+/* An empty communicator of n_ranks with defaults resolved (1 channel,
+ * 1 MiB buffers); both creators start from it. NULL if out of memory. */
+struct mroce_coll_comm *mroce_coll_comm_alloc(int n_ranks, uint16_t n_channels,
+                                              size_t buf_bytes);
+
 /* Allocates rank k's three buffers (zeroed, `bytes` each) and registers
  * them on k->pd with local write, remote write and remote read access.
  * Errors: ENOMEM, or those of mroce_reg_mr; what was made stays in k for

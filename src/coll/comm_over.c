@@ -5,8 +5,6 @@
 
 #include "coll/comm.h"
 
-#define DEF_BUF (1u << 20)
-
 static int over_build(struct mroce_coll_comm *c,
                       const struct mroce_coll_over_cfg *cfg)
 {
@@ -37,12 +35,10 @@ int mroce_coll_comm_create_over(const struct mroce_coll_over_cfg *cfg,
     if (!cfg || cfg->n_ranks < 2 || cfg->n_ranks > 256 || cfg->rank < 0 ||
         cfg->rank >= cfg->n_ranks || !cfg->ctx || !cfg->pd || !cfg->cq)
         return MROCE_EINVAL;
-    struct mroce_coll_comm *c = calloc(1, sizeof(*c));
+    struct mroce_coll_comm *c =
+        mroce_coll_comm_alloc(cfg->n_ranks, cfg->n_channels, cfg->buf_bytes);
     if (!c)
         return MROCE_ENOMEM;
-    c->n = cfg->n_ranks;
-    c->n_channels = cfg->n_channels ? cfg->n_channels : 1;
-    c->buf_bytes = cfg->buf_bytes ? cfg->buf_bytes : DEF_BUF;
     c->borrowed = 1;
     int err = over_build(c, cfg);
     if (err) {
