@@ -313,7 +313,7 @@ static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
     return !pt->inflight || pt->inflight + bytes <= pt->cc.cwnd;
 }
 
-enum path_scan_mode { SCAN_PROVEN, SCAN_FAST, SCAN_ACTIVE };
+enum path_scan_mode { SCAN_PROVEN, SCAN_ACTIVE };
 
 /* Proven: acknowledged at least once, and nothing on it older than a PTO
  * without progress -- the safest place for a retransmission. */
@@ -329,14 +329,21 @@ static bool path_fits(const struct mroce_conn *c, const struct path_tx *pt,
 {
     if (pt->state != PATH_ACTIVE)
         return false;
-    if (mode == SCAN_FAST) /* R-PATH-13: not queued behind others */
-        return !pt->srtt || pt->srtt <= PATH_SLOW_K * c->rtt_floor;
     return mode == SCAN_ACTIVE || path_proven(c, pt, now);
 }
 
+/* R-PATH-13: not queued behind the connection's other paths. */
+static bool path_fast(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    return !pt->srtt || pt->srtt <= PATH_SLOW_K * c->rtt_floor;
+}
+
+/* The next path in round-robin order that fits `mode` and has room; with
+ * SCAN_ACTIVE a fast one if any, else the first slow one, in one pass. */
 static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
                      uint64_t now)
 {
+    int slow = -1;
     for (uint32_t i = 0; i < c->n_paths; i++) {
         uint32_t p = (c->rr_path + i) % c->n_paths;
         const struct path_tx *pt = &c->ptx[p];
@@ -344,10 +351,16 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
             !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes) ||
             eng_mem_psn_room(c, &c->ptx[p]))
             continue;
+        if (mode == SCAN_ACTIVE && !path_fast(c, pt)) {
+            slow = slow < 0 ? (int)p : slow;
+            continue;
+        }
         c->rr_path = p + 1;
         return (int)p;
     }
-    return -1;
+    if (slow >= 0)
+        c->rr_path = (uint32_t)slow + 1;
+    return slow;
 }
 
 /* R-PATH-13: new data is sprayed round-robin over active paths with room,
@@ -361,8 +374,6 @@ int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
     int p = -1;
     if (avoid >= 0)
         p = path_scan(c, avoid, bytes, SCAN_PROVEN, now);
-    if (p < 0)
-        p = path_scan(c, avoid, bytes, SCAN_FAST, now);
     if (p < 0)
         p = path_scan(c, avoid, bytes, SCAN_ACTIVE, now);
     if (p < 0 && avoid >= 0)
