@@ -36,6 +36,10 @@ struct mroce_pkt_meta {
     uint16_t src_port; /* path entropy (R-ENC-3) */
     uint16_t dst_port;
     uint8_t ecn; /* MROCE_ECN_* */
+    /* tx: the plane the packet belongs on (R-ENC-10), below
+     * mroce_ctx_attr.n_planes; a multi-port datapath sends it from that
+     * port. rx: ignored. */
+    uint8_t plane;
 };
 
 /* ---- Errors ---- */
@@ -108,7 +112,13 @@ struct mroce_ctx_attr {
      * whose first RTT sample already waited in a queue does not keep that
      * queue. 0: the measured min RTT alone. */
     uint32_t base_rtt_ns;
+    /* Planes the endpoint's NIC attaches to, one port each (R-ENC-10):
+     * MetaRoCE path p is on plane p mod n_planes, a RoCEv2 QP on its source
+     * port mod n_planes. 1..MROCE_MAX_PLANES; 0: 1. */
+    uint32_t n_planes;
 };
+
+#define MROCE_MAX_PLANES 64
 
 #define MROCE_MAX_SRC_PORTS 256
 
@@ -146,6 +156,14 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
 int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
                  size_t cap, struct mroce_pkt_meta *meta);
 
+/* R-PATH-14: the planes whose port can take a packet now (bit i = plane
+ * i), for a datapath with a queue per port: until the next call,
+ * mroce_ctx_tx returns data packets (MetaRoCE) or any packet of a QP
+ * (RoCEv2) only for those planes, so one full port does not hold back
+ * the others. MetaRoCE ACKs, PROBEs and control packets (small) may
+ * still go to any plane. Default: every plane. */
+void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes);
+
 /* Earliest time on_expiry must be called; UINT64_MAX if none. */
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx);
 /* Runs due timers (retransmission, probes, delayed ACKs). */
@@ -162,6 +180,7 @@ struct mroce_ctx_counters {
     uint64_t drop_bad_payload;
     uint64_t drop_unknown_conn;
     uint64_t drop_bad_src;
+    uint64_t planes_down; /* R-PATH-15: a plane marked down (MetaRoCE) */
 };
 void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
                             struct mroce_ctx_counters *out);

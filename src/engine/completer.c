@@ -126,6 +126,15 @@ static void comp_advance_una(struct path_tx *pt)
         pt->una++;
 }
 
+/* A transmission leaves the path's in-flight bytes, and the connection's
+ * unless a tail-loss probe took it out already (R-RTT-7). */
+void eng_comp_uncount(struct mroce_conn *c, struct path_tx *pt, uint32_t len)
+{
+    pt->inflight -= ENG_PSN_BYTES(len);
+    if (!(len & ENG_PSN_RESENT))
+        c->inflight -= ENG_PSN_BYTES(len);
+}
+
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate)
 {
@@ -139,8 +148,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         comp_advance_una(pt);
         return;
     }
-    pt->inflight -= slot;
-    c->inflight -= slot;
+    eng_comp_uncount(c, pt, slot);
     struct txp *x = comp_txp(c, pt->psn_dsn[i]);
     if (x && x->copies)
         x->copies--;
@@ -177,7 +185,7 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
             continue;
         bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
         if (got) {
-            sum->bytes += slot & ENG_PSN_PROBE ? 0 : slot;
+            sum->bytes += slot & ENG_PSN_PROBE ? 0 : ENG_PSN_BYTES(slot);
             sum->pkts++;
             sum->high_new |= back == 0;
         } else {
@@ -207,6 +215,7 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
     pt->tlp_done = false;
     c->backoff = 0;
     eng_path_alive(c, pt);
+    eng_plane_good(c->ctx, pt->plane);
     pt->rto_at = ENG_NEVER;
     if (pt->una != pt->next_psn)
         eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
@@ -315,8 +324,7 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
         pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
         (pt->psn_len[i] & ENG_PSN_PROBE))
         return;
-    pt->inflight -= pt->psn_len[i];
-    c->inflight -= pt->psn_len[i];
+    eng_comp_uncount(c, pt, pt->psn_len[i]);
     pt->psn_len[i] = 0;
     struct txp *x = comp_txp(c, h->dsn);
     if (x && x->copies)

@@ -197,23 +197,58 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
  * entry point that changes it (receive, timers, posts, connect, path
  * calls) puts it back, so skipping the others skips calls that would
  * return 0 and change nothing. */
+static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                       size_t cap, struct mroce_pkt_meta *meta)
+{
+    c->plane_held = false;
+    int n =
+        c->state == MROCE_CONN_INIT ? 0 : eng_req_tx(c, now, buf, cap, meta);
+    if (n > 0) {
+        eng_sched_sent(c);
+        c->ctx->cnt.tx_pkts++;
+        c->cnt.tx_pkts++;
+        c->cnt.tx_bytes += (uint64_t)n;
+    }
+    return n;
+}
+
+static bool ctx_all_planes(const struct mroce_ctx *ctx)
+{
+    uint64_t all =
+        ctx->n_planes >= 64 ? UINT64_MAX : (UINT64_C(1) << ctx->n_planes) - 1;
+    return (ctx->tx_planes & all) == all;
+}
+
+/* R-PATH-14: with some planes closed, a connection whose data waits only
+ * for those stays ready; each ready connection is tried once. */
+static int ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                              size_t cap, struct mroce_pkt_meta *meta)
+{
+    struct mroce_conn *c = eng_sched_pick(ctx);
+    for (uint32_t left = ctx->n_conns; c && left; left--) {
+        int n = ctx_conn_tx(c, now, buf, cap, meta);
+        if (n > 0)
+            return n;
+        struct mroce_conn *next = eng_sched_after(c);
+        if (!c->plane_held)
+            eng_sched_idle(c);
+        c = next == c ? NULL : next;
+    }
+    return 0;
+}
+
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
     if (cap < eng_ctx_max_pkt(ctx))
         return MROCE_ENOBUFS;
+    if (!ctx_all_planes(ctx))
+        return ctx_tx_some_planes(ctx, now, buf, cap, meta);
     struct mroce_conn *c;
     while ((c = eng_sched_pick(ctx))) {
-        int n = c->state == MROCE_CONN_INIT
-                    ? 0
-                    : eng_req_tx(c, now, buf, cap, meta);
-        if (n > 0) {
-            eng_sched_sent(c);
-            ctx->cnt.tx_pkts++;
-            c->cnt.tx_pkts++;
-            c->cnt.tx_bytes += (uint64_t)n;
+        int n = ctx_conn_tx(c, now, buf, cap, meta);
+        if (n > 0)
             return n;
-        }
         eng_sched_idle(c);
     }
     return 0;
@@ -296,5 +331,6 @@ void eng_ctx_release(struct mroce_ctx *ctx)
         mroce_pd_free(pd);
     }
     eng_free(ctx, ctx->conn_hash);
+    eng_free(ctx, ctx->planes);
     eng_sched_release(ctx);
 }

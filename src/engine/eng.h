@@ -14,8 +14,12 @@
 #define ENG_NEVER UINT64_MAX
 #define ENG_MAX_PATHS 256
 #define ENG_PSN_PROBE 0x8000 /* psn_len of a PSN carried by a PROBE */
-#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
+/* psn_len flag: resent by a tail-loss probe, no longer counted in the
+ * connection's in-flight bytes (R-RTT-7) */
+#define ENG_PSN_RESENT 0x4000
+#define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
+#define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -139,6 +143,7 @@ struct path_cnt {
 struct path_tx {
     uint16_t src_port;
     uint8_t state;
+    uint8_t plane; /* R-ENC-10: p mod P */
     uint32_t next_psn, una;
     uint32_t *psn_dsn; /* ring of psn_mask + 1 <= path_window entries */
     uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
@@ -164,6 +169,7 @@ struct path_rx {
     uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
     bool any;
+    uint8_t plane; /* its packets last arrived on (R-ACK-3) */
 };
 
 struct nak_entry {
@@ -222,6 +228,7 @@ struct mroce_conn {
     uint32_t rr_path, rr_ack;
     uint32_t inflight;    /* bytes in flight over all paths */
     uint32_t n_probe_due; /* paths with a PROBE to send */
+    bool plane_held;      /* R-PATH-14: data waits for a plane's port */
     uint64_t rtt_hint;    /* latest smoothed RTT of any path */
     uint8_t backoff;      /* timeout rounds since progress (R-RETRY-1) */
     uint64_t round_end;   /* timeouts before this are the same round */
@@ -255,6 +262,12 @@ struct eng_bits {
     uint64_t *w, *s;
 };
 
+/* R-PATH-15: what the context's paths say about one plane (plane.c). */
+struct eng_plane {
+    uint32_t fails; /* path failures since a path on it last delivered */
+    bool down;
+};
+
 /* Ready set and deadline heap of a context (sched.c). */
 struct eng_sched {
     struct mroce_conn **by_rank;
@@ -278,6 +291,10 @@ struct mroce_ctx {
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;
+    uint32_t n_planes;        /* R-ENC-10: path p on plane p mod n_planes */
+    uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
+    struct eng_plane *planes; /* R-PATH-15: [n_planes] when > 1 */
+    uint32_t n_planes_down;
 
     struct mroce_pd *pds;
     struct mroce_cq *cqs;
@@ -294,6 +311,25 @@ struct mroce_ctx {
 
     struct mroce_ctx_counters cnt;
 };
+
+/* plane.c (R-PATH-15) */
+int eng_planes_init(struct mroce_ctx *ctx);
+void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane);
+void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane);
+
+/* R-PATH-15: new data avoids a plane on which paths fail and none
+ * delivers, unless every plane is in that state. */
+static inline bool eng_plane_down(const struct mroce_ctx *ctx, uint8_t plane)
+{
+    return ctx->planes && ctx->planes[plane].down &&
+           ctx->n_planes_down < ctx->n_planes;
+}
+
+/* R-PATH-14: whether data may go to path p's plane now. */
+static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
+{
+    return (c->ctx->tx_planes >> c->ptx[p].plane) & 1u;
+}
 
 /* The sender's slot of a DSN (R-DSN-1) and a path's slot of a PSN. */
 static inline struct txp *eng_txp(const struct mroce_conn *c, uint32_t dsn)
@@ -375,6 +411,7 @@ size_t eng_sched_bytes(const struct mroce_ctx *ctx);
 void eng_sched_ready(struct mroce_conn *c);
 void eng_sched_idle(struct mroce_conn *c);
 struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
+struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
 uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
@@ -433,6 +470,7 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now,
 void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn);
 void eng_comp_retire(struct mroce_conn *c, struct stream *s);
 enum eng_fate { ENG_ACKED, ENG_LOST, ENG_TIMEOUT };
+void eng_comp_uncount(struct mroce_conn *c, struct path_tx *pt, uint32_t len);
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate);
 void eng_comp_lost(struct mroce_conn *c, uint32_t dsn);

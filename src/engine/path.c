@@ -36,6 +36,7 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     pt->src_port = path_new_port(c);
+    pt->plane = (uint8_t)(p % c->ctx->n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)
@@ -164,12 +165,19 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     if (!pt->psn_len[i])
         return;
     c->cnt.tlp_pkts++;
+    eng_plane_fail(c->ctx, pt->plane);
     if (pt->state == PATH_ACTIVE)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
     for (uint32_t q = pt->una; q != pt->next_psn; q++) {
         uint32_t j = eng_psn_slot(pt, q);
-        if (pt->psn_len[j] && !(pt->psn_len[j] & ENG_PSN_PROBE))
-            eng_comp_lost(c, pt->psn_dsn[j]);
+        uint16_t len = pt->psn_len[j];
+        if (!len || (len & ENG_PSN_PROBE))
+            continue;
+        if (!(len & ENG_PSN_RESENT)) { /* its DSN gets a copy elsewhere: */
+            c->inflight -= ENG_PSN_BYTES(len); /* count the bytes once */
+            pt->psn_len[j] = (uint16_t)(len | ENG_PSN_RESENT);
+        }
+        eng_comp_lost(c, pt->psn_dsn[j]);
     }
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
@@ -214,6 +222,7 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
         return;
     pt->state = PATH_FAILED;
     eng_path_repath(c, p);
+    eng_plane_fail(c->ctx, pt->plane);
     pt->state = PATH_PROBING;
     pt->probe_at = now;
     eng_conn_arm(c, now);
@@ -351,6 +360,12 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
             !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes) ||
             eng_mem_psn_room(c, &c->ptx[p]))
             continue;
+        if (eng_plane_down(c->ctx, pt->plane))
+            continue; /* R-PATH-15 */
+        if (!eng_plane_open(c, p)) {
+            c->plane_held = true; /* R-PATH-14: its port is full */
+            continue;
+        }
         if (mode == SCAN_ACTIVE && !path_fast(c, pt)) {
             slow = slow < 0 ? (int)p : slow;
             continue;

@@ -11,7 +11,8 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
     meta->dst = c->remote.addr;
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->ecn = MROCE_ECN_ECT0;       /* R-ENC-6 */
+    meta->plane = c->ptx[path].plane; /* R-ENC-10 */
 }
 
 static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)

@@ -54,6 +54,7 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     bool dup = false, gap = false, stale = false;
     eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
     pr->rx_count++;
+    pr->plane = meta->plane < c->ctx->n_planes ? meta->plane : 0;
     if (meta->ecn == MROCE_ECN_CE) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
@@ -521,12 +522,15 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
 
 /* ---- ACK and NACK emission ---- */
 
-/* R-ACK-3: ACKs go round-robin over our own usable paths. */
-static int resp_ack_scan(struct mroce_conn *c, bool any_live)
+/* R-ACK-3: ACKs go round-robin over our own usable paths (on `plane`,
+ * or any plane when it is negative). */
+static int resp_ack_scan(struct mroce_conn *c, bool any_live, int plane)
 {
     for (uint32_t i = 0; i < c->n_paths; i++) {
         uint16_t p = (uint16_t)((c->rr_ack + i) % c->n_paths);
         uint8_t st = c->ptx[p].state;
+        if (plane >= 0 && c->ptx[p].plane != plane)
+            continue;
         if (st == PATH_ACTIVE || (any_live && st != PATH_DISABLED)) {
             c->rr_ack = p + 1u;
             return p;
@@ -535,13 +539,18 @@ static int resp_ack_scan(struct mroce_conn *c, bool any_live)
     return -1;
 }
 
-/* R-ACK-3: ACKs go round-robin over our own active paths; if none is
- * active, over any enabled one (an ACK must go somewhere). */
-static uint16_t resp_ack_path(struct mroce_conn *c)
+/* R-ACK-3: the ACK of path `acked` goes round-robin over our own active
+ * paths on the plane that path's packets arrive on (planes fail
+ * independently: it shares their fate), else over any active path, else
+ * over any enabled one (an ACK must go somewhere). */
+static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
 {
-    int p = resp_ack_scan(c, false);
+    int p = c->ctx->n_planes > 1 ? resp_ack_scan(c, false, c->prx[acked].plane)
+                                 : -1;
     if (p < 0)
-        p = resp_ack_scan(c, true);
+        p = resp_ack_scan(c, false, -1);
+    if (p < 0)
+        p = resp_ack_scan(c, true, -1);
     return p < 0 ? 0 : (uint16_t)p;
 }
 
@@ -570,7 +579,7 @@ static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->nak_head = (c->nak_head + 1) % 16;
     c->nak_count--;
     c->cnt.tx_nacks++;
-    return resp_emit(c, now, &h, resp_ack_path(c), buf, cap, meta);
+    return resp_emit(c, now, &h, resp_ack_path(c, e->path), buf, cap, meta);
 }
 
 /* R-ACK-2, R-ACK-4: every ACK is self-contained. */
@@ -593,7 +602,7 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     memcpy(h.sack, pr->bits, sizeof(h.sack));
     pr->unacked = 0;
     pr->ack_at = ENG_NEVER;
-    pr->ack_via = resp_ack_path(c);
+    pr->ack_via = resp_ack_path(c, p);
     c->cnt.tx_acks++;
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
 }

@@ -260,6 +260,17 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx)
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
+/* The ready connection after c in round-robin order (c itself when it
+ * is the only one; NULL when none is ready). */
+struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
+{
+    const struct eng_sched *s = &c->ctx->sched;
+    uint32_t r = c->rank ? sched_prev(&s->ready, c->rank - 1) : SCHED_NONE;
+    if (r == SCHED_NONE)
+        r = sched_prev(&s->ready, c->ctx->n_conns - 1);
+    return r == SCHED_NONE ? NULL : s->by_rank[r];
+}
+
 /* c sent: the round-robin continues after it (the next older one). */
 void eng_sched_sent(struct mroce_conn *c)
 {

@@ -28,10 +28,16 @@ static void ep_ctx_on_expiry(void *ep, uint64_t now)
     mroce_ctx_on_expiry(ep, now);
 }
 
+static void ep_ctx_set_tx_planes(void *ep, uint64_t planes)
+{
+    mroce_ctx_set_tx_planes(ep, planes);
+}
+
 const struct mroce_ep_ops mroce_ep_ctx_ops = {
     .max_pkt = ep_ctx_max_pkt,
     .tx = ep_ctx_tx,
     .rx = ep_ctx_rx,
     .next_expiry = ep_ctx_next_expiry,
     .on_expiry = ep_ctx_on_expiry,
+    .set_tx_planes = ep_ctx_set_tx_planes,
 };

@@ -248,6 +248,13 @@ int roce_dev_rx(struct roce_dev *dev, uint64_t now,
 
 /* ---- transmit ---- */
 
+/* R-ENC-10 as a multi-port RoCE NIC does it: a QP is bound to one port,
+ * here the one its source port hashes to. */
+static uint32_t dev_qp_plane(const struct roce_qp *qp)
+{
+    return qp->sport % qp->conn->dev->ctx->n_planes;
+}
+
 void roce_qp_meta(const struct roce_qp *qp, struct mroce_pkt_meta *meta)
 {
     const struct roce_conn *c = qp->conn;
@@ -256,6 +263,7 @@ void roce_qp_meta(const struct roce_qp *qp, struct mroce_pkt_meta *meta)
     meta->src_port = qp->sport;
     meta->dst_port = ROCE_UDP_PORT;
     meta->ecn = MROCE_ECN_ECT0; /* ECN-capable, so switches mark CE */
+    meta->plane = (uint8_t)dev_qp_plane(qp);
 }
 
 /* Payload and pad after the headers at buf[0..hlen), then the ICRC over
@@ -312,7 +320,8 @@ int roce_dev_tx(struct roce_dev *dev, uint64_t now, uint8_t *buf, size_t cap,
     for (uint32_t i = 0; i < dev->n_qps; i++) {
         uint32_t j = (dev->tx_cursor + i) % dev->n_qps;
         struct roce_qp *qp = dev->qps[j];
-        if (qp->conn->state == MROCE_CONN_INIT)
+        if (qp->conn->state == MROCE_CONN_INIT ||
+            !((dev->ctx->tx_planes >> dev_qp_plane(qp)) & 1u)) /* R-PATH-14 */
             continue;
         int n = dev_qp_tx(qp, now, buf, cap, meta);
         if (n > 0) {

@@ -443,6 +443,7 @@ int exp_ep_open(struct exp *x, struct exp_ep *e)
          * sees valid packets */
         .no_icrc = !c->pcap,
         .base_rtt_ns = exp_base_rtt_ns(x),
+        .n_planes = (uint32_t)c->planes, /* a NIC port per plane */
     };
     mroce_sim_topo_host_addr(x->t, e->host, &a.addr);
     int err = mroce_ctx_open(&a, &e->ctx);
@@ -681,6 +682,11 @@ int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
     return mroce_ctx_tx(((struct exp_ep *)ep)->ctx, now, buf, cap, meta);
 }
 
+void exp_ep_set_tx_planes(void *ep, uint64_t planes)
+{
+    mroce_ctx_set_tx_planes(((struct exp_ep *)ep)->ctx, planes);
+}
+
 static int exp_ep_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
                      const uint8_t *buf, size_t len)
 {
@@ -708,6 +714,7 @@ static const struct mroce_ep_ops exp_ep_ops = {
     .rx = exp_ep_rx,
     .next_expiry = exp_ep_next_expiry,
     .on_expiry = exp_ep_on_expiry,
+    .set_tx_planes = exp_ep_set_tx_planes,
 };
 
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
@@ -866,6 +873,13 @@ void exp_fabric(struct exp *x)
     r->pfc_pauses = tc.pfc_pauses;
     r->pfc_pause_ps = tc.pfc_pause_ps;
     r->max_qbytes = tc.max_qbytes;
+    static const int kinds[3] = {MROCE_SIM_LINK_HOST_DOWN,
+                                 MROCE_SIM_LINK_SPINE_UP,
+                                 MROCE_SIM_LINK_SPINE_DOWN};
+    for (int i = 0; i < 3; i++) {
+        r->where_ecn[i] = tc.kind_ecn[kinds[i]];
+        r->where_max_qbytes[i] = tc.kind_max_qbytes[kinds[i]];
+    }
     r->events = tc.events - x->m.ticks; /* the fabric's, not the sampler's */
     r->ooo_pkts = x->m.ooo;
     r->ideal_ps = exp_ideal(x, x->c.size, 0, x->c.hosts - 1);

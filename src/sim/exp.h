@@ -180,6 +180,8 @@ struct mroce_sim_exp_result {
     uint64_t data_pkts, retx_pkts, ooo_pkts, timeouts;
     uint64_t drops, drop[MROCE_SIM_DROP_N];
     uint64_t ecn_marks, trimmed, pfc_pauses, pfc_pause_ps, max_qbytes;
+    /* by where the queue is: leaf->host, leaf->spine, spine->leaf */
+    uint64_t where_ecn[3], where_max_qbytes[3];
     struct mroce_sim_pool_counters pkts; /* conservation, at the end */
     uint64_t end_ps;      /* simulated time when the run stopped */
     uint64_t pcap_frames; /* frames written to the trace */

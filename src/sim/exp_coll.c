@@ -144,6 +144,30 @@ static bool exp_coll_needs(const struct exp *x, int a, int b)
     return b == a + 1 || (a == 0 && b == n - 1);
 }
 
+/* Connections are set up by ring distance, the neighbours first and the
+ * farthest peers last, as a communicator connects its rings: each
+ * engine's round-robin over its connections (newest first) then starts at
+ * a different peer, and every step of it is a permutation. Set up in peer
+ * order, every host sent its first packets to the same host: a
+ * synchronized incast at the start of each all-to-all. */
+static int exp_connect_all(struct exp *x)
+{
+    int n = x->c.hosts;
+    for (int d = 1; d <= n / 2; d++)
+        for (int a = 0; a < n; a++) {
+            int b = (a + d) % n;
+            if (2 * d == n && a >= d)
+                continue; /* the pair (b, a) is the same one */
+            if (!exp_coll_needs(x, a < b ? a : b, a < b ? b : a))
+                continue;
+            int err = exp_pair(x, a, b);
+            if (err)
+                return exp_fail(x, err, "connection %d - %d: %s", a, b,
+                                mroce_strerror(err));
+        }
+    return 0;
+}
+
 static int exp_comm(struct exp *x)
 {
     int n = x->c.hosts;
@@ -160,16 +184,8 @@ static int exp_comm(struct exp *x)
         if (err)
             return err;
     }
-    for (int a = 0; a < n; a++)
-        for (int b = a + 1; b < n; b++) {
-            if (!exp_coll_needs(x, a, b))
-                continue;
-            int err = exp_pair(x, a, b);
-            if (err)
-                return exp_fail(x, err, "connection %d - %d: %s", a, b,
-                                mroce_strerror(err));
-        }
-    return exp_coll_rx_records(x);
+    int err = exp_connect_all(x);
+    return err ? err : exp_coll_rx_records(x);
 }
 
 /* ---- Driving ---- */
@@ -223,6 +239,7 @@ static const struct mroce_ep_ops exp_coll_ops = {
     .rx = exp_coll_rx,
     .next_expiry = exp_ep_next_expiry,
     .on_expiry = exp_coll_on_expiry,
+    .set_tx_planes = exp_ep_set_tx_planes,
 };
 
 static void exp_kick_all(struct exp *x)

@@ -120,6 +120,7 @@ size_t exp_ep_max_pkt(const void *ep);
 int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
               struct mroce_pkt_meta *meta);
 uint64_t exp_ep_next_expiry(const void *ep);
+void exp_ep_set_tx_planes(void *ep, uint64_t planes);
 
 /* exp_coll.c */
 bool exp_is_coll(int workload);

@@ -62,13 +62,25 @@ static void host_inject(struct mroce_sim_host *h,
     mroce_sim_nic_send(h->nic, h->pool, p, now);
 }
 
+/* Whether the NIC can take a frame now; tells a plane-choosing endpoint
+ * which ports can (R-PATH-14). */
+static bool host_can_send(struct mroce_sim_host *h)
+{
+    if (!h->ops->set_tx_planes)
+        return mroce_sim_nic_has_room(h->nic);
+    uint64_t m = mroce_sim_nic_room_mask(h->nic);
+    if (m)
+        h->ops->set_tx_planes(h->ep, m);
+    return m != 0;
+}
+
 static void host_pull(struct mroce_sim_host *h, uint64_t now)
 {
     if (!h->ops || h->pulling)
         return;
     h->pulling = true;
     uint64_t now_ns = now / MROCE_SIM_PS_PER_NS;
-    while (mroce_sim_nic_has_room(h->nic)) {
+    while (host_can_send(h)) {
         struct mroce_pkt_meta meta;
         memset(&meta, 0, sizeof(meta));
         h->c.pulls++;
@@ -77,6 +89,8 @@ static void host_pull(struct mroce_sim_host *h, uint64_t now)
             h->c.tx_errors += len < 0;
             break;
         }
+        if (!h->ops->set_tx_planes) /* the endpoint does not choose */
+            meta.plane = (uint8_t)mroce_sim_nic_port_of(h->nic, meta.src_port);
         host_inject(h, &meta, (size_t)len, now);
     }
     h->pulling = false;

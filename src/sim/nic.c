@@ -16,6 +16,7 @@ struct nic_port {
     struct mroce_sim_link *out;
     struct nic_queue q[MROCE_SIM_NPRIO];
     bool busy;                   /* a tx_done event is pending */
+    uint32_t waiting;            /* frames queued, not yet serializing */
     struct mroce_sim_pfc_rx pfc; /* held by the downstream switch's PFC */
     struct mroce_sim_nic_port_counters c;
 };
@@ -25,7 +26,8 @@ struct mroce_sim_nic {
     struct mroce_sim_nic_owner owner;
     struct nic_port *ports;
     int n_ports;
-    uint32_t limit;  /* frames waiting, all ports */
+    uint32_t txq;    /* frames waiting per port (room_mask) */
+    uint32_t limit;  /* frames waiting, all ports (has_room) */
     uint32_t queued; /* frames waiting now */
 };
 
@@ -49,6 +51,7 @@ struct mroce_sim_nic *mroce_sim_nic_create(struct mroce_sim_evlist *ev,
     nic->ev = ev;
     nic->owner = *o;
     nic->n_ports = n;
+    nic->txq = txq;
     nic->limit = txq * (uint32_t)n;
     return nic;
 }
@@ -74,6 +77,16 @@ int mroce_sim_nic_port_of(const struct mroce_sim_nic *nic, uint16_t src_port)
 bool mroce_sim_nic_has_room(const struct mroce_sim_nic *nic)
 {
     return nic->queued < nic->limit;
+}
+
+uint64_t mroce_sim_nic_room_mask(const struct mroce_sim_nic *nic)
+{
+    uint64_t m = 0;
+    int n = nic->n_ports < 64 ? nic->n_ports : 64;
+    for (int i = 0; i < n; i++)
+        if (nic->ports[i].waiting < nic->txq && nic->ports[i].out)
+            m |= UINT64_C(1) << i;
+    return m;
 }
 
 uint32_t mroce_sim_nic_queued(const struct mroce_sim_nic *nic)
@@ -122,6 +135,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
         P->q[q].tail = NULL;
     p->next = NULL;
     nic->queued--;
+    P->waiting--;
     P->c.tx_pkts++;
     P->c.tx_bytes += p->wire_bytes;
     uint64_t end = mroce_sim_link_send(P->out, p, now);
@@ -137,8 +151,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
 void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,
                         struct mroce_sim_pkt *p, uint64_t now_ps)
 {
-    int port = mroce_sim_nic_port_of(nic, p->meta.src_port);
-    struct nic_port *P = &nic->ports[port];
+    struct nic_port *P = &nic->ports[p->meta.plane % nic->n_ports];
     if (!P->out) {
         mroce_sim_pkt_drop(pool, p, MROCE_SIM_DROP_NO_ROUTE);
         return;
@@ -151,7 +164,8 @@ void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,
         q->head = p;
     q->tail = p;
     nic->queued++;
-    nic_start(nic, port, now_ps);
+    P->waiting++;
+    nic_start(nic, (int)(P - nic->ports), now_ps);
 }
 
 /* ---- PFC and receive ---- */

@@ -2,19 +2,18 @@
  * line rate from a small two-priority TX queue, and honouring PFC pauses
  * from the switch it is attached to.
  *
- * Plane choice: a packet leaves on port (UDP source port % P). The engine
- * decides the entropy (its paths' source ports); the NIC only maps it to
- * a plane, deterministically, so an engine that wants a given plane can
- * pick a source port for it, and a path keeps its plane for its life. The
- * low bits of random source ports spread paths evenly over planes.
+ * Plane choice: a packet leaves on port meta.plane % P. The engine
+ * decides it (R-ENC-10: MetaRoCE path p on plane p mod P, a RoCEv2 QP on
+ * its source port mod P); for an endpoint that does not, the host sets it
+ * to the UDP source port % P.
  *
- * Room: the NIC holds at most txq_pkts x P frames that have not started
- * serializing, over all ports together. Its owner (the host) asks for
- * packets only while there is room, so the engine is paced by the line:
- * whenever a frame starts, the NIC calls `room` and the owner may hand it
- * the next packet. One shared limit rather than one per port, because the
- * engine picks the packet before the NIC knows its plane; a paused plane
- * therefore holds back at most the shared allowance.
+ * Room: whenever a frame starts, the NIC calls `room` and the owner may
+ * hand it the next packet, so the endpoint is paced by the line. An
+ * endpoint that can choose planes (R-PATH-14) is asked for packets for
+ * the ports with fewer than txq_pkts frames waiting (room_mask), as a
+ * NIC with a queue per port schedules; one that cannot is asked while
+ * all ports together hold fewer than txq_pkts x P (has_room), and a
+ * full port then holds back the others.
  *
  * Received frames are handed to the owner's `rx` callback, which takes
  * ownership of the packet. The NIC never sends PFC pauses itself (its
@@ -70,12 +69,15 @@ void mroce_sim_nic_attach(struct mroce_sim_nic *nic, int port,
 int mroce_sim_nic_n_ports(const struct mroce_sim_nic *nic);
 /* The port a packet with this UDP source port leaves on. */
 int mroce_sim_nic_port_of(const struct mroce_sim_nic *nic, uint16_t src_port);
-/* True if the NIC accepts another frame now. */
+/* True if the NIC accepts another frame now (shared allowance). */
 bool mroce_sim_nic_has_room(const struct mroce_sim_nic *nic);
+/* Bit i: port i (i < 64) is linked and holds fewer than txq_pkts frames
+ * not yet serializing. */
+uint64_t mroce_sim_nic_room_mask(const struct mroce_sim_nic *nic);
 /* Frames waiting (not yet serializing), all ports. */
 uint32_t mroce_sim_nic_queued(const struct mroce_sim_nic *nic);
 
-/* Queues p on its plane's port at p->prio and starts it if the port is
+/* Queues p on port p->meta.plane % P at p->prio and starts it if the port is
  * idle. Takes p. Accepts even without room (the limit is the owner's to
  * respect); a port with no link drops p (no_route) into pool. */
 void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,

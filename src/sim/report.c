@@ -112,6 +112,12 @@ static void table_coll(FILE *f, const struct mroce_sim_exp_result *r)
             r->fraction_of_ideal);
 }
 
+static const char *const where_names[3] = {"leaf->host", "leaf->spine",
+                                           "spine->leaf"};
+
+static const char *const json_where[3] = {"leaf_to_host", "leaf_to_spine",
+                                          "spine_to_leaf"};
+
 static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
 {
     double retx = r->data_pkts ? 100.0 * r->retx_pkts / r->data_pkts : 0;
@@ -127,6 +133,11 @@ static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
             "\n  switches   ECN marks %" PRIu64 ", PFC pauses %" PRIu64
             " (%.3f us paused), max queue %" PRIu64 " B\n",
             r->ecn_marks, r->pfc_pauses, R_US(r->pfc_pause_ps), r->max_qbytes);
+    fprintf(f, "  queues    ");
+    for (int i = 0; i < 3; i++)
+        fprintf(f, "%s %s ECN %" PRIu64 ", max %" PRIu64 " B", i ? ";" : "",
+                where_names[i], r->where_ecn[i], r->where_max_qbytes[i]);
+    fprintf(f, "\n");
 }
 
 static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
@@ -315,6 +326,14 @@ static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
             "\"max_queue_bytes\": %" PRIu64 ",\n",
             r->ecn_marks, r->trimmed, r->pfc_pauses, R_US(r->pfc_pause_ps),
             r->max_qbytes);
+    fprintf(f, "  \"queues_by_link\": {");
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "%s\"%s\": {\"ecn_marks\": %" PRIu64
+                ", \"max_queue_bytes\": %" PRIu64 "}",
+                i ? ", " : "", json_where[i], r->where_ecn[i],
+                r->where_max_qbytes[i]);
+    fprintf(f, "},\n");
     fprintf(f,
             "  \"pkts\": {\"injected\": %" PRIu64 ", \"delivered\": %" PRIu64
             ", \"dropped\": %" PRIu64 ", \"in_flight\": %" PRIu64 "},\n",

@@ -638,6 +638,19 @@ static void topo_add_nic(struct mroce_sim_topo_counters *o,
     }
 }
 
+static void topo_add_kind(struct mroce_sim_topo_counters *o,
+                          const struct topo_link *tl)
+{
+    if (!tl->from_sw)
+        return;
+    struct mroce_sim_port_counters c;
+    mroce_sim_switch_get_port_counters(tl->from_sw, tl->from_port, &c);
+    int k = tl->info.kind;
+    o->kind_ecn[k] += c.ecn_marks;
+    if (c.max_qbytes > o->kind_max_qbytes[k])
+        o->kind_max_qbytes[k] = c.max_qbytes;
+}
+
 void mroce_sim_topo_get_counters(const struct mroce_sim_topo *t,
                                  struct mroce_sim_topo_counters *out)
 {
@@ -655,6 +668,7 @@ void mroce_sim_topo_get_counters(const struct mroce_sim_topo *t,
         mroce_sim_link_get_counters(t->links[i].info.link, &lc);
         out->link_drop_down += lc.drop_down;
         out->link_drop_loss += lc.drop_loss;
+        topo_add_kind(out, &t->links[i]);
     }
     out->events = mroce_sim_ev_count(t->ev);
 }

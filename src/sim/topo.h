@@ -78,6 +78,7 @@ enum mroce_sim_link_kind {
     MROCE_SIM_LINK_HOST_DOWN,  /* leaf -> host */
     MROCE_SIM_LINK_SPINE_UP,   /* leaf -> spine */
     MROCE_SIM_LINK_SPINE_DOWN, /* spine -> leaf */
+    MROCE_SIM_LINK_KINDS
 };
 
 struct mroce_sim_link_info {
@@ -97,6 +98,10 @@ struct mroce_sim_topo_counters {
     uint64_t pfc_pauses;   /* pause frames sent by switches */
     uint64_t pfc_pause_ps; /* paused time summed over ports, priorities */
     uint64_t max_qbytes;   /* deepest egress queue seen */
+    /* by the kind of the link a switch port feeds (mroce_sim_link_kind;
+     * HOST_UP is a NIC, so 0): where congestion is */
+    uint64_t kind_ecn[MROCE_SIM_LINK_KINDS];
+    uint64_t kind_max_qbytes[MROCE_SIM_LINK_KINDS];
     uint64_t events;
 };
 

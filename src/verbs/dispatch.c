@@ -31,6 +31,11 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
     return eng_ctx_tx(ctx, now, buf, cap, meta);
 }
 
+void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes)
+{
+    ctx->tx_planes = planes; /* both engines read it (R-PATH-14) */
+}
+
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
     if (ctx->roce)

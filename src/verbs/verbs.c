@@ -67,7 +67,7 @@ static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
 int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
-    if (mtu < 256 || mtu > 9000 ||
+    if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
         !verbs_src_ports_ok(a))
         return MROCE_EINVAL;
@@ -84,13 +84,18 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
     ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
+    ctx->n_planes = a->n_planes ? a->n_planes : 1;
+    ctx->tx_planes = UINT64_MAX;
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,
                a->n_src_ports * sizeof(*a->src_ports));
     ctx->conn_hash_cap = 1024;
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
-    int err = ctx->conn_hash ? verbs_transport(ctx, a) : MROCE_ENOMEM;
+    int err = ctx->conn_hash ? eng_planes_init(ctx) : MROCE_ENOMEM;
+    if (!err)
+        err = verbs_transport(ctx, a);
     if (err) {
+        eng_free(ctx, ctx->planes);
         eng_free(ctx, ctx->conn_hash);
         ctx->hooks.free(ctx->hooks.ud, ctx);
         return err;

@@ -34,6 +34,7 @@
 /* What to build; zero fields take the defaults listed in peer.c. */
 struct peer_cfg {
     uint32_t mtu;                    /* engine context mtu */
+    uint32_t n_planes;               /* engine context planes */
     uint32_t cq_depth;               /* each of the two CQs */
     struct mroce_conn_attr attr;     /* send_cq/recv_cq are filled in */
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */

@@ -346,6 +346,49 @@ static void test_connect_negotiates(void **state)
 
 /* ---- paths ---- */
 
+/* R-ENC-10: path p is on plane p mod P. R-PATH-14: with some planes
+ * closed, data goes only to paths on the open ones, nothing is lost, and
+ * the rest follows when the planes open again. */
+static void test_planes(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.n_planes = 3;
+    cfg.remote.n_paths = 6;
+    cfg.attr.n_paths = 6;
+    struct peer *p = peer_new(&cfg);
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << 1);
+    /* more than the two plane-1 paths' initial windows hold */
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 60 * PEER_MTU), 0);
+    int n = peer_drain(p, NULL, 0);
+    assert_true(n > 0 && n < 60);
+    for (int k = 0; k < n; k++) {
+        assert_int_equal(p->out[k].h.path % 3, 1);
+        assert_int_equal(p->out[k].meta.plane, 1);
+    }
+    mroce_ctx_set_tx_planes(p->ctx, 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_MAX);
+    int rest = peer_drain(p, NULL, 0);
+    assert_int_equal(n + rest, 60);
+    for (int k = 0; k < rest; k++)
+        assert_int_equal(p->out[k].meta.plane, p->out[k].h.path % 3);
+    peer_free(p);
+}
+
+static void test_planes_invalid(void **state)
+{
+    struct peer *p = *state;
+    struct mroce_ctx_attr ca = {.addr = p->local.addr,
+                                .n_planes = MROCE_MAX_PLANES + 1};
+    struct mroce_ctx *ctx;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), MROCE_EINVAL);
+    ca.n_planes = MROCE_MAX_PLANES;
+    assert_int_equal(mroce_ctx_open(&ca, &ctx), 0);
+    mroce_ctx_close(ctx);
+}
+
 static void test_path_ops(void **state)
 {
     struct peer *p = *state;
@@ -713,6 +756,8 @@ int main(void)
         T(test_connect_negotiates),
         T(test_path_ops),
         T(test_src_port_set),
+        T(test_planes),
+        T(test_planes_invalid),
         T(test_keys_unique),
         T(test_keys_redraw),
         T(test_reg_mr_errors),

@@ -46,8 +46,8 @@ static void op_exp(void *ep, uint64_t now)
 {
     roce_dev_on_expiry(ep, now);
 }
-static const struct mroce_ep_ops roce_ops = {op_max, op_tx, op_rx, op_next,
-                                             op_exp};
+static const struct mroce_ep_ops roce_ops = {op_max,  op_tx,  op_rx,
+                                             op_next, op_exp, NULL};
 
 #define BUFSZ (8u << 20)
 
@@ -630,8 +630,8 @@ static void test_gbn_one_loss(void **state)
     struct rp_cfg cfg = base_cfg();
     cfg.conn.start_psn = 0;
     struct rp *p = rp_create(&cfg);
-    static const struct mroce_ep_ops drop_ops = {op_max, op_tx, op_rx_drop,
-                                                 op_next, op_exp};
+    static const struct mroce_ep_ops drop_ops = {op_max,  op_tx,  op_rx_drop,
+                                                 op_next, op_exp, NULL};
     const struct mroce_ep_ops *ops[2] = {&roce_ops, &drop_ops};
     struct mroce_addr addr[2] = {p->ctx[0]->addr, p->ctx[1]->addr};
     void *eps[2] = {p->dev[0], p->dev[1]};

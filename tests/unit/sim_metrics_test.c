@@ -263,7 +263,7 @@ static struct mroce_sim_exp_cfg allreduce_link_down(int transport,
     c.workload = MROCE_SIM_EXP_ALLREDUCE;
     c.size = 4 * 1024 * 1024;
     c.n_fail = 1;
-    strcpy(c.fail[0].link, "leaf0-spine0");
+    strcpy(c.fail[0].link, "leaf0-spine2"); /* a cable one cross-leaf QP uses */
     c.fail[0].t_ps = 50 * US;
     c.reroute_ps = reroute;
     c.rocev2_timeout = 6; /* 262 us: retries end within the test */
