@@ -132,7 +132,7 @@ void eng_comp_uncount(struct mroce_conn *c, struct path_tx *pt, uint32_t len)
 {
     pt->inflight -= ENG_PSN_BYTES(len);
     if (!(len & ENG_PSN_RESENT))
-        c->inflight -= ENG_PSN_BYTES(len);
+        eng_conn_uncharge(c, ENG_PSN_BYTES(len));
 }
 
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
@@ -261,7 +261,10 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
+        bool first = !c->rate_hint_mbps && h->rate_mbps;
         c->rate_hint_mbps = h->rate_mbps;
+        if (first)
+            eng_path_first_hint(c);
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),
                                    now);
     }

@@ -17,6 +17,7 @@
 /* psn_len flag: resent by a tail-loss probe, no longer counted in the
  * connection's in-flight bytes (R-RTT-7) */
 #define ENG_PSN_RESENT 0x4000
+#define ENG_DRAIN_UNKNOWN UINT32_MAX /* sent before any rate hint */
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
 #define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
 #define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
@@ -152,6 +153,8 @@ struct path_tx {
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
+    uint32_t drain_ns;   /* R-RTT-7: fixed when its newest packet left */
+    uint32_t ahead_mark; /* R-RTT-7: conn sent_bytes before its newest */
     uint64_t rto_at, probe_at;
     bool tlp_done, probe_due, probe_retx;
     uint16_t ce_seen, rx_seen;
@@ -226,7 +229,10 @@ struct mroce_conn {
     struct path_rx *prx;
     uint32_t n_alloc_paths;
     uint32_t rr_path, rr_ack;
-    uint32_t inflight;    /* bytes in flight over all paths */
+    uint32_t inflight; /* bytes in flight over all paths */
+    /* R-RTT-7: bytes ever charged to and taken off inflight (wrapping;
+     * sent_bytes - done_bytes == inflight) */
+    uint32_t sent_bytes, done_bytes;
     uint32_t n_probe_due; /* paths with a PROBE to send */
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
     uint64_t rtt_hint;    /* latest smoothed RTT of any path */
@@ -323,6 +329,14 @@ static inline bool eng_plane_down(const struct mroce_ctx *ctx, uint8_t plane)
 {
     return ctx->planes && ctx->planes[plane].down &&
            ctx->n_planes_down < ctx->n_planes;
+}
+
+/* Bytes leave the connection's in flight (resolved, or resent by a
+ * tail-loss probe, R-RTT-7). */
+static inline void eng_conn_uncharge(struct mroce_conn *c, uint32_t bytes)
+{
+    c->inflight -= bytes;
+    c->done_bytes += bytes;
 }
 
 /* R-PATH-14: whether data may go to path p's plane now. */
@@ -497,6 +511,7 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta);
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
+void eng_path_first_hint(struct mroce_conn *c);
 uint32_t eng_ts(uint64_t now);
 
 #endif

@@ -42,6 +42,7 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
     if (pt->rto > c->attr.max_rto_ns)
         pt->rto = c->attr.max_rto_ns;
     pt->rto_at = pt->probe_at = ENG_NEVER;
+    pt->drain_ns = ENG_DRAIN_UNKNOWN;
     c->prx[p].ack_at = ENG_NEVER;
 }
 
@@ -112,10 +113,31 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
-    if (c->rate_hint_mbps) /* R-RTT-7: what is in flight drains at the
-                              granted rate; silence before that is queueing */
+    /* R-RTT-7: what was in flight before p's newest packet drains ahead
+     * of it at the granted rate; silence before that is queueing */
+    if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
+        pto += pt->drain_ns;
+    else if (c->rate_hint_mbps)
         pto += (uint64_t)c->inflight * 8000 / c->rate_hint_mbps;
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
+}
+
+/* R-RTT-7: packets sent before the first rate hint get their drain time
+ * now, from what the connection sent before them and still has in
+ * flight; tail-loss probes can then be timed. */
+void eng_path_first_hint(struct mroce_conn *c)
+{
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        struct path_tx *pt = &c->ptx[p];
+        if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
+            continue;
+        int32_t ahead = (int32_t)(pt->ahead_mark - c->done_bytes);
+        uint64_t ns =
+            ahead > 0 ? (uint64_t)ahead * 8000 / c->rate_hint_mbps : 0;
+        pt->drain_ns =
+            ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
+    }
+    eng_conn_update_deadline(c);
 }
 
 static uint64_t path_tlp_at(const struct mroce_conn *c,
@@ -174,7 +196,7 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
         if (!len || (len & ENG_PSN_PROBE))
             continue;
         if (!(len & ENG_PSN_RESENT)) { /* its DSN gets a copy elsewhere: */
-            c->inflight -= ENG_PSN_BYTES(len); /* count the bytes once */
+            eng_conn_uncharge(c, ENG_PSN_BYTES(len)); /* count them once */
             pt->psn_len[j] = (uint16_t)(len | ENG_PSN_RESENT);
         }
         eng_comp_lost(c, pt->psn_dsn[j]);

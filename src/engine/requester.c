@@ -47,6 +47,16 @@ static const uint8_t *req_fill(struct mroce_conn *c, const struct txp *x,
     return (const uint8_t *)(uintptr_t)q->wr.sge.addr + x->offset;
 }
 
+/* R-RTT-7: the time the connection's bytes already in flight take to
+ * drain at the receiver's granted rate; unknown before a hint. */
+static uint32_t req_drain(const struct mroce_conn *c)
+{
+    if (!c->rate_hint_mbps)
+        return ENG_DRAIN_UNKNOWN;
+    uint64_t ns = (uint64_t)c->inflight * 8000 / c->rate_hint_mbps;
+    return ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
+}
+
 static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
                         uint32_t charge, uint64_t now)
 {
@@ -60,12 +70,15 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
         pt->tlp_done = false;
         eng_conn_arm(c, pt->rto_at);
     }
-    if (pt->srtt)
+    pt->drain_ns = req_drain(c);
+    pt->ahead_mark = c->sent_bytes;
+    if (pt->srtt || c->rtt_hint)
         eng_conn_arm(c, now + eng_path_pto(c, pt));
     pt->next_psn++;
     pt->last_send = now;
     pt->inflight += charge;
     c->inflight += charge;
+    c->sent_bytes += charge;
     pt->st.tx_pkts++;
     pt->st.tx_bytes += charge;
     x->last_path = p;
