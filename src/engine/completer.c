@@ -126,13 +126,37 @@ static void comp_advance_una(struct path_tx *pt)
         pt->una++;
 }
 
-/* A transmission leaves the path's in-flight bytes, and the connection's
- * unless a tail-loss probe took it out already (R-RTT-7). */
-void eng_comp_uncount(struct mroce_conn *c, struct path_tx *pt, uint32_t len)
+/* A transmission stops being in flight: off its path's bytes, and off the
+ * connection's bytes and its DSN's live copies unless a tail-loss probe
+ * took it off those already (R-RTT-7, R-LOSS-5). */
+static struct txp *comp_release(struct mroce_conn *c, struct path_tx *pt,
+                                uint32_t slot, uint32_t dsn)
 {
-    pt->inflight -= ENG_PSN_BYTES(len);
-    if (!(len & ENG_PSN_RESENT))
+    struct txp *x = comp_txp(c, dsn);
+    pt->inflight -= ENG_PSN_BYTES(slot);
+    if (slot & ENG_PSN_RESENT)
+        return x;
+    eng_conn_uncharge(c, ENG_PSN_BYTES(slot));
+    if (x && x->copies)
+        x->copies--;
+    return x;
+}
+
+/* R-RTT-7: PSN slot i of pt goes silent and its DSN is sent again
+ * elsewhere; it stays unresolved on pt but stops counting in the
+ * connection's window and as a copy that may still arrive (R-LOSS-5), so
+ * the loss of the new copy resends the DSN at once. */
+void eng_comp_resent(struct mroce_conn *c, struct path_tx *pt, uint32_t i)
+{
+    uint16_t len = pt->psn_len[i];
+    if (!(len & ENG_PSN_RESENT)) {
+        struct txp *x = comp_txp(c, pt->psn_dsn[i]);
         eng_conn_uncharge(c, ENG_PSN_BYTES(len));
+        if (x && x->copies)
+            x->copies--;
+        pt->psn_len[i] = (uint16_t)(len | ENG_PSN_RESENT);
+    }
+    eng_comp_lost(c, pt->psn_dsn[i]);
 }
 
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
@@ -148,10 +172,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         comp_advance_una(pt);
         return;
     }
-    eng_comp_uncount(c, pt, slot);
-    struct txp *x = comp_txp(c, pt->psn_dsn[i]);
-    if (x && x->copies)
-        x->copies--;
+    struct txp *x = comp_release(c, pt, slot, pt->psn_dsn[i]);
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
@@ -327,11 +348,8 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
         pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
         (pt->psn_len[i] & ENG_PSN_PROBE))
         return;
-    eng_comp_uncount(c, pt, pt->psn_len[i]);
+    comp_release(c, pt, pt->psn_len[i], h->dsn);
     pt->psn_len[i] = 0;
-    struct txp *x = comp_txp(c, h->dsn);
-    if (x && x->copies)
-        x->copies--;
     comp_advance_una(pt);
     if (pt->una == pt->next_psn)
         pt->rto_at = ENG_NEVER;

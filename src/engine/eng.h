@@ -484,7 +484,7 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now,
 void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn);
 void eng_comp_retire(struct mroce_conn *c, struct stream *s);
 enum eng_fate { ENG_ACKED, ENG_LOST, ENG_TIMEOUT };
-void eng_comp_uncount(struct mroce_conn *c, struct path_tx *pt, uint32_t len);
+void eng_comp_resent(struct mroce_conn *c, struct path_tx *pt, uint32_t i);
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate);
 void eng_comp_lost(struct mroce_conn *c, uint32_t dsn);

@@ -46,6 +46,25 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
     c->prx[p].ack_at = ENG_NEVER;
 }
 
+/* R-RTT-4: once the connection has its first RTT sample and its first
+ * rate hint, paths that sent before them and have no sample of their own
+ * trade the blind initial RTO (5 x min_rto) for the borrowed one plus the
+ * drain time of what was ahead of their newest packet (R-RTT-7): a first
+ * packet lost is not waited for 500 us, one queued behind an incast's
+ * first burst is not declared lost. */
+static void path_rearm_blind(struct mroce_conn *c)
+{
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        struct path_tx *q = &c->ptx[p];
+        if (q->srtt || q->una == q->next_psn || q->rto_at == ENG_NEVER ||
+            q->drain_ns == ENG_DRAIN_UNKNOWN)
+            continue;
+        uint64_t t = q->last_progress + eng_path_rto(c, q) + q->drain_ns;
+        if (t < q->rto_at)
+            q->rto_at = t;
+    }
+}
+
 /* R-RTT-3, R-RTT-4: RFC 6298 estimator with the connection's RTO bounds. */
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
 {
@@ -63,7 +82,9 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
         c->rtt_floor = rtt;
     bool first = !c->rtt_hint;
     c->rtt_hint = pt->srtt;
-    if (first) /* tail-loss probes of other paths can now be timed */
+    if (first && c->rate_hint_mbps)
+        path_rearm_blind(c);
+    if (first) /* other paths' probes can now be timed */
         eng_conn_update_deadline(c);
     uint64_t rto = pt->srtt + 4 * pt->rttvar;
     if (rto < c->attr.min_rto_ns)
@@ -137,6 +158,8 @@ void eng_path_first_hint(struct mroce_conn *c)
         pt->drain_ns =
             ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
     }
+    if (c->rtt_hint)
+        path_rearm_blind(c);
     eng_conn_update_deadline(c);
 }
 
@@ -192,14 +215,8 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
     for (uint32_t q = pt->una; q != pt->next_psn; q++) {
         uint32_t j = eng_psn_slot(pt, q);
-        uint16_t len = pt->psn_len[j];
-        if (!len || (len & ENG_PSN_PROBE))
-            continue;
-        if (!(len & ENG_PSN_RESENT)) { /* its DSN gets a copy elsewhere: */
-            eng_conn_uncharge(c, ENG_PSN_BYTES(len)); /* count them once */
-            pt->psn_len[j] = (uint16_t)(len | ENG_PSN_RESENT);
-        }
-        eng_comp_lost(c, pt->psn_dsn[j]);
+        if (pt->psn_len[j] && !(pt->psn_len[j] & ENG_PSN_PROBE))
+            eng_comp_resent(c, pt, j);
     }
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
