@@ -72,7 +72,8 @@ struct txp {
     uint8_t state, kind;
     uint8_t tx_count; /* transmissions but RNR-refused ones (R-RETRY-1) */
     uint8_t rnr_retries;
-    uint8_t copies; /* its transmissions still unresolved (R-LOSS-5) */
+    uint8_t copies;  /* its transmissions still unresolved (R-LOSS-5) */
+    uint8_t dup_due; /* R-LOSS-7: a second copy of this retransmission */
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */

@@ -121,26 +121,41 @@ static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
 
 /* ---- retransmissions first (R-LOSS-6, R-LOSS-3, R-RETRY-1) ---- */
 
+static void req_retx_pop(struct mroce_conn *c)
+{
+    c->retx_head = (c->retx_head + 1) & c->retx_mask;
+    c->retx_count--;
+}
+
 static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     struct mroce_pkt_meta *meta)
 {
     while (c->retx_count) {
         uint32_t dsn = c->retx[c->retx_head];
         struct txp *x = eng_txp(c, dsn);
-        if (x->dsn != dsn || x->state != TXP_LOST) {
-            c->retx_head = (c->retx_head + 1) & c->retx_mask;
-            c->retx_count--;
+        bool dup = x->dsn == dsn && x->dup_due && x->state == TXP_OUT;
+        if (x->dsn != dsn || (x->state != TXP_LOST && !dup)) {
+            x->dup_due = x->dsn == dsn ? 0 : x->dup_due;
+            req_retx_pop(c);
             continue;
         }
         int p = eng_path_pick(c, x->last_path, req_charge(c, x->len), now);
+        if (dup && (p < 0 || p == x->last_path)) { /* no second path */
+            x->dup_due = 0;
+            req_retx_pop(c);
+            continue;
+        }
         if (p < 0)
             return 0;
-        c->retx_head = (c->retx_head + 1) & c->retx_mask;
-        c->retx_count--;
         if (x->tx_count >= ENG_MAX_TX) { /* R-RETRY-1 */
+            req_retx_pop(c);
             eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
             return 0;
         }
+        /* R-LOSS-7: from its third transmission on, a DSN goes out twice */
+        x->dup_due = !dup && x->tx_count >= 2;
+        if (!x->dup_due)
+            req_retx_pop(c);
         c->cnt.retx_pkts++;
         c->ptx[p].st.retx_pkts++;
         return req_emit(c, x, (uint16_t)p, MROCE_HF_RETX, now, buf, meta);

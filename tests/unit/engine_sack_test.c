@@ -792,6 +792,60 @@ static void test_retry_limit(void **state)
     retry_limit_progress();
 }
 
+/* Loses the copy of DSN 0 last sent (on path *q, PSN *s): new WRITEs until
+ * one lands on that path after it, then an ACK for only that one (R-LOSS-1);
+ * the engine's answer is in p->out. */
+static void lose_dsn0_copy(struct peer *p, uint16_t q, uint32_t s)
+{
+    for (int k = 0; k < 8; k++) {
+        assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 100 + k, 0, 100), 0);
+        int n = peer_drain(p, NULL, 0);
+        for (int i = 0; i < n; i++) {
+            const struct mroce_hdr *h = &p->out[i].h;
+            if (h->path == q && h->psn != s && h->dsn != 0) {
+                uint32_t psn = h->psn;
+                assert_int_equal(peer_ack(p, q, psn, 0, &psn, 1), 0);
+                peer_drain(p, NULL, 0);
+                return;
+            }
+        }
+    }
+    fail_msg("no WRITE landed on path %u", q);
+}
+
+/* R-LOSS-7: a DSN lost twice is sent twice the third time, on two
+ * different paths; once otherwise. */
+static void test_third_copy_twice(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.n_paths = 2;
+    cfg.remote.n_paths = 2;
+    cfg.attr.sq_depth = 64;
+    struct peer *p = peer_new(&cfg);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 100), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    uint16_t q = p->out[0].h.path;
+    uint32_t s = p->out[0].h.psn;
+    lose_dsn0_copy(p, q, s);
+    assert_int_equal(count_retx(p, 0), 1); /* second transmission: once */
+    for (int i = 0; i < p->n_out; i++)
+        if (p->out[i].h.dsn == 0) {
+            q = p->out[i].h.path;
+            s = p->out[i].h.psn;
+        }
+    lose_dsn0_copy(p, q, s);
+    assert_int_equal(count_retx(p, 0), 2); /* third: twice */
+    int first = -1;
+    for (int i = 0; i < p->n_out; i++)
+        if (p->out[i].h.dsn == 0 && first < 0)
+            first = p->out[i].h.path;
+        else if (p->out[i].h.dsn == 0)
+            assert_int_not_equal(p->out[i].h.path, first);
+    peer_free(p);
+}
+
 /* R-RETRY-1: no DSN is transmitted more than 64 times, whatever finds it
  * lost: here the SACK rule, each time a later PSN of the path arrives
  * without it (no RTO, so no timeout round). The 64th loss ends the
@@ -1118,6 +1172,7 @@ int main(void)
         T(test_rto_repath_probe),
         T(test_retry_limit),
         T(test_tx_cap_64),
+        T(test_third_copy_twice),
         T(test_rnr_retries),
         T(test_rnr_no_spurious_rto),
         T(test_slow_path_skipped),
