@@ -340,6 +340,17 @@ static inline void eng_conn_uncharge(struct mroce_conn *c, uint32_t bytes)
     c->done_bytes += bytes;
 }
 
+/* R-PATH-13: a path whose smoothed RTT is above this multiple of the
+ * connection's smallest sample is queued behind others: skipped while a
+ * faster path has room (data, R-PATH-13; ACKs, R-ACK-3). */
+#define ENG_SLOW_K 2
+
+static inline bool eng_path_fast(const struct mroce_conn *c,
+                                 const struct path_tx *pt)
+{
+    return !pt->srtt || pt->srtt <= ENG_SLOW_K * c->rtt_floor;
+}
+
 /* R-PATH-14: whether data may go to path p's plane now. */
 static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
 {

@@ -4,10 +4,6 @@
 #include "engine/eng.h"
 
 #define PATH_MIN_PTO 10000 /* ns */
-/* R-PATH-13: a path whose smoothed RTT is above this multiple of the
- * connection's smallest sample is queued behind others: skipped while a
- * faster path has room. */
-#define PATH_SLOW_K 2
 
 uint32_t eng_ts(uint64_t now)
 {
@@ -380,12 +376,6 @@ static bool path_fits(const struct mroce_conn *c, const struct path_tx *pt,
     return mode == SCAN_ACTIVE || path_proven(c, pt, now);
 }
 
-/* R-PATH-13: not queued behind the connection's other paths. */
-static bool path_fast(const struct mroce_conn *c, const struct path_tx *pt)
-{
-    return !pt->srtt || pt->srtt <= PATH_SLOW_K * c->rtt_floor;
-}
-
 /* The next path in round-robin order that fits `mode` and has room; with
  * SCAN_ACTIVE a fast one if any, else the first slow one, in one pass. */
 static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
@@ -405,8 +395,8 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
             c->plane_held = true; /* R-PATH-14: its port is full */
             continue;
         }
-        if (mode == SCAN_ACTIVE && !path_fast(c, pt)) {
-            slow = slow < 0 ? (int)p : slow;
+        if (!eng_path_fast(c, pt)) { /* proven but slow: an ACTIVE one */
+            slow = slow < 0 && mode == SCAN_ACTIVE ? (int)p : slow;
             continue;
         }
         c->rr_path = p + 1;
@@ -418,7 +408,7 @@ static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
 }
 
 /* R-PATH-13: new data is sprayed round-robin over active paths with room,
- * first over those not slower than PATH_SLOW_K x the connection's RTT floor.
+ * first over those not slower than ENG_SLOW_K x the connection's RTT floor.
  * A retransmission (avoid = the path it was lost on) goes first to a
  * proven path, then to any other active path, its old path last. Paths
  * that are not ACTIVE carry only PROBEs until an ACK clears them, so

@@ -522,36 +522,38 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
 
 /* ---- ACK and NACK emission ---- */
 
-/* R-ACK-3: ACKs go round-robin over our own usable paths (on `plane`,
- * or any plane when it is negative). */
-static int resp_ack_scan(struct mroce_conn *c, bool any_live, int plane)
+/* R-ACK-3: how good our path q is for an ACK of data arriving on
+ * `plane`: 0 fast and ACTIVE on that plane, 1 ACTIVE on it, 2 fast and
+ * ACTIVE elsewhere, 3 ACTIVE, 4 enabled, 5 not usable. A slow path is
+ * queued behind a slow link, and so would be the ACK. */
+static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
 {
-    for (uint32_t i = 0; i < c->n_paths; i++) {
-        uint16_t p = (uint16_t)((c->rr_ack + i) % c->n_paths);
-        uint8_t st = c->ptx[p].state;
-        if (plane >= 0 && c->ptx[p].plane != plane)
-            continue;
-        if (st == PATH_ACTIVE || (any_live && st != PATH_DISABLED)) {
-            c->rr_ack = p + 1u;
-            return p;
-        }
-    }
-    return -1;
+    const struct path_tx *pt = &c->ptx[q];
+    if (pt->state == PATH_DISABLED)
+        return 5;
+    if (pt->state != PATH_ACTIVE)
+        return 4;
+    int other = c->ctx->n_planes > 1 && pt->plane != plane;
+    return 2 * other + !eng_path_fast(c, pt);
 }
 
-/* R-ACK-3: the ACK of path `acked` goes round-robin over our own active
- * paths on the plane that path's packets arrive on (planes fail
- * independently: it shares their fate), else over any active path, else
- * over any enabled one (an ACK must go somewhere). */
+/* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
+ * the best ranked first (an ACK must go somewhere: path 0 at worst). */
 static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
 {
-    int p = c->ctx->n_planes > 1 ? resp_ack_scan(c, false, c->prx[acked].plane)
-                                 : -1;
-    if (p < 0)
-        p = resp_ack_scan(c, false, -1);
-    if (p < 0)
-        p = resp_ack_scan(c, true, -1);
-    return p < 0 ? 0 : (uint16_t)p;
+    int plane = c->prx[acked].plane, best = -1, best_rank = 5;
+    for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
+        uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
+        int r = resp_ack_rank(c, q, plane);
+        if (r < best_rank) {
+            best = q;
+            best_rank = r;
+        }
+    }
+    if (best < 0)
+        return 0;
+    c->rr_ack = (uint32_t)best + 1u;
+    return (uint16_t)best;
 }
 
 static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
