@@ -860,6 +860,21 @@ static void exp_engine_bytes(struct exp *x)
     }
 }
 
+/* How the hosts spread their bytes over the planes. */
+static void exp_plane_bytes(struct exp *x)
+{
+    for (int h = 0; h < x->c.hosts; h++) {
+        struct mroce_sim_nic *nic =
+            mroce_sim_host_nic(mroce_sim_topo_host(x->t, h));
+        int n = mroce_sim_nic_n_ports(nic);
+        for (int p = 0; p < n && p < MROCE_SIM_EXP_MAX_PLANES; p++) {
+            struct mroce_sim_nic_port_counters pc;
+            mroce_sim_nic_get_port_counters(nic, p, &pc);
+            x->res->plane_tx_bytes[p] += pc.tx_bytes;
+        }
+    }
+}
+
 void exp_fabric(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
@@ -880,6 +895,7 @@ void exp_fabric(struct exp *x)
         r->where_ecn[i] = tc.kind_ecn[kinds[i]];
         r->where_max_qbytes[i] = tc.kind_max_qbytes[kinds[i]];
     }
+    exp_plane_bytes(x);
     r->events = tc.events - x->m.ticks; /* the fabric's, not the sampler's */
     r->ooo_pkts = x->m.ooo;
     r->ideal_ps = exp_ideal(x, x->c.size, 0, x->c.hosts - 1);

@@ -33,6 +33,8 @@
 
 #include "sim/pkt.h"
 
+#define MROCE_SIM_EXP_MAX_PLANES 16 /* the topology's limit */
+
 #define MROCE_SIM_EXP_MAX_FAULTS 16
 /* The time series keeps at most this many samples: when full, pairs of
  * samples merge and the interval doubles (docs/sim.md "Time series"). */
@@ -182,6 +184,8 @@ struct mroce_sim_exp_result {
     uint64_t ecn_marks, trimmed, pfc_pauses, pfc_pause_ps, max_qbytes;
     /* by where the queue is: leaf->host, leaf->spine, spine->leaf */
     uint64_t where_ecn[3], where_max_qbytes[3];
+    /* wire bytes the hosts' NIC ports sent, by plane (first 16) */
+    uint64_t plane_tx_bytes[MROCE_SIM_EXP_MAX_PLANES];
     struct mroce_sim_pool_counters pkts; /* conservation, at the end */
     uint64_t end_ps;      /* simulated time when the run stopped */
     uint64_t pcap_frames; /* frames written to the trace */

@@ -118,6 +118,26 @@ static const char *const where_names[3] = {"leaf->host", "leaf->spine",
 static const char *const json_where[3] = {"leaf_to_host", "leaf_to_spine",
                                           "spine_to_leaf"};
 
+static int n_planes(const struct mroce_sim_exp_result *r)
+{
+    return r->cfg.planes < MROCE_SIM_EXP_MAX_PLANES ? r->cfg.planes
+                                                    : MROCE_SIM_EXP_MAX_PLANES;
+}
+
+/* The share of the hosts' bytes each plane carried. */
+static void table_planes(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    uint64_t sum = 0;
+    for (int p = 0; p < n_planes(r); p++)
+        sum += r->plane_tx_bytes[p];
+    if (n_planes(r) < 2 || !sum)
+        return;
+    fprintf(f, "  planes     share of host bytes:");
+    for (int p = 0; p < n_planes(r); p++)
+        fprintf(f, " %.3f", (double)r->plane_tx_bytes[p] / (double)sum);
+    fprintf(f, "\n");
+}
+
 static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
 {
     double retx = r->data_pkts ? 100.0 * r->retx_pkts / r->data_pkts : 0;
@@ -138,6 +158,7 @@ static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
         fprintf(f, "%s %s ECN %" PRIu64 ", max %" PRIu64 " B", i ? ";" : "",
                 where_names[i], r->where_ecn[i], r->where_max_qbytes[i]);
     fprintf(f, "\n");
+    table_planes(f, r);
 }
 
 static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
@@ -333,7 +354,10 @@ static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
                 ", \"max_queue_bytes\": %" PRIu64 "}",
                 i ? ", " : "", json_where[i], r->where_ecn[i],
                 r->where_max_qbytes[i]);
-    fprintf(f, "},\n");
+    fprintf(f, "},\n  \"plane_tx_bytes\": [");
+    for (int p = 0; p < n_planes(r); p++)
+        fprintf(f, "%s%" PRIu64, p ? ", " : "", r->plane_tx_bytes[p]);
+    fprintf(f, "],\n");
     fprintf(f,
             "  \"pkts\": {\"injected\": %" PRIu64 ", \"delivered\": %" PRIu64
             ", \"dropped\": %" PRIu64 ", \"in_flight\": %" PRIu64 "},\n",

@@ -1,7 +1,8 @@
 /* The AIMD control law (src/engine/cc_aimd.c, spec 9.2, R-CC-1..3), fed
  * synthetic events, and two checks that the engine feeds it:
  * an ACK's new CE marks cut the path window, a receiver's rate hint caps
- * the connection window. */
+ * the connection window. And the plane health law (src/engine/plane.c,
+ * R-PATH-15). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "engine/cc.h"
+#include "engine/eng.h"
 #include "support/peer.h"
 
 #define MTU 1000u
@@ -269,6 +271,40 @@ static void test_engine_rate_hint(void **state)
     peer_free(p);
 }
 
+/* R-PATH-15: 8 path failures in a row on a plane with no delivery take it
+ * out of service; one delivery brings it back; a delivery in between
+ * restarts the count; never every plane at once. */
+static void test_plane_health(void **state)
+{
+    (void)state;
+    struct mroce_ctx_attr a = {.n_planes = 2};
+    a.addr.family = MROCE_AF_INET;
+    struct mroce_ctx *ctx;
+    assert_int_equal(mroce_ctx_open(&a, &ctx), 0);
+    for (int i = 0; i < 7; i++)
+        eng_plane_fail(ctx, 1);
+    eng_plane_good(ctx, 1);
+    eng_plane_fail(ctx, 1);
+    assert_false(eng_plane_down(ctx, 1)); /* the good restarted the count */
+    for (int i = 0; i < 7; i++)
+        eng_plane_fail(ctx, 1);
+    assert_true(eng_plane_down(ctx, 1));
+    assert_false(eng_plane_down(ctx, 0));
+    for (int i = 0; i < 8; i++)
+        eng_plane_fail(ctx, 0);
+    assert_false(eng_plane_down(ctx, 0)); /* both down: neither avoided */
+    assert_false(eng_plane_down(ctx, 1));
+    eng_plane_good(ctx, 0);
+    assert_false(eng_plane_down(ctx, 0));
+    assert_true(eng_plane_down(ctx, 1));
+    eng_plane_good(ctx, 1);
+    assert_false(eng_plane_down(ctx, 1));
+    struct mroce_ctx_counters cnt;
+    mroce_ctx_get_counters(ctx, &cnt);
+    assert_int_equal(cnt.planes_down, 2);
+    mroce_ctx_close(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_rate_hint),
         cmocka_unit_test_teardown(test_engine_ecn, teardown),
         cmocka_unit_test_teardown(test_engine_rate_hint, teardown),
+        cmocka_unit_test(test_plane_health),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
