@@ -333,18 +333,26 @@ static void test_allgather(void **state)
     }
 }
 
+/* A MetaRoCE all-to-all of 8 hosts on 4 planes whose plane 1 goes down at
+ * 3 us. */
+static struct mroce_sim_exp_cfg plane1_down(uint64_t size)
+{
+    struct mroce_sim_exp_cfg c = flows(MROCE_TRANSPORT_METAROCE, 8, 4, 4);
+    c.workload = MROCE_SIM_EXP_ALLTOALL;
+    c.planes = 4;
+    c.size = size;
+    c.n_fail_plane = 1;
+    c.fail_plane[0] = (struct mroce_sim_exp_plane_fault){1, 3 * US, 0};
+    return c;
+}
+
 /* A whole plane of four goes down mid-all-to-all (and comes back): the
  * MetaRoCE all-to-all completes verified; the fault instant is
  * reported and recovery judged. Refused: a plane that does not exist. */
 static void test_plane_down(void **state)
 {
     (void)state;
-    struct mroce_sim_exp_cfg c = flows(MROCE_TRANSPORT_METAROCE, 8, 4, 4);
-    c.workload = MROCE_SIM_EXP_ALLTOALL;
-    c.planes = 4;
-    c.size = 2 * 1024 * 1024;
-    c.n_fail_plane = 1;
-    c.fail_plane[0] = (struct mroce_sim_exp_plane_fault){1, 3 * US, 0};
+    struct mroce_sim_exp_cfg c = plane1_down(2 * 1024 * 1024);
     struct mroce_sim_exp_result r;
     run(&c, &r);
     printf("  metaroce all-to-all, plane 1 of 4 down at 3 us: JCT %.3f us, "
@@ -376,12 +384,7 @@ static double plane_share(const struct mroce_sim_exp_result *r, int plane)
 static void test_plane_returns(void **state)
 {
     (void)state;
-    struct mroce_sim_exp_cfg c = flows(MROCE_TRANSPORT_METAROCE, 8, 4, 4);
-    c.workload = MROCE_SIM_EXP_ALLTOALL;
-    c.planes = 4;
-    c.size = 8 * 1024 * 1024;
-    c.n_fail_plane = 1;
-    c.fail_plane[0] = (struct mroce_sim_exp_plane_fault){1, 3 * US, 0};
+    struct mroce_sim_exp_cfg c = plane1_down(8 * 1024 * 1024);
     struct mroce_sim_exp_result gone, back;
     run(&c, &gone);
     c.fail_plane[0].up_ps = 10 * US;
