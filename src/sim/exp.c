@@ -422,7 +422,7 @@ static int exp_flows(struct exp *x)
 /* The fabric's base RTT as the engines are told it (R-CC-3): a packet to
  * the farthest host and its ACK back, each one packet alone (an ACK is
  * smaller, so this is slightly above). */
-static uint32_t exp_base_rtt_ns(const struct exp *x)
+uint32_t exp_base_rtt_ns(const struct exp *x)
 {
     uint64_t one_way = mroce_sim_topo_ideal_fct_ps(
         x->t, x->c.mtu, x->c.mtu, exp_hdr_bytes(x, 1), 0, x->c.hosts - 1);
@@ -764,6 +764,8 @@ static int exp_loop(struct exp *x)
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
     int err = exp_meter_start(x);
+    if (!err)
+        err = exp_conv_start(x);
     if (err)
         return err;
     while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
@@ -779,6 +781,7 @@ static int exp_loop(struct exp *x)
         mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
     x->res->wall_s = exp_wall() - t0;
     exp_meter_finish(x);
+    exp_conv_finish(x);
     return 0;
 }
 

@@ -211,15 +211,24 @@ struct mroce_sim_exp_result {
                                not complete counts 0); 0 for collectives */
     double victim_fraction; /* victim throughput / its throughput alone at
                                line rate (its ideal FCT / its FCT); -1 none */
-    uint64_t recovery_ps;   /* first fault -> throughput stays >= 90% of
-                               what survives (metrics.md; docs/sim.md
-                               "Recovery"); UINT64_MAX never; 0 without
-                               faults */
-    uint64_t p95_qbytes;    /* over samples of qbytes */
-    uint64_t rx_data_pkts;  /* data packets delivered to the receivers */
-    uint64_t rx_ce_pkts;    /* of which CE-marked */
-    uint64_t placed_bytes;  /* payload placed at the receivers, once each */
-    uint64_t fault_ps;      /* the first fault instant; 0 without faults */
+    /* incast (else negative): the slowest sender's time from its first
+     * byte to staying within 20% of its fair share of the receiver's link
+     * (windows of >= 1 base RTT), in base RTTs; host 0's leaf queue (max)
+     * and the drops after that */
+    double converge_rtts;
+    int64_t queue_after_conv_bytes, drops_after_conv;
+    double bdp_bytes;        /* host 0's link x base RTT */
+    double conv_window_rtts; /* the windows judged, in base RTTs */
+    uint64_t base_rtt_ps;    /* the engines' base RTT (R-CC-3) */
+    uint64_t recovery_ps;    /* first fault -> throughput stays >= 90% of
+                                what survives (metrics.md; docs/sim.md
+                                "Recovery"); UINT64_MAX never; 0 without
+                                faults */
+    uint64_t p95_qbytes;     /* over samples of qbytes */
+    uint64_t rx_data_pkts;   /* data packets delivered to the receivers */
+    uint64_t rx_ce_pkts;     /* of which CE-marked */
+    uint64_t placed_bytes;   /* payload placed at the receivers, once each */
+    uint64_t fault_ps;       /* the first fault instant; 0 without faults */
     int n_samples;
     struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */

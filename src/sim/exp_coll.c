@@ -483,6 +483,7 @@ int exp_coll_run(struct exp *x)
     r->coll_verified = r->iters_done == x->c.iters;
     r->jct_ps = r->iters_done ? sum / (uint64_t)r->iters_done : 0;
     exp_meter_finish(x);
+    exp_conv_finish(x); /* not an incast: the values say none */
     exp_fabric(x);
     exp_coll_counters(x);
     exp_coll_ideal(x);

@@ -36,6 +36,7 @@ struct exp_rx {
     int flow;                /* flow index; -1 for a collective's */
     struct mroce_conn *conn; /* the receiving end */
     bool victim;             /* the incast victim flow */
+    uint64_t placed;         /* payload bytes placed (convergence) */
     uint16_t n_seq;
     uint32_t *qpn; /* RoCEv2: the receiving QPNs */
     uint32_t *next;
@@ -78,6 +79,25 @@ struct exp_meter {
     int n, cap;
 };
 
+/* Incast convergence (exp_converge.c): per sender, its recent samples. */
+#define EXP_CONV_RING 64
+struct exp_conv_flow {
+    uint64_t t[EXP_CONV_RING], b[EXP_CONV_RING]; /* sample time, placed */
+    int head, n;
+    uint64_t first_ps, done_ps; /* first and last byte placed */
+    uint64_t bad_ps;            /* last window outside the band */
+};
+
+struct exp_conv {
+    struct exp_conv_flow *f;  /* per receive record of host 0 */
+    int n, n_senders;         /* records, and those not the victim */
+    uint64_t rtt_ps;          /* the base RTT */
+    uint64_t window_ps;       /* judged windows: >= one base RTT */
+    double cap_bps;           /* host 0's link, payload bits */
+    uint64_t *drop_t, *drops; /* cumulative drops at each sample */
+    int n_drops, cap_drops;
+};
+
 struct exp {
     struct mroce_sim_exp_cfg c;
     struct mroce_sim_exp_result *res;
@@ -91,6 +111,7 @@ struct exp {
     uint8_t *pattern;     /* the sources' bytes */
     uint16_t n_streams;
     struct exp_meter m;
+    struct exp_conv conv; /* incast only */
     /* collective workloads */
     struct mroce_coll_comm *comm;
     struct mroce_coll_allreduce *ar;
@@ -112,6 +133,7 @@ int exp_trace(struct exp *x);
 /* A link by name, or by decimal id; -1 if none. */
 int exp_link_id(struct exp *x, const char *name);
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs);
+uint32_t exp_base_rtt_ns(const struct exp *x);
 int exp_ep_open(struct exp *x, struct exp_ep *e);
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops);
 void exp_progress(struct exp *x, double t0, double *last);
@@ -143,5 +165,12 @@ void exp_meter_finish(struct exp *x);
 
 /* exp_metrics.c */
 int exp_metrics(struct exp *x);
+
+/* exp_converge.c */
+int exp_conv_start(struct exp *x);
+void exp_conv_placed(struct exp *x, struct exp_rx *r, uint32_t bytes,
+                     uint64_t now_ps);
+void exp_conv_tick(struct exp *x, uint64_t t_ps);
+void exp_conv_finish(struct exp *x);
 
 #endif

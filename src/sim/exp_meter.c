@@ -182,6 +182,7 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
     exp_reorder(m, r, &k, roce);
     if (exp_placed(&c0, &c1)) {
         m->placed += k.payload;
+        exp_conv_placed(x, r, k.payload, now_ns * MROCE_SIM_PS_PER_NS);
         m->last_rx[e->host] = now_ns * MROCE_SIM_PS_PER_NS;
         if (r->victim)
             m->victim_placed += k.payload;
@@ -264,6 +265,7 @@ static void exp_meter_push(struct exp *x, uint64_t t)
     s->gbps = exp_gbps(m->placed - m->last_placed, t - m->last_t);
     s->victim_gbps = exp_gbps(m->victim_placed - m->last_victim, t - m->last_t);
     exp_queues(x, s);
+    exp_conv_tick(x, t);
     m->last_t = t;
     m->last_placed = m->placed;
     m->last_victim = m->victim_placed;

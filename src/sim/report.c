@@ -175,6 +175,13 @@ static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
                 r->victim_fraction >= 0 ? ", " : "\n");
     if (r->victim_fraction >= 0)
         fprintf(f, "victim %.3f of its throughput alone\n", r->victim_fraction);
+    if (r->converge_rtts >= 0)
+        fprintf(f,
+                "  converge   every sender within 20%% of its share after %.1f "
+                "base RTTs (windows of %.1f); then host 0's leaf queue max "
+                "%" PRId64 " B (BDP %.0f B), %" PRId64 " drops\n",
+                r->converge_rtts, r->conv_window_rtts,
+                r->queue_after_conv_bytes, r->bdp_bytes, r->drops_after_conv);
     if (r->fault_ps || r->recovery_ps) {
         fprintf(f,
                 "  recovery   after the fault at %.3f us: ", R_US(r->fault_ps));
@@ -390,6 +397,12 @@ static void json_health(FILE *f, const struct mroce_sim_exp_result *r)
             "  \"mmr\": %.6f, \"jain\": %.6f, \"victim_fraction\": %.6f,\n"
             "  \"p95_queue_bytes\": %" PRIu64 ", \"n_samples\": %d,\n",
             r->mmr, r->jain, r->victim_fraction, r->p95_qbytes, r->n_samples);
+    fprintf(f,
+            "  \"converge_rtts\": %.6f, \"queue_after_convergence_bytes\": "
+            "%" PRId64 ", \"drops_after_convergence\": %" PRId64
+            ", \"bdp_bytes\": %.0f, \"converge_window_rtts\": %.6f,\n",
+            r->converge_rtts, r->queue_after_conv_bytes, r->drops_after_conv,
+            r->bdp_bytes, r->conv_window_rtts);
     json_recovery(f, r);
 }
 

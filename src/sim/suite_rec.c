@@ -229,6 +229,14 @@ static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
     rec_num_or_null(rec, "jain", !coll, r->jain);
     rec_num_or_null(rec, "victim_fraction", r->victim_fraction >= 0,
                     r->victim_fraction);
+    bool conv = r->converge_rtts >= 0;
+    rec_num_or_null(rec, "converge_rtts", conv, r->converge_rtts);
+    rec_num_or_null(rec, "queue_after_convergence_bdp",
+                    conv && r->queue_after_conv_bytes >= 0,
+                    (double)r->queue_after_conv_bytes / r->bdp_bytes);
+    rec_num_or_null(rec, "drops_after_convergence",
+                    conv && r->drops_after_conv >= 0,
+                    (double)r->drops_after_conv);
     sj_add_int(rec, "max_queue_bytes", (long long)r->max_qbytes);
     sj_add_int(rec, "p95_queue_bytes", (long long)r->p95_qbytes);
     bool fault = r->cfg.n_fail || r->cfg.n_fail_plane || r->cfg.n_degrade;

@@ -73,6 +73,7 @@ static void test_single_flow_clean(void **state)
         assert_true(fabs(placed_from_samples(&r) - (double)c.size) < 1.0);
         assert_true(r.jain == 1.0);
         assert_true(r.victim_fraction == -1.0);
+        assert_true(r.converge_rtts == -1.0); /* not an incast */
         assert_true(r.recovery_ps == 0 && r.fault_ps == 0);
         assert_true(r.n_samples > 20); /* 1 us samples of a ~26 us flow */
         mroce_sim_exp_result_free(&r);
@@ -220,6 +221,25 @@ static void test_mmr_failed_link(void **state)
  * its ideal over its FCT; the victim's samples add up to its bytes (its
  * buffer once per sender, so that it lasts as long as the incast).
  * The incast queues: ECN marks and a p95 queue at most the maximum. */
+/* The incast convergence figures are there and consistent: judged in
+ * windows of at least one base RTT, no later than the run, the queue
+ * after it no deeper than the deepest, nothing dropped (this fabric
+ * drops nothing here). */
+static void check_convergence(const struct mroce_sim_exp_result *r)
+{
+    printf("  converged after %.1f base RTTs (windows of %.1f), then queue "
+           "%lld B, %lld drops\n",
+           r->converge_rtts, r->conv_window_rtts,
+           (long long)r->queue_after_conv_bytes,
+           (long long)r->drops_after_conv);
+    assert_true(r->converge_rtts >= 0 && r->conv_window_rtts >= 1);
+    assert_true(r->bdp_bytes > 0 && r->base_rtt_ps > 0);
+    assert_true(r->converge_rtts * (double)r->base_rtt_ps <= (double)r->end_ps);
+    assert_true(r->queue_after_conv_bytes >= 0 &&
+                (uint64_t)r->queue_after_conv_bytes <= r->max_qbytes);
+    assert_int_equal(r->drops_after_conv, 0);
+}
+
 static void test_victim_incast(void **state)
 {
     (void)state;
@@ -252,6 +272,7 @@ static void test_victim_incast(void **state)
         assert_true(fabs(r.jain - jain_of(&r, c.size)) < 1e-9);
         assert_true(r.ecn_fraction > 0 && r.ecn_fraction <= 1);
         assert_true(r.p95_qbytes > 0 && r.p95_qbytes <= r.max_qbytes);
+        check_convergence(&r);
         mroce_sim_exp_result_free(&r);
     }
 }
