@@ -16,7 +16,11 @@
 #include "sim/topo.h"
 
 #define CONV_BAND 0.2
-#define CONV_PKTS 8 /* +-1 packet is +-12.5% of a window */
+/* Packets of a window at the fair share: 63 senders interleaved in one
+ * FIFO deliver +-2 packets around their share in any window, so a window
+ * must hold 16 for +-20% to judge rates rather than packet jitter (with
+ * 8, windows of 6 to 9 packets: -25% to +12%, on every sender, always). */
+#define CONV_PKTS 16
 
 static bool conv_on(const struct exp *x)
 {
@@ -41,7 +45,7 @@ int exp_conv_start(struct exp *x)
         (mtu + exp_hdr_bytes(x, x->n_msgs) + MROCE_SIM_WIRE_OVERHEAD_V4);
     /* a window holds at least CONV_PKTS packets at the fair share, or a
      * rate is too coarse to judge: 63 senders of 4 KiB packets get ~1.6
-     * packets each per base RTT at 400G */
+     * packets each per base RTT at 400G (so windows of ~10 base RTTs) */
     double pkts_ps = CONV_PKTS * mtu * 8e12 / (v->cap_bps / v->n_senders);
     v->window_ps = pkts_ps > (double)v->rtt_ps ? (uint64_t)pkts_ps : v->rtt_ps;
     return 0;
