@@ -8,12 +8,15 @@
 # (mroce-perf udp_pingpong: the datapath's syscalls, no engine).
 #
 # Writes bench/out/udp_vs_tcp.json:
-#   {"loopback":{"mroce_gbps","tcp_gbps","ratio"}, "veth":{...},
-#    "veth_loss1":{..., "mroce_vs_lossfree"}, "latency":{...}}
+#   {"loopback":{"mroce_gbps","tcp_gbps","ratio","mroce_runs","tcp_runs"},
+#    "veth":{...}, "veth_loss1":{..., "mroce_vs_lossfree"}, "latency":{...}}
+# With MROCE_BENCH_REPEAT=N each bandwidth pair runs N times, mroce and TCP
+# alternately; *_gbps are the medians, *_runs every run (the spread).
 #
 # Usage: bench/udp_vs_tcp.sh [SECONDS]   (root; default 5 s per figure)
 # Environment: MROCE_BUILD_DIR [build], MROCE_PERF_ARGS (extra mroce-perf
-# flags for every run, e.g. "--pace 20" or "--paths 32").
+# flags for every run, e.g. "--pace 20" or "--paths 32"),
+# MROCE_BENCH_REPEAT [1].
 # A benchmark prints numbers; it has no thresholds and never fails on them.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +24,7 @@ B=${MROCE_BUILD_DIR:-$SRC/build}
 PERF=$B/bin/mroce-perf
 SECS=${1:-5}
 EXTRA=${MROCE_PERF_ARGS:-}
+REPEAT=${MROCE_BENCH_REPEAT:-1}
 OUT=$SRC/bench/out
 JSON=$OUT/udp_vs_tcp.json
 TMP=$(mktemp -d /tmp/mroce-bench.XXXXXX)
@@ -93,6 +97,7 @@ run_in() {
 # mroce_bw SERVER_NS CLIENT_NS SERVER_IP TAG -> Gbit/s (or "null")
 mroce_bw() {
     local sns=$1 cns=$2 sip=$3 tag=$4 port=$((18600 + RANDOM % 1000))
+    rm -f "$TMP/$tag.json"
     run_in "$sns" timeout $((SECS + 60)) "$PERF" server -p $port \
         --timeout $((SECS + 50)) $EXTRA >"$TMP/$tag.srv" 2>&1 &
     PIDS+=($!)
@@ -156,26 +161,45 @@ lat() {
 ratio() { jq -n "if ($1 == null or $2 == null or $2 == 0) then null
                  else ($1 / $2 * 1000 | round / 1000) end"; }
 
-section() {
-    local m=$1 t=$2
-    echo "{\"mroce_gbps\":$m,\"tcp_gbps\":$t,\"ratio\":$(ratio "$m" "$t")}"
+# median of a JSON array of numbers (nulls dropped; null if none)
+median() { jq -n "[$1[] | select(. != null)] | sort |
+                  if length == 0 then null
+                  else (.[(length - 1) / 2 | floor] + .[length / 2 | floor]) / 2
+                  end"; }
+
+# pair SERVER_NS CLIENT_NS SERVER_IP TAG: REPEAT runs of mroce, then TCP,
+# alternately; sets M_RUNS and T_RUNS (JSON arrays)
+pair() {
+    local m=() t=() i
+    for i in $(seq 1 "$REPEAT"); do
+        m+=("$(mroce_bw "$1" "$2" "$3" "$4")")
+        t+=("$(tcp_bw "$1" "$2" "$3" "$4")")
+    done
+    M_RUNS="[$(IFS=,; echo "${m[*]}")]"
+    T_RUNS="[$(IFS=,; echo "${t[*]}")]"
 }
 
-echo "== loopback ($SECS s each)" >&2
-LO_M=$(mroce_bw "" "" 127.0.0.1 loopback)
-LO_T=$(tcp_bw "" "" 127.0.0.1 loopback)
+section() {
+    local m t
+    m=$(median "$1") t=$(median "$2")
+    echo "{\"mroce_gbps\":$m,\"tcp_gbps\":$t,\"ratio\":$(ratio "$m" "$t"),\"mroce_runs\":$1,\"tcp_runs\":$2}"
+}
+
+echo "== loopback ($SECS s each, $REPEAT time(s))" >&2
+pair "" "" 127.0.0.1 loopback
+LO_M=$M_RUNS LO_T=$T_RUNS
 echo "   mroce $LO_M Gbit/s   tcp $LO_T Gbit/s" >&2
 
 netns_up
 echo "== veth MTU 9000" >&2
-VE_M=$(mroce_bw "$NSB" "$NSA" $IPB veth)
-VE_T=$(tcp_bw "$NSB" "$NSA" $IPB veth)
+pair "$NSB" "$NSA" $IPB veth
+VE_M=$M_RUNS VE_T=$T_RUNS
 echo "   mroce $VE_M Gbit/s   tcp $VE_T Gbit/s" >&2
 
 echo "== veth MTU 9000, 1% nftables loss both ways" >&2
 loss_on
-VL_M=$(mroce_bw "$NSB" "$NSA" $IPB veth_loss1)
-VL_T=$(tcp_bw "$NSB" "$NSA" $IPB veth_loss1)
+pair "$NSB" "$NSA" $IPB veth_loss1
+VL_M=$M_RUNS VL_T=$T_RUNS
 DROPS=$(loss_drops)
 echo "   mroce $VL_M Gbit/s   tcp $VL_T Gbit/s   (nft dropped $DROPS)" >&2
 
@@ -185,15 +209,17 @@ L_U=$(lat "" "" 127.0.0.1 udp_pingpong lat_udp)
 echo "   mroce write_lat $L_M us   bare UDP $L_U us" >&2
 
 VL=$(section "$VL_M" "$VL_T" | jq -c \
-    ". + {mroce_vs_lossfree: $(ratio "$VL_M" "$VE_M"), nft_drops: $DROPS}")
+    ". + {mroce_vs_lossfree: $(ratio "$(median "$VL_M")" "$(median "$VE_M")"),
+          nft_drops: $DROPS}")
 jq -n \
     --argjson lo "$(section "$LO_M" "$LO_T")" \
     --argjson ve "$(section "$VE_M" "$VE_T")" \
     --argjson vl "$VL" \
     --argjson lat "{\"size\":8,\"where\":\"loopback\",\"mroce_write_lat_us\":$L_M,\"udp_pingpong_us\":$L_U,\"ratio\":$(ratio "$L_M" "$L_U")}" \
-    --arg secs "$SECS" --arg extra "$EXTRA" \
+    --arg secs "$SECS" --arg extra "$EXTRA" --arg rep "$REPEAT" \
     '{loopback:$lo, veth:$ve, veth_loss1:$vl, latency:$lat,
-      config:{seconds:($secs|tonumber), message_bytes:4194304, mtu:4096,
-              veth_mtu:9000, tcp:"iperf3 -P 1", mroce_extra_args:$extra}}' \
+      config:{seconds:($secs|tonumber), repeat:($rep|tonumber),
+              message_bytes:4194304, mtu:4096, veth_mtu:9000,
+              tcp:"iperf3 -P 1", mroce_extra_args:$extra}}' \
     >"$JSON"
 cat "$JSON"

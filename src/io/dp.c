@@ -28,6 +28,7 @@
 #define DP_DEF_SRC_PORTS 64
 #define DP_DEF_BATCH 256 /* GSO needs a path's packets in one burst */
 #define DP_MAX_BATCH 1024
+#define DP_TX_CHUNK 32 /* transmit buffers allocated at a time */
 #define DP_IMPAIR_SLOTS 1024
 #define DP_IDLE_SPINS 64            /* idle passes before the thread sleeps */
 #define DP_MAX_SLEEP_NS 10000000ull /* a sleeping thread looks every 10 ms */
@@ -255,15 +256,21 @@ static void dp_pace_charge(struct mroce_dp *dp, int len)
 
 /* ---- transmit ---- */
 
-static int dp_send(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+/* Hands pkts[0..n) to the datapath; `more`: the loop sends again in its
+ * next pass, so the datapath may hold a short GSO tail until then (dp.h).
+ * With nothing to send it still flushes what the datapath holds. */
+static int dp_send(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
+                   bool more)
 {
-    if (n == 0)
+    if (n == 0 && dp->tx_held == 0)
         return 0;
     for (int i = 0; i < n; i++)
         dp->cnt.tx_bytes += pkts[i].len;
     dp->cnt.tx_pkts += (uint64_t)n;
-    dp->cnt.tx_bursts++;
+    dp->cnt.tx_bursts += n > 0;
+    dp->tx_more = more;
     dp->ops->tx_burst(dp, pkts, n); /* refusals: counted in tx_dropped */
+    dp->tx_more = false;
     return n;
 }
 
@@ -285,7 +292,7 @@ static int dp_tx_impaired(struct mroce_dp *dp, uint64_t now)
     }
     if (n > k)
         dp->ops->tx_free(dp, l->tx + k, n - k);
-    return n < 0 ? n : dp_send(dp, l->tx, k);
+    return n < 0 ? n : dp_send(dp, l->tx, k, false);
 }
 
 /* The impairment layer's verdict; true if the packet is to go now. */
@@ -306,13 +313,35 @@ static bool dp_impair(struct mroce_dp *dp, uint64_t now,
     return fate == MROCE_IMPAIR_PASS;
 }
 
-/* Fills a burst from the engine. A packet the impairment layer drops or
- * holds frees its buffer for the next one. */
-static int dp_fill(struct mroce_dp *dp, uint64_t now, int n, int *err)
+/* Makes sure l->tx[k] has a buffer: *have buffers are allocated, more
+ * come DP_TX_CHUNK at a time, so a pass with little to send allocates
+ * (and frees) a few buffers, not a whole burst. 1: none left. */
+static int dp_tx_buf(struct mroce_dp *dp, int k, int *have)
 {
     struct dp_loop *l = dp->loop;
-    int k = 0;
-    while (k < n && dp_pace_ok(dp, now)) {
+    if (k < *have)
+        return 0;
+    int want = (int)dp->attr.batch - *have;
+    want = want < DP_TX_CHUNK ? want : DP_TX_CHUNK;
+    int n = dp->ops->tx_alloc(dp, l->tx + *have, want, l->max_pkt);
+    if (n > 0)
+        *have += n;
+    return n > 0 ? 0 : n < 0 ? n : 1;
+}
+
+/* Fills a burst of up to batch packets from the engine. A packet the
+ * impairment layer drops or holds frees its buffer for the next one.
+ * *err: a negative engine or allocation result that ended the burst. */
+static int dp_fill(struct mroce_dp *dp, uint64_t now, int *err)
+{
+    struct dp_loop *l = dp->loop;
+    int k = 0, have = 0;
+    while (k < (int)dp->attr.batch && dp_pace_ok(dp, now)) {
+        int rc = dp_tx_buf(dp, k, &have);
+        if (rc) {
+            *err = rc < 0 ? rc : 0;
+            break;
+        }
         struct mroce_dp_pkt *p = &l->tx[k];
         int len = mroce_ctx_tx(dp->ctx, now, p->buf, p->cap, &p->meta);
         if (len <= 0) {
@@ -324,6 +353,8 @@ static int dp_fill(struct mroce_dp *dp, uint64_t now, int n, int *err)
         if (dp_impair(dp, now, p))
             k++;
     }
+    if (have > k)
+        dp->ops->tx_free(dp, l->tx + k, have - k);
     return k;
 }
 
@@ -333,14 +364,10 @@ static int dp_tx(struct mroce_dp *dp, uint64_t now)
     int moved = dp_tx_impaired(dp, now);
     if (moved < 0)
         return moved;
-    int n = dp->ops->tx_alloc(dp, l->tx, (int)dp->attr.batch, l->max_pkt);
-    if (n <= 0)
-        return n < 0 ? n : moved;
     int err = 0;
-    int k = dp_fill(dp, now, n, &err);
-    if (n > k)
-        dp->ops->tx_free(dp, l->tx + k, n - k);
-    dp_send(dp, l->tx, k);
+    int k = dp_fill(dp, now, &err);
+    /* a full burst: the engine may have more, and this pass returns > 0 */
+    dp_send(dp, l->tx, k, k == (int)dp->attr.batch);
     return err < 0 ? err : moved + k;
 }
 
@@ -380,7 +407,7 @@ int mroce_dp_wait(struct mroce_dp *dp, uint64_t timeout_ns)
 {
     if (!dp)
         return MROCE_EINVAL;
-    uint64_t ns = dp_sleep_ns(dp, timeout_ns);
+    uint64_t ns = dp->tx_held ? 0 : dp_sleep_ns(dp, timeout_ns);
     if (ns == 0 || !dp->ops->wait)
         return 0;
     return dp->ops->wait(dp, ns);

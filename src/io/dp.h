@@ -11,10 +11,14 @@
  *   one of them back, through tx_burst (sent or not) or tx_free.
  * - tx_burst: the datapath owns all n buffers on return, whatever it
  *   returns; those it could not send it frees and counts (tx_dropped).
+ *   While dp->tx_more is set it may keep some of them for the next call
+ *   (counted in dp->tx_held) instead of sending them now; a call with
+ *   tx_more clear (n may be 0) sends everything it keeps.
  */
 #ifndef MROCE_IO_DP_H
 #define MROCE_IO_DP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +46,8 @@ struct mroce_dp_ops {
     int (*tx_alloc)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
                     size_t cap);
     void (*tx_free)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
-    /* Sends pkts[0..n) (len and meta set); returns how many left. */
+    /* Sends pkts[0..n) (len and meta set); returns how many left (or
+     * were kept, see tx_more). */
     int (*tx_burst)(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n);
     /* Sleeps until input may be ready or timeout_ns; NULL: busy poll. */
     int (*wait)(struct mroce_dp *dp, uint64_t timeout_ns);
@@ -67,6 +72,13 @@ struct mroce_dp {
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* ctx_attr.src_ports */
     struct mroce_ctx *ctx;
     struct mroce_dp_counters cnt;
+    /* Set by the loop around tx_burst: the burst was cut by its size and
+     * the loop sends again in its next pass, so a datapath may hold a
+     * short GSO tail to grow it then (UDP). tx_held: packets a datapath
+     * holds; the loop flushes them (tx_burst with tx_more clear) in any
+     * pass that does not fill a whole burst. */
+    bool tx_more;
+    uint32_t tx_held;
     struct dp_loop *loop; /* dp.c: pacing, impairment, thread */
 };
 

@@ -46,6 +46,7 @@ void perf_usage(void)
             "  --loss P       impairment-layer loss probability, both sides\n"
             "  --gso off|on   --gro off|on   UDP offloads [on]\n"
             "  --pace GBPS    sender pacing [off]\n"
+            "  --batch N      packets per datapath burst [datapath's]\n"
             "  --min-rto US   minimum retransmission timeout [engine's]\n"
             "  --retry N      timeout rounds before error [engine's]\n"
             "  --transport metaroce (RoCEv2: mroce-sim only)\n"
@@ -134,6 +135,8 @@ static int opt_value(struct perf_opts *o, const char *k, const char *v)
         return opt_onoff(v, &o->no_gro);
     if (!strcmp(k, "--pace"))
         return o->pace_bps = (uint64_t)(strtod(v, NULL) * 1e9), 0;
+    if (!strcmp(k, "--batch") && num && n > 0 && n <= 1024)
+        return o->batch = (uint32_t)n, 0;
     if (!strcmp(k, "--min-rto") && num && n > 0)
         return o->min_rto_ns = (uint64_t)n * 1000, 0;
     if (!strcmp(k, "--retry") && num && n > 0 && n < 256)

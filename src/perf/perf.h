@@ -52,6 +52,7 @@ struct perf_opts {
     bool no_gso, no_gro, check, quiet;
     uint8_t transport;
     uint64_t pace_bps;
+    uint32_t batch;      /* --batch: mroce_dp_attr.batch [datapath's] */
     uint64_t min_rto_ns; /* --min-rto US [engine default] */
     uint8_t retry_cnt;   /* --retry N [engine default] */
     int timeout_s;       /* whole-run bound [120] */
@@ -102,6 +103,16 @@ void perf_side_close(struct perf_side *s);
 void perf_side_fill(struct perf_side *s, int who);
 /* mroce_progress, yielding the CPU when idle. */
 int perf_progress(struct mroce_dp *dp);
+/* perf_progress for a process with one datapath: after PERF_IDLE_SPINS
+ * idle passes in a row (*idle counts them) it sleeps in mroce_dp_wait
+ * until a packet or a timer is due, at most PERF_IDLE_SLEEP_NS. A process
+ * that spins with nothing to do takes CPU time (or, on a shared core, the
+ * core's units) from its peer; a busy peer still sees no sleep, and a
+ * ping-pong's gaps are shorter than the spins. */
+#define PERF_IDLE_SPINS 64u
+/* a sleep's bound, hence a control message's delay */
+#define PERF_IDLE_SLEEP_NS 1000000u
+int perf_progress_idle(struct mroce_dp *dp, unsigned *idle);
 void perf_side_remote(const struct perf_side *s, struct perf_remote *r);
 
 /* Byte i of the verification pattern of side `who`. */

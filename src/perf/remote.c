@@ -9,13 +9,15 @@
 #include "perf/ctl.h"
 #include "perf/perf.h"
 
+#define RS_CTL_EVERY 64 /* busy passes between looks at the control socket */
+
 struct rs {
     struct perf_opts *o;
     struct mroce_cm *cm;
     struct perf_side side;
     struct perf_remote peer;
     uint64_t deadline;
-    unsigned polls;
+    unsigned polls, idle;
 };
 
 static int rs_expired(struct rs *r)
@@ -55,15 +57,18 @@ static int rs_try_recv(struct rs *r, struct perf_ctl *c)
 }
 
 /* Progresses the datapath (and run, if any) until a control message of
- * type cmd arrives. */
+ * type cmd arrives. The control socket costs two system calls a look, so
+ * a busy datapath looks every RS_CTL_EVERY passes, an idle one each. */
 static int rs_wait(struct rs *r, struct perf_run *run, uint32_t cmd,
                    struct perf_ctl *c)
 {
-    for (;;) {
-        perf_progress(r->side.dp);
+    for (unsigned pass = 1;; pass++) {
+        int moved = perf_progress_idle(r->side.dp, &r->idle);
         int rc = run ? perf_run_step(run) : 0;
         if (rc < 0)
             return rc;
+        if (moved > 0 && pass % RS_CTL_EVERY)
+            continue;
         rc = rs_try_recv(r, c);
         if (rc < 0)
             return rc;
@@ -95,7 +100,7 @@ static int rs_alive(struct rs *r)
 static int rs_drive(struct rs *r, struct perf_run *run)
 {
     for (;;) {
-        perf_progress(r->side.dp);
+        perf_progress_idle(r->side.dp, &r->idle);
         int rc = perf_run_step(run);
         if (rc)
             return rc < 0 ? rc : 0;

@@ -58,6 +58,20 @@ void perf_report_line(const struct perf_opts *o, const struct perf_result *r)
     fflush(stdout);
 }
 
+/* The datapath counters a throughput figure is read with: drops at
+ * the socket (tx_dropped), burst sizes (pkts / bursts) and pacing. */
+static void json_dp(FILE *f, const struct mroce_dp_counters *d)
+{
+    fprintf(f,
+            "\"dp_tx_dropped\":%llu,\"dp_tx_bursts\":%llu,"
+            "\"dp_rx_bursts\":%llu,\"dp_rx_bad_frame\":%llu,"
+            "\"dp_pace_waits\":%llu}",
+            (unsigned long long)d->tx_dropped, (unsigned long long)d->tx_bursts,
+            (unsigned long long)d->rx_bursts,
+            (unsigned long long)d->rx_bad_frame,
+            (unsigned long long)d->pace_waits);
+}
+
 static void json_result(FILE *f, const struct perf_result *r)
 {
     const struct mroce_conn_counters *c = &r->conn;
@@ -76,7 +90,7 @@ static void json_result(FILE *f, const struct perf_result *r)
         "\"peer_retx_pkts\":%llu,\"rto_events\":%llu,\"tlp_pkts\":%llu,"
         "\"rx_nacks\":%llu,\"rx_ecn_ce\":%llu,\"peer_rx_ecn_ce\":%llu,"
         "\"dp_tx_pkts\":%llu,\"dp_rx_pkts\":%llu,\"gso_sends\":%llu,"
-        "\"gro_merged\":%llu,\"imp_lost\":%llu,\"drop_bad_crc\":%llu}",
+        "\"gro_merged\":%llu,\"imp_lost\":%llu,\"drop_bad_crc\":%llu,",
         (unsigned long long)c->tx_data_pkts, (unsigned long long)c->retx_pkts,
         (unsigned long long)r->peer.retx_pkts,
         (unsigned long long)c->rto_events, (unsigned long long)c->tlp_pkts,
@@ -87,6 +101,7 @@ static void json_result(FILE *f, const struct perf_result *r)
         (unsigned long long)r->dp.gro_merged,
         (unsigned long long)r->dp.imp_lost,
         (unsigned long long)r->ctx.drop_bad_crc);
+    json_dp(f, &r->dp);
 }
 
 int perf_report_json(const struct perf_opts *o, const struct perf_result *r,

@@ -24,6 +24,7 @@ void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
     a->port = udp_port;
     a->n_src_ports = o->paths > 64 ? o->paths : 64;
     a->pace_bps = o->pace_bps;
+    a->batch = o->batch;
     a->no_gso = o->no_gso;
     a->no_gro = o->no_gro;
     a->impair.loss = o->loss;
@@ -135,5 +136,15 @@ int perf_progress(struct mroce_dp *dp)
      * shared host a descheduled peer looks like loss (spurious RTOs). */
     if (n == 0)
         sched_yield();
+    return n;
+}
+
+int perf_progress_idle(struct mroce_dp *dp, unsigned *idle)
+{
+    int n = perf_progress(dp);
+    if (n != 0)
+        *idle = 0;
+    else if (++*idle >= PERF_IDLE_SPINS)
+        mroce_dp_wait(dp, PERF_IDLE_SLEEP_NS);
     return n;
 }

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include <mroce/mroce.h>
 #include <mroce/mroce_dp.h>
 
+#include "io/dp.h"
 #include "wire/wire.h"
 
 #define MS 1000000ull
@@ -760,6 +762,135 @@ static void test_create_errors(void **state)
     free(s.mem);
 }
 
+/* ---- short GSO tails (udp_tx.c) ---- */
+
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#define HOLD_PORTS 2  /* a step's messages fit a default receive buffer */
+#define HOLD_LEN 4100 /* 15 fit in a 64 KiB GSO message, 16 do not */
+
+struct hold_rx {
+    int fd;
+    uint16_t port;
+    const struct mroce_dp *dp;
+    uint32_t next[HOLD_PORTS]; /* next sequence number per source port */
+    uint32_t msgs, pkts;
+};
+
+/* Packet `seq` of source port index p: its numbers in the first bytes. */
+static void hold_pkt(struct mroce_dp *dp, struct mroce_dp_pkt *pk,
+                     uint16_t rx_port, int p, uint32_t seq)
+{
+    assert_int_equal(dp->ops->tx_alloc(dp, pk, 1, HOLD_LEN), 1);
+    memset(pk->buf, 0, HOLD_LEN);
+    memcpy(pk->buf, &seq, sizeof(seq));
+    pk->buf[4] = (uint8_t)p;
+    pk->len = HOLD_LEN;
+    assert_int_equal(mroce_addr_parse("127.0.0.1", &pk->meta.dst), 0);
+    pk->meta.dst_port = rx_port;
+    pk->meta.src_port = dp->src_ports[p];
+}
+
+/* One GRO buffer: counts the message, checks each packet's order. */
+static int hold_recv_one(struct hold_rx *r)
+{
+    static uint8_t buf[65536];
+    uint8_t ctl[64];
+    struct iovec iov = {buf, sizeof(buf)};
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = ctl,
+                       .msg_controllen = sizeof(ctl)};
+    ssize_t n = recvmsg(r->fd, &m, MSG_DONTWAIT);
+    if (n <= 0)
+        return 0;
+    int seg = (int)n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO)
+            memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+    assert_int_equal(seg, HOLD_LEN);
+    for (ssize_t off = 0; off < n; off += seg) {
+        uint32_t seq;
+        memcpy(&seq, buf + off, sizeof(seq));
+        int p = buf[off + 4];
+        assert_true(p < HOLD_PORTS);
+        assert_int_equal(seq, r->next[p]++); /* a path keeps its order */
+        r->pkts++;
+    }
+    r->msgs++;
+    return 1;
+}
+
+/* Receives until `pkts` more packets arrived; returns their messages. */
+static uint32_t hold_recv(struct hold_rx *r, uint32_t pkts)
+{
+    uint32_t m0 = r->msgs, want = r->pkts + pkts;
+    uint64_t end = now_ns() + 2000 * MS;
+    while (r->pkts < want) {
+        hold_recv_one(r);
+        assert_true(now_ns() < end);
+    }
+    usleep(2000);
+    assert_int_equal(hold_recv_one(r), 0); /* nothing beyond */
+    return r->msgs - m0;
+}
+
+/* Sends per_port packets on each of the first `ports` source ports,
+ * round robin as the engine sprays, with tx_more as given. */
+static int hold_burst(struct mroce_dp *dp, struct hold_rx *r, int ports,
+                      int per_port, bool more, uint32_t *seq)
+{
+    struct mroce_dp_pkt pk[HOLD_PORTS * 16];
+    int n = 0;
+    for (int k = 0; k < per_port; k++)
+        for (int p = 0; p < ports; p++)
+            hold_pkt(dp, &pk[n++], r->port, p, seq[p]++);
+    dp->tx_more = more;
+    int rc = dp->ops->tx_burst(dp, pk, n);
+    dp->tx_more = false;
+    return rc;
+}
+
+/* While the loop says more follows, each socket's short last GSO message
+ * waits for the next burst, once at most; per-path order holds. */
+static void test_tail_hold(void **state)
+{
+    (void)state;
+    struct opts o = {.ip = "127.0.0.1"};
+    struct side s;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(side_open(&s, &o, 0), 0);
+    struct hold_rx r = {.dp = s.dp};
+    r.fd = udp_sock(&r.port);
+    int one = 1;
+    assert_int_equal(setsockopt(r.fd, IPPROTO_UDP, UDP_GRO, &one, 4), 0);
+    uint32_t seq[HOLD_PORTS] = {0};
+    /* 16 a socket: a message of 15 leaves, the 16th waits */
+    assert_int_equal(hold_burst(s.dp, &r, HOLD_PORTS, 16, true, seq),
+                     16 * HOLD_PORTS);
+    assert_int_equal(s.dp->tx_held, HOLD_PORTS);
+    assert_int_equal(hold_recv(&r, 15 * HOLD_PORTS), HOLD_PORTS);
+    /* 14 more: with the held one, full messages; nothing waits */
+    hold_burst(s.dp, &r, HOLD_PORTS, 14, true, seq);
+    assert_int_equal(s.dp->tx_held, 0);
+    assert_int_equal(hold_recv(&r, 15 * HOLD_PORTS), HOLD_PORTS);
+    /* 1 a socket waits; a burst with nothing new for them sends them:
+     * a packet never waits twice */
+    hold_burst(s.dp, &r, HOLD_PORTS, 1, true, seq);
+    assert_int_equal(s.dp->tx_held, HOLD_PORTS);
+    hold_burst(s.dp, &r, 0, 0, true, seq);
+    assert_int_equal(s.dp->tx_held, 0);
+    assert_int_equal(hold_recv(&r, HOLD_PORTS), HOLD_PORTS);
+    /* without tx_more everything leaves */
+    hold_burst(s.dp, &r, HOLD_PORTS, 3, false, seq);
+    assert_int_equal(s.dp->tx_held, 0);
+    assert_int_equal(hold_recv(&r, 3 * HOLD_PORTS), HOLD_PORTS);
+    close(r.fd);
+    mroce_dp_destroy(s.dp);
+    free(s.mem);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -779,7 +910,7 @@ int main(void)
         T(test_create_errors), T(test_ops_v4),      T(test_ops_no_offload),
         T(test_gso_only),      T(test_ops_v6),      T(test_many_paths_streams),
         T(test_impaired),      T(test_killed_peer), T(test_bad_packets),
-        T(test_pacing),        T(test_thread),
+        T(test_pacing),        T(test_thread),      T(test_tail_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

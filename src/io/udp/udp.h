@@ -71,6 +71,11 @@ struct udp_dp {
     uint8_t *tx_arena;
     uint8_t **tx_free;
     uint32_t n_tx_free, txb_n, txb_cap;
+    /* tx_burst sends stage[]: the held packets, then the burst (up to
+     * 2 * batch); held[]: short GSO tails kept for the next burst while
+     * dp->tx_more is set (at most batch, see udp_tx.c) */
+    struct mroce_dp_pkt *stage, *held;
+    uint32_t n_held;
     uint32_t *tx_next, *tx_head, *tx_tail, *tx_touched; /* grouping */
     struct mmsghdr *tmsg;
     struct iovec *tiov;

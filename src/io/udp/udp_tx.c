@@ -7,8 +7,18 @@
  * a complete packet of ours (machine.md). ECN is set per message with an
  * IP_TOS / IPV6_TCLASS control message (R-ENC-6).
  *
+ * Short tails: the engine sprays round robin (R-PATH-13), so a burst of
+ * 256 packets over 16 paths gives each socket 16 packets, one GSO message
+ * of 15 (64 KiB) and a message of 1, which costs the kernel on both sides
+ * as much as the 15. While the loop says more follows (dp->tx_more, a
+ * full burst), a socket's last message that could still grow is held
+ * (held[]) and sent at the front of that socket's share of the next
+ * burst, so messages fill up; a burst without tx_more sends everything.
+ * A packet is held once at most, so it leaves one pass late at worst
+ * even if its path gets nothing new. A path's packets keep their order.
+ *
  * Buffer ownership: tx_alloc hands pool buffers to the loop; tx_burst and
- * tx_free take them back (tx_burst whether sent or not). */
+ * tx_free take them back (tx_burst whether sent, held or not). */
 #define _GNU_SOURCE
 #include "io/udp/udp.h"
 
@@ -24,26 +34,31 @@
 #endif
 
 #define UDP_NONE UINT32_MAX
+#define UDP_HELD (UINT32_MAX - 1) /* tx_next mark: packet kept in held[] */
 
 int mroce_udp_tx_init(struct mroce_dp *dp)
 {
     struct udp_dp *u = udp_of(dp);
     uint32_t mtu = dp->ctx_attr.mtu ? dp->ctx_attr.mtu : 4096;
     u->txb_cap = MROCE_MAX_HDR_LEN + mtu + MROCE_ICRC_LEN + 64;
+    /* a burst in the loop's hands plus at most a burst held */
     u->txb_n = 2 * u->batch + 2;
+    uint32_t stage = 2 * u->batch;
     u->tx_arena = malloc((size_t)u->txb_n * u->txb_cap);
     u->tx_free = calloc(u->txb_n, sizeof(*u->tx_free));
-    u->tx_next = calloc(u->batch, sizeof(*u->tx_next));
+    u->stage = calloc(stage, sizeof(*u->stage));
+    u->held = calloc(u->batch, sizeof(*u->held));
+    u->tx_next = calloc(stage, sizeof(*u->tx_next));
     u->tx_head = malloc(u->n_tx * sizeof(*u->tx_head));
     u->tx_tail = calloc(u->n_tx, sizeof(*u->tx_tail));
     u->tx_touched = calloc(u->n_tx, sizeof(*u->tx_touched));
-    u->tmsg = calloc(u->batch, sizeof(*u->tmsg));
-    u->tiov = calloc(u->batch, sizeof(*u->tiov));
-    u->tsa = calloc(u->batch, sizeof(*u->tsa));
-    u->tctl = calloc(u->batch, sizeof(*u->tctl));
-    if (!u->tx_arena || !u->tx_free || !u->tx_next || !u->tx_head ||
-        !u->tx_tail || !u->tx_touched || !u->tmsg || !u->tiov || !u->tsa ||
-        !u->tctl)
+    u->tmsg = calloc(stage, sizeof(*u->tmsg));
+    u->tiov = calloc(stage, sizeof(*u->tiov));
+    u->tsa = calloc(stage, sizeof(*u->tsa));
+    u->tctl = calloc(stage, sizeof(*u->tctl));
+    if (!u->tx_arena || !u->tx_free || !u->stage || !u->held || !u->tx_next ||
+        !u->tx_head || !u->tx_tail || !u->tx_touched || !u->tmsg || !u->tiov ||
+        !u->tsa || !u->tctl)
         return MROCE_ENOMEM;
     for (uint32_t i = 0; i < u->txb_n; i++)
         u->tx_free[u->n_tx_free++] = u->tx_arena + (size_t)i * u->txb_cap;
@@ -56,6 +71,8 @@ void mroce_udp_tx_fini(struct udp_dp *u)
 {
     free(u->tx_arena);
     free(u->tx_free);
+    free(u->stage);
+    free(u->held);
     free(u->tx_next);
     free(u->tx_head);
     free(u->tx_tail);
@@ -161,10 +178,22 @@ static bool udp_joins(const struct udp_dp *u, const struct mroce_dp_pkt *first,
            udp_same_dst(&first->meta, &p->meta);
 }
 
+/* Whether a GSO message could take one more full packet. */
+static bool udp_can_grow(const struct udp_dp *u,
+                         const struct mroce_dp_pkt *first,
+                         const struct mroce_dp_pkt *last, uint32_t cnt,
+                         uint32_t total)
+{
+    return u->gso && cnt < UDP_MAX_GSO_SEGS && last->len == first->len &&
+           total + first->len <= UDP_GSO_MAX;
+}
+
 /* Builds message k from the chain at *i (advanced past what it took);
- * iov entries from *iov_used. Returns the packets it holds. */
+ * iov entries from *iov_used. Returns the packets it holds; *open: the
+ * chain ended while the message could still grow. */
 static uint32_t udp_build(struct udp_dp *u, struct mroce_dp_pkt *pkts,
-                          uint32_t *i, uint32_t k, uint32_t *iov_used)
+                          uint32_t *i, uint32_t k, uint32_t *iov_used,
+                          bool *open)
 {
     struct mroce_dp_pkt *first = &pkts[*i], *last = first;
     struct iovec *iov = &u->tiov[*iov_used];
@@ -175,7 +204,11 @@ static uint32_t udp_build(struct udp_dp *u, struct mroce_dp_pkt *pkts,
         cnt++;
         total += last->len;
         *i = u->tx_next[*i];
-        if (*i == UDP_NONE || !udp_joins(u, first, last, &pkts[*i], cnt, total))
+        if (*i == UDP_NONE) {
+            *open = udp_can_grow(u, first, last, cnt, total);
+            break;
+        }
+        if (!udp_joins(u, first, last, &pkts[*i], cnt, total))
             break;
         last = &pkts[*i];
     } while (1);
@@ -253,37 +286,93 @@ static uint32_t udp_flush(struct mroce_dp *dp, int fd, uint32_t k,
     return sent;
 }
 
-/* One socket's chain: build its messages, send them. */
+/* Keeps the message starting at pkts[i] (to the chain's end) in held[]
+ * if there is room and none of it was held before (pkts[0..fresh) were);
+ * marks its packets UDP_HELD. */
+static bool udp_hold(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
+                     uint32_t i, uint32_t fresh)
+{
+    if (i < fresh)
+        return false;
+    uint32_t cnt = 0;
+    for (uint32_t j = i; j != UDP_NONE; j = u->tx_next[j])
+        cnt++;
+    if (u->n_held + cnt > u->batch)
+        return false;
+    while (i != UDP_NONE) {
+        uint32_t next = u->tx_next[i];
+        u->held[u->n_held++] = pkts[i];
+        u->tx_next[i] = UDP_HELD;
+        i = next;
+    }
+    return true;
+}
+
+/* One socket's chain: build its messages, send them; with `hold`, a last
+ * message that could still grow and starts at or after pkts[fresh] waits
+ * for the next burst. */
 static uint32_t udp_send_sock(struct mroce_dp *dp, struct mroce_dp_pkt *pkts,
-                              uint32_t s, uint32_t *segs)
+                              uint32_t s, uint32_t *segs, bool hold,
+                              uint32_t fresh)
 {
     struct udp_dp *u = udp_of(dp);
-    uint32_t k = 0, iov_used = 0;
-    for (uint32_t i = u->tx_head[s]; i != UDP_NONE; k++)
-        segs[k] = udp_build(u, pkts, &i, k, &iov_used);
+    uint32_t k = 0, iov_used = 0, start = UDP_NONE;
+    bool open = false;
+    for (uint32_t i = u->tx_head[s]; i != UDP_NONE; k++) {
+        start = i;
+        segs[k] = udp_build(u, pkts, &i, k, &iov_used, &open);
+    }
     u->tx_head[s] = UDP_NONE;
+    if (hold && open && udp_hold(u, pkts, start, fresh))
+        k--;
     return udp_flush(dp, u->tx_fd[s], k, segs);
 }
 
-static int udp_tx_chunk(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+/* Sends pkts[0..n) (n <= 2 * batch) and returns their buffers to the
+ * pool, except those now held; pkts[0..fresh) were held before. */
+static int udp_tx_chunk(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
+                        bool hold, uint32_t fresh)
 {
     struct udp_dp *u = udp_of(dp);
     uint32_t segs[n];
     uint32_t nt = udp_group(u, pkts, n);
     uint32_t sent = 0;
     for (uint32_t t = 0; t < nt; t++)
-        sent += udp_send_sock(dp, pkts, u->tx_touched[t], segs);
+        sent += udp_send_sock(dp, pkts, u->tx_touched[t], segs, hold, fresh);
+    for (int i = 0; i < n; i++)
+        if (u->tx_next[i] != UDP_HELD)
+            u->tx_free[u->n_tx_free++] = pkts[i].buf;
     return (int)sent;
+}
+
+/* The held packets, then pkts[0..n), in stage[]; returns the count. */
+static int udp_stage(struct udp_dp *u, const struct mroce_dp_pkt *pkts, int n)
+{
+    uint32_t h = u->n_held;
+    memcpy(u->stage, u->held, h * sizeof(*u->held));
+    if (n)
+        memcpy(u->stage + h, pkts, (size_t)n * sizeof(*pkts));
+    u->n_held = 0;
+    return (int)h + n;
 }
 
 int mroce_udp_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
 {
     struct udp_dp *u = udp_of(dp);
-    int sent = 0;
-    for (int at = 0; at < n; at += (int)u->batch) {
-        int m = n - at < (int)u->batch ? n - at : (int)u->batch;
-        sent += udp_tx_chunk(dp, pkts + at, m);
+    int cap = 2 * (int)u->batch, sent = 0;
+    uint32_t fresh = u->n_held;
+    if (u->n_held && n <= (int)u->batch) {
+        n = udp_stage(u, pkts, n);
+        pkts = u->stage;
+    } else if (u->n_held) { /* not from the loop: the held go first */
+        sent = udp_tx_chunk(dp, u->stage, udp_stage(u, NULL, 0), false, 0);
+        fresh = 0;
     }
-    mroce_udp_tx_free(dp, pkts, n);
-    return sent;
+    for (int at = 0; at < n; at += cap) {
+        int m = n - at < cap ? n - at : cap;
+        sent += udp_tx_chunk(dp, pkts + at, m, dp->tx_more && at + m == n,
+                             at ? 0 : fresh);
+    }
+    dp->tx_held = u->n_held;
+    return sent + (int)u->n_held;
 }
