@@ -104,7 +104,7 @@ static size_t drain(struct mroce_tw *tw, uint64_t now, struct got *out,
                     size_t max)
 {
     size_t n = 0;
-    struct got g;
+    struct got g = {0};
     while (pop_one(tw, now, &g) == 1) {
         assert_true(n < max);
         out[n++] = g;
@@ -156,7 +156,7 @@ static void test_order_and_ties(void **state)
     send_id(tw, 250, &a, 4, 50); /* ...this one, sent later */
     assert_int_equal(mroce_tw_next_time(tw), 150);
 
-    struct got g;
+    struct got g = {0};
     assert_int_equal(pop_one(tw, 149, &g), 0);
     const uint32_t want_id[] = {1, 2, 0, 3, 4};
     const uint64_t want_t[] = {150, 250, 300, 400, 400};
@@ -252,7 +252,7 @@ static void test_serialization_exact(void **state)
     c.max_pkt = 1000;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
 
     for (uint32_t i = 0; i < 3; i++)
         send_id(tw, 0, &m, i, 934);
@@ -300,7 +300,7 @@ static void test_dropped_packets_use_egress_time(void **state)
     c.loss = 1.0;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
 
     send_id(tw, 0, &m, 0, 100);
     send_id(tw, 0, &m, 1, 100);
@@ -325,7 +325,7 @@ static void check_loss_rate(double p, uint64_t lo, uint64_t hi)
     c.loss = p;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
     uint64_t got = 0;
     for (uint32_t i = 0; i < 100000; i++) {
         send_id(tw, i, &m, i, 8);
@@ -357,7 +357,7 @@ static double mean_loss_run(const struct mroce_tw_cfg *c, uint64_t *lost)
 {
     struct mroce_tw *tw = make_wire(c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
     uint64_t runs = 0, n_lost = 0;
     int prev_lost = 0;
     for (uint32_t i = 0; i < 100000; i++) {
@@ -388,7 +388,7 @@ static void test_burst_loss_runs(void **state)
     assert_in_range(lost, 2500, 7500);
     struct mroce_tw *tw = make_wire(&c, 2); /* counted as burst, not random */
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
     for (uint32_t i = 0; i < 10000; i++) {
         send_id(tw, i, &m, i, 8);
         while (pop_one(tw, i, &g) == 1)
@@ -440,7 +440,7 @@ static uint64_t delivered_after(struct mroce_tw *tw, uint64_t now,
                                 const struct mroce_pkt_meta *m)
 {
     struct mroce_tw_stats st;
-    struct got g;
+    struct got g = {0};
     send_id(tw, now, m, 7, 8);
     while (pop_one(tw, UINT64_MAX, &g) == 1)
         ;
@@ -545,7 +545,7 @@ static void test_dup_rate(void **state)
     c.dup = 0.3;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
     uint64_t extra = 0;
     for (uint32_t i = 0; i < 10000; i++) {
         send_id(tw, i * 10, &m, i, 8);
@@ -572,7 +572,7 @@ static uint64_t count_corrupted(double p, uint32_t n)
     c.corrupt = p;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
-    struct got g;
+    struct got g = {0};
     uint8_t sent[PAYLOAD];
     uint64_t changed = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -643,7 +643,7 @@ static uint32_t first_marked(uint32_t threshold, uint8_t ecn)
     c.ecn_threshold_bytes = threshold;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, ecn);
-    struct got g;
+    struct got g = {0};
     uint32_t first = UINT32_MAX;
     for (uint32_t k = 0; k < 8; k++)
         send_id(tw, 0, &m, k, 1000);
@@ -686,7 +686,7 @@ static void test_ecn_after_idle(void **state)
     c.ecn_threshold_bytes = 150;
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, MROCE_ECN_ECT0);
-    struct got g;
+    struct got g = {0};
     for (uint32_t k = 0; k < 3; k++)
         send_id(tw, 0, &m, k, 100); /* third sees 200 bytes: marked */
     send_id(tw, 250, &m, 3, 100);   /* sees 50 bytes: not marked */
@@ -787,7 +787,7 @@ static void test_capacity_overflow(void **state)
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
     struct mroce_tw_stats st;
-    struct got g;
+    struct got g = {0};
     for (uint32_t i = 0; i < 6; i++)
         send_id(tw, 0, &m, i, 8);
     mroce_tw_stats(tw, &st);
@@ -817,7 +817,7 @@ static void test_capacity_skips_dup(void **state)
     struct mroce_tw *tw = make_wire(&c, 2);
     struct mroce_pkt_meta m = meta_of(1, 2, 1000, 0);
     struct mroce_tw_stats st;
-    struct got g;
+    struct got g = {0};
     send_id(tw, 0, &m, 0, 8);
     assert_int_equal(pop_one(tw, 0, &g), 1);
     assert_int_equal(pop_one(tw, 0, &g), 0);
