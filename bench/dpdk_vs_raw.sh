@@ -5,18 +5,26 @@
 #
 #   (a) raw: mroce-dpdk-fwd gen -> sink, 4096-byte frames;
 #   (b) mroce write_bw: mroce-dpdk-perf client -> server, 4 MiB WRITEs,
-#       mtu 4096, over the same memif set-up;
+#       mtu 4096, over the same memif set-up (bursts of 64, the tool's
+#       DPDK default);
 #   (c) mroce write_bw over UDP sockets on 127.0.0.1.
 # Without hugepages always; with them too when they can be reserved (root;
-# HUGEPAGES=0 skips). Writes bench/out/dpdk_vs_raw.json; the headline
-# numbers are from the hugepage run when there was one.
+# HUGEPAGES=0 skips). With MROCE_BENCH_REPEAT=N, (a) and (b) run N times
+# per memory mode, alternately: *_gbps are the medians, *_runs every run
+# (the spread), ratio_runs the ratio of each raw/mroce pair run back to
+# back. Writes bench/out/dpdk_vs_raw.json; the headline numbers are from
+# the hugepage runs when there were some. The phase profiles are the
+# medians, per phase, of the runs' cycles per packet (client: sender;
+# server: receiver; keys as mroce_dpdk_counters.cyc, docs/dpdk.md).
 #
-# Usage: bench/dpdk_vs_raw.sh [SECONDS]   (env MROCE_BUILD_DIR [build])
+# Usage: bench/dpdk_vs_raw.sh [SECONDS]
+#        (env MROCE_BUILD_DIR [build], MROCE_BENCH_REPEAT [1])
 set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${MROCE_BUILD_DIR:-$SRC/build}"
 SECS="${1:-3}"
+REPEAT="${MROCE_BENCH_REPEAT:-1}"
 OUT="$SRC/bench/out"
 PERF="$BUILD/bin/mroce-dpdk-perf"
 FWD="$BUILD/bin/mroce-dpdk-fwd"
@@ -29,6 +37,7 @@ for b in "$PERF" "$FWD"; do
 done
 
 EAL_COMMON=(--no-pci --no-telemetry --log-level '*:error')
+PHASES='["rx","eng_rx","pool","timers","eng_tx","tx","app"]'
 
 eal_mem() { # $1: huge|nohuge
     if [[ "$1" == huge ]]; then echo "--in-memory -m 256"; else echo "--no-huge -m 512"; fi
@@ -44,34 +53,43 @@ wait_sock() {
     return 1
 }
 
-json_get() { # $1 key, stdin: one JSON line
-    sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -1
+# A JSON number from a file holding JSON lines, or null.
+num_or_null() { # $1 file, $2 jq filter
+    local v
+    v=$(jq -s "map(select(type == \"object\")) | last | $2 // null" "$1" \
+        2>/dev/null || true)
+    echo "${v:-null}"
 }
 
-run_raw() { # $1 huge|nohuge -> gbps on stdout
-    local sock="$TMP/raw-$1.sock" mem
+run_raw() { # $1 huge|nohuge, $2 run tag -> gbps (or null) on stdout
+    local sock="$TMP/raw-$2.sock" mem
     mem=$(eal_mem "$1")
     # shellcheck disable=SC2086
     timeout $((SECS + 60)) "$FWD" sink --seconds "$SECS" -- -l 0 \
         --file-prefix "mrb_rs$$" $mem "${EAL_COMMON[@]}" \
-        "$(memif server "$sock")" >"$TMP/raw-$1.json" 2>"$TMP/raw-$1.err" &
+        "$(memif server "$sock")" >"$TMP/raw-$2.json" 2>"$TMP/raw-$2.err" &
     local sink=$!
     wait_sock "$sock"
     # shellcheck disable=SC2086
     timeout $((SECS + 60)) "$FWD" gen --seconds "$SECS" --size 4096 -- -l 1 \
         --file-prefix "mrb_rg$$" $mem "${EAL_COMMON[@]}" \
-        "$(memif client "$sock")" 2>>"$TMP/raw-$1.err"
-    wait "$sink"
-    json_get gbps <"$TMP/raw-$1.json"
+        "$(memif client "$sock")" 2>>"$TMP/raw-$2.err" || true
+    wait "$sink" || true
+    local g
+    g=$(num_or_null "$TMP/raw-$2.json" .gbps)
+    [[ "$g" != null ]] || sed 's/^/  raw: /' "$TMP/raw-$2.err" >&2
+    echo "$g"
 }
 
-run_mroce() { # $1 huge|nohuge|udp -> client JSON line in $TMP/mroce-$1.json
-    local tag=$1 sock="$TMP/mr-$1.sock" mem
-    local s=(--ip 10.77.0.1 --params "$TMP/p-$tag") c=(--ip 10.77.0.2 --params "$TMP/p-$tag")
+# $1 huge|nohuge|udp, $2 run tag: client and server JSON lines in
+# $TMP/mroce-$2.json and $TMP/mroce-$2.srv.
+run_mroce() {
+    local tag=$1 sock="$TMP/mr-$2.sock" mem
+    local s=(--ip 10.77.0.1 --params "$TMP/p-$2") c=(--ip 10.77.0.2 --params "$TMP/p-$2")
     local se=() ce=()
     if [[ "$tag" == udp ]]; then
-        s=(--datapath udp --ip 127.0.0.1 --udp-port 4901 --params "$TMP/p-$tag")
-        c=(--datapath udp --ip 127.0.0.1 --udp-port 4902 --params "$TMP/p-$tag")
+        s=(--datapath udp --ip 127.0.0.1 --udp-port 4901 --params "$TMP/p-$2")
+        c=(--datapath udp --ip 127.0.0.1 --udp-port 4902 --params "$TMP/p-$2")
     else
         mem=$(eal_mem "$tag")
         # shellcheck disable=SC2206
@@ -80,14 +98,35 @@ run_mroce() { # $1 huge|nohuge|udp -> client JSON line in $TMP/mroce-$1.json
         ce=(-- -l 1 --file-prefix "mrb_mc$$" $mem "${EAL_COMMON[@]}" "$(memif client "$sock")")
     fi
     timeout $((SECS + 60)) "$PERF" server "${s[@]}" "${se[@]}" \
-        >"$TMP/mroce-$tag.srv" 2>&1 &
+        >"$TMP/mroce-$2.srv" 2>&1 &
     local srv=$!
     [[ "$tag" == udp ]] || wait_sock "$sock"
     timeout $((SECS + 60)) "$PERF" client "${c[@]}" --size 4M --mtu 4096 \
-        --seconds "$SECS" "${ce[@]}" >"$TMP/mroce-$tag.json" 2>"$TMP/mroce-$tag.err" ||
-        { cat "$TMP/mroce-$tag.err" >&2; }
+        --seconds "$SECS" "${ce[@]}" >"$TMP/mroce-$2.json" 2>"$TMP/mroce-$2.err" ||
+        { cat "$TMP/mroce-$2.err" >&2; }
     wait "$srv" || true
-    grep '"role":"client"' "$TMP/mroce-$tag.json" | tail -1
+}
+
+role_lines() { # $1 file, $2 role -> that role's JSON line (or nothing)
+    grep "\"role\":\"$2\"" "$1" 2>/dev/null | tail -1 || true
+}
+
+# median of a JSON array of numbers (nulls dropped; null if none)
+median() { jq -n "[$1[] | select(. != null)] | sort |
+                  if length == 0 then null
+                  else (.[(length - 1) / 2 | floor] + .[length / 2 | floor]) / 2
+                  end"; }
+
+ratio() { jq -n "if ($1 == null or $2 == null or $2 == 0) then null
+                 else ($1 / $2 * 1000 | round / 1000) end"; }
+
+# Per-phase medians of an array of phase objects.
+phase_median() { # $1 JSON array of {phase: cycles}
+    jq -c -n --argjson p "$PHASES" --argjson a "$1" \
+        '[$p[] as $k | {($k): ([$a[] | .[$k] | select(. != null)] | sort |
+          if length == 0 then null
+          else (.[(length - 1) / 2 | floor] + .[length / 2 | floor]) / 2 end)}]
+         | add'
 }
 
 try_hugepages() {
@@ -105,31 +144,68 @@ try_hugepages() {
     [[ "${free:-0}" -ge 128 ]]
 }
 
-declare -A RAW MR
+# mode $1: REPEAT raw/mroce pairs; sets SECTION (JSON) for the mode.
+mode_runs() {
+    local m=$1 raw=() mr=() cyc=() busy=() cph=() sph=() rr=() i t c sv g
+    for i in $(seq 1 "$REPEAT"); do
+        t="$m-$i"
+        g=$(run_raw "$m" "$t")
+        run_mroce "$m" "$t"
+        c=$(role_lines "$TMP/mroce-$t.json" client)
+        sv=$(role_lines "$TMP/mroce-$t.srv" server)
+        [[ -n "$c" ]] || c='{}'
+        [[ -n "$sv" ]] || sv='{}'
+        raw+=("$g")
+        mr+=("$(jq -n "$c | .gbps // null")")
+        cyc+=("$(jq -n "$c | .cycles_per_pkt // null")")
+        busy+=("$(jq -n "$c | .busy_cycles_per_pkt // null")")
+        cph+=("$(jq -c -n "$c | .phase_cycles_per_pkt // {}")")
+        sph+=("$(jq -c -n "$sv | .phase_cycles_per_pkt // {}")")
+        rr+=("$(ratio "${mr[-1]}" "$g")")
+        echo "$m run $i: raw $g Gbit/s; mroce: $c" >&2
+    done
+    local R M
+    R="[$(IFS=,; echo "${raw[*]}")]" M="[$(IFS=,; echo "${mr[*]}")]"
+    local rmed mmed
+    rmed=$(median "$R") mmed=$(median "$M")
+    SECTION=$(jq -c -n \
+        --argjson r "$R" --argjson mr "$M" --argjson rr "[$(IFS=,; echo "${rr[*]}")]" \
+        --argjson cyc "$(median "[$(IFS=,; echo "${cyc[*]}")]")" \
+        --argjson busy "$(median "[$(IFS=,; echo "${busy[*]}")]")" \
+        --argjson cph "$(phase_median "[$(IFS=,; echo "${cph[*]}")]")" \
+        --argjson sph "$(phase_median "[$(IFS=,; echo "${sph[*]}")]")" \
+        --argjson batch "$(jq -n "$c | .batch // null")" \
+        "{raw_gbps: $rmed, mroce_dpdk_gbps: $mmed, ratio: $(ratio "$mmed" "$rmed"),
+          raw_runs: \$r, mroce_runs: \$mr, ratio_runs: \$rr,
+          mroce_cycles_per_pkt: \$cyc, mroce_busy_cycles_per_pkt: \$busy,
+          batch: \$batch,
+          client_phase_cycles_per_pkt: \$cph,
+          server_phase_cycles_per_pkt: \$sph}")
+}
+
+declare -A SEC
 modes=(nohuge)
 if try_hugepages; then modes+=(huge); fi
 for m in "${modes[@]}"; do
-    RAW[$m]=$(run_raw "$m")
-    MR[$m]=$(run_mroce "$m")
-    echo "$m: raw ${RAW[$m]} Gbit/s; mroce: ${MR[$m]}"
+    mode_runs "$m"
+    SEC[$m]=$SECTION
+    echo "$m: $SECTION" >&2
 done
-UDP=$(run_mroce udp)
-echo "udp: $UDP"
+run_mroce udp udp
+UDP=$(role_lines "$TMP/mroce-udp.json" client)
+echo "udp: $UDP" >&2
+[[ -n "$UDP" ]] || UDP='{}'
 
 best=${modes[-1]}
-raw=${RAW[$best]:-0}
-mr_g=$(json_get gbps <<<"${MR[$best]}")
-cyc=$(json_get cycles_per_pkt <<<"${MR[$best]}")
-busy=$(json_get busy_cycles_per_pkt <<<"${MR[$best]}")
-udp_g=$(json_get gbps <<<"$UDP")
-ratio=$(awk -v a="${mr_g:-0}" -v b="${raw:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
-nh_raw=${RAW[nohuge]:-0}
-nh_mr=$(json_get gbps <<<"${MR[nohuge]}")
 load=$(cut -d' ' -f1 /proc/loadavg)
-cat >"$OUT/dpdk_vs_raw.json" <<JSON
-{"raw_gbps":${raw:-0},"mroce_dpdk_gbps":${mr_g:-0},"ratio":$ratio,"mroce_udp_gbps":${udp_g:-0},"hugepages":$([[ $best == huge ]] && echo true || echo false),
- "mroce_cycles_per_pkt":${cyc:-0},"mroce_busy_cycles_per_pkt":${busy:-0},
- "nohuge":{"raw_gbps":${nh_raw:-0},"mroce_dpdk_gbps":${nh_mr:-0}},
- "seconds":$SECS,"frame_bytes":4096,"msg_bytes":4194304,"mtu":4096,"load_avg_1m":$load}
-JSON
+jq -n --argjson b "${SEC[$best]}" --argjson nh "${SEC[nohuge]}" \
+    --argjson udp "$(jq -n "$UDP | .gbps // null")" \
+    --argjson huge "$([[ $best == huge ]] && echo true || echo false)" \
+    --argjson secs "$SECS" --argjson rep "$REPEAT" --argjson load "$load" \
+    '$b + {mroce_udp_gbps: $udp, hugepages: $huge,
+           nohuge: ($nh | {raw_gbps, mroce_dpdk_gbps, ratio, raw_runs,
+                           mroce_runs}),
+           seconds: $secs, repeat: $rep, frame_bytes: 4096,
+           msg_bytes: 4194304, mtu: 4096, load_avg_1m: $load}' \
+    >"$OUT/dpdk_vs_raw.json"
 cat "$OUT/dpdk_vs_raw.json"

@@ -7,13 +7,26 @@
  *
  *   mroce-dpdk-perf server|client --ip A --params PREFIX [--datapath
  *       dpdk|udp] [--port NAME] [--udp-port N] [--mtu 4096] [--paths 16]
- *       [--size 4M] [--seconds 3] [--verify] [--pcap FILE] [--no-gso]
- *       [-- EAL args]
+ *       [--batch N] [--size 4M] [--seconds 3] [--verify] [--pcap FILE]
+ *       [--no-gso] [-- EAL args]
+ *
+ * --batch: packets per loop pass (mroce_dp_attr.batch). Default over DPDK
+ * 64, the datapath's burst: the engine writes a pass's frames into mbufs
+ * and the device reads them back: 64 frames of 4 KiB (270 KB) stay in a
+ * 1 MiB L2 in between, 256 do not (docs/dpdk.md). UDP: the loop's default.
  *
  * The client writes; both print a JSON line (client: gbps, msgs, cycles
  * per packet of its loop). --verify runs WRITE+READ (client checks),
  * SEND, SEND_IMM and WRITE_IMM (server checks) instead of the bandwidth
  * run. Exit 0 when every check passed.
+ *
+ *   mroce-dpdk-perf loop --ip A [options] -- EAL args --vdev=net_ring0
+ *
+ * runs the write_bw client and its server in one process, as two
+ * connections of one context on a port that receives what it sends
+ * (net_ring without arguments): sender and receiver on one thread, no
+ * second process, so `valgrind --tool=callgrind` sees the whole packet
+ * path (docs/dpdk.md). The peer's MAC is a static neighbour.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,21 +39,25 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-
 #include <mroce/mroce.h>
 #include <mroce/mroce_dp.h>
 
+#ifdef MROCE_HAVE_DPDK
+#include "io/dpdk/dpdk.h"
+#endif
+
 #define NREG 5   /* regions: write/read, send, send_imm, write_imm, done */
 #define DEPTH 16 /* outstanding WRITEs */
+#define DPDK_BATCH 64
 #define LINGER_NS 200000000ull
 #define WAIT_NS 60000000000ull
 
 struct opts {
-    bool server, verify, no_gso;
+    bool server, loop, verify, no_gso;
     const char *ip, *params, *port, *pcap;
     int kind;
     uint16_t udp_port;
-    uint32_t mtu, paths;
+    uint32_t mtu, paths, batch;
     size_t size;
     double seconds;
     int eal_argc;
@@ -103,6 +120,8 @@ static int opt_one(struct opts *o, const char *k, const char *v)
         o->mtu = (uint32_t)atoi(v);
     else if (!strcmp(k, "--paths"))
         o->paths = (uint32_t)atoi(v);
+    else if (!strcmp(k, "--batch"))
+        o->batch = (uint32_t)atoi(v);
     else if (!strcmp(k, "--size"))
         o->size = size_arg(v);
     else if (!strcmp(k, "--seconds"))
@@ -119,9 +138,11 @@ static void parse(int argc, char **argv, struct opts *o)
                        .paths = 16,
                        .size = 4 << 20,
                        .seconds = 3};
-    if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
+    if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client") &&
+                     strcmp(argv[1], "loop")))
         goto usage;
     o->server = !strcmp(argv[1], "server");
+    o->loop = !strcmp(argv[1], "loop");
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             o->eal_argc = argc - i;
@@ -138,11 +159,15 @@ static void parse(int argc, char **argv, struct opts *o)
         else
             i++;
     }
-    if (o->ip && o->params)
-        return;
+    if (!o->batch && o->kind == MROCE_DP_DPDK)
+        o->batch = DPDK_BATCH;
+    if (o->ip && (o->loop ? !o->verify : o->params != NULL))
+        return; /* loop: write_bw only */
 usage:
     fprintf(stderr, "usage: mroce-dpdk-perf server|client --ip A --params "
-                    "PREFIX [options] [-- EAL args]\n");
+                    "PREFIX [options] [-- EAL args]\n"
+                    "       mroce-dpdk-perf loop --ip A [options] -- EAL "
+                    "args\n");
     exit(2);
 }
 
@@ -161,14 +186,20 @@ static void addr_of(const char *ip, struct mroce_addr *a)
 
 static void open_dp(struct side *s)
 {
+    /* loop: the peer is this port, whatever MAC it is given */
+    struct mroce_dp_neigh self = {.mac = {0x02, 0, 0, 0, 0, 1}};
+    addr_of(s->o.ip, &self.ip);
     struct mroce_dpdk_attr da = {.eal_argc = s->o.eal_argc,
                                  .eal_argv = s->o.eal_argv,
                                  .port = s->o.port,
+                                 .neigh = s->o.loop ? &self : NULL,
+                                 .n_neigh = s->o.loop,
                                  .pcap = s->o.pcap};
     struct mroce_dp_attr a = {.kind = s->o.kind,
                               .local_ip = s->o.ip,
                               .port = s->o.udp_port,
                               .dpdk = &da,
+                              .batch = s->o.batch,
                               .no_gso = s->o.no_gso};
     addr_of(s->o.ip, &a.ctx.addr);
     a.ctx.mtu = s->o.mtu;
@@ -380,6 +411,29 @@ static bool server_verify(struct side *s)
     return ok;
 }
 
+/* The DPDK datapath's loop phases in cycles per packet (the unit of
+ * cycles_per_pkt) and its transmit counters. */
+static void print_dpdk(struct side *s, uint64_t pkts)
+{
+#ifdef MROCE_HAVE_DPDK
+    static const char *const ph[MROCE_DPDK_PH_N] = {
+        "rx", "eng_rx", "pool", "timers", "eng_tx", "tx", "app"};
+    struct mroce_dpdk_counters d;
+    if (s->o.kind != MROCE_DP_DPDK || mroce_dpdk_get_counters(s->dp, &d) < 0)
+        return;
+    printf(",\"passes\":%" PRIu64 ",\"tx_backlogged\":%" PRIu64
+           ",\"tx_alloc_fail\":%" PRIu64 ",\"phase_cycles_per_pkt\":{",
+           d.passes, d.tx_backlogged, d.tx_alloc_fail);
+    for (int i = 0; i < MROCE_DPDK_PH_N; i++)
+        printf("%s\"%s\":%.0f", i ? "," : "", ph[i],
+               pkts ? (double)d.cyc[i] / (double)pkts : 0);
+    printf("}");
+#else
+    (void)s;
+    (void)pkts;
+#endif
+}
+
 static void print_json(struct side *s, double secs, uint64_t bytes,
                        uint64_t msgs, uint64_t cycles)
 {
@@ -391,15 +445,20 @@ static void print_json(struct side *s, double secs, uint64_t bytes,
     printf("{\"role\":\"%s\",\"datapath\":\"%s\",\"seconds\":%.3f,"
            "\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64 ",\"gbps\":%.3f,"
            "\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
+           ",\"tx_bursts\":%" PRIu64 ",\"rx_bursts\":%" PRIu64
            ",\"cycles_per_pkt\":%.0f,\"busy_cycles_per_pkt\":%.0f,"
            "\"rx_bad_frame\":%" PRIu64 ",\"tx_dropped\":%" PRIu64
-           ",\"retx_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 "}\n",
-           s->o.server ? "server" : "client",
+           ",\"retx_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 ",\"batch\":%u",
+           s->o.loop     ? "loop"
+           : s->o.server ? "server"
+                         : "client",
            s->o.kind == MROCE_DP_UDP ? "udp" : "dpdk", secs, bytes, msgs,
            secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0, c.tx_pkts, c.rx_pkts,
-           pkts ? (double)cycles / (double)pkts : 0,
+           c.tx_bursts, c.rx_bursts, pkts ? (double)cycles / (double)pkts : 0,
            pkts ? (double)s->busy_cycles / (double)pkts : 0, c.rx_bad_frame,
-           c.tx_dropped, k.retx_pkts, k.rto_events);
+           c.tx_dropped, k.retx_pkts, k.rto_events, s->o.batch);
+    print_dpdk(s, pkts);
+    printf("}\n");
 }
 
 static void client_bw(struct side *s)
@@ -411,8 +470,11 @@ static void client_bw(struct side *s)
     uint64_t t0 = mroce_dp_now_ns(), c0 = __rdtsc();
     uint64_t end = t0 + (uint64_t)(s->o.seconds * 1e9);
     s->busy_cycles = 0;
-    while (msgs < posted || mroce_dp_now_ns() < end) {
-        while (posted - msgs < DEPTH && mroce_dp_now_ns() < end &&
+    for (;;) { /* one clock read a pass (and the loop's own) */
+        bool open = mroce_dp_now_ns() < end;
+        if (!open && msgs == posted)
+            break;
+        while (open && posted - msgs < DEPTH &&
                mroce_post_write(s->conn, &w) == 0)
             posted++;
         msgs += (uint64_t)poll_one(s, &wc);
@@ -448,6 +510,25 @@ static int run(struct side *s)
     return ok ? 0 : 1;
 }
 
+/* Client and server as two connections of one context (loop). */
+static int run_loop(struct side *s)
+{
+    struct side peer = *s;
+    peer.o.server = true;
+    open_conn(&peer);
+    mroce_conn_get_params(peer.conn, &s->peer.p);
+    mroce_conn_get_params(s->conn, &peer.peer.p);
+    s->peer.addr = (uint64_t)(uintptr_t)peer.mem;
+    s->peer.rkey = mroce_mr_rkey(peer.mr);
+    if (mroce_conn_connect(s->conn, &s->peer.p) < 0 ||
+        mroce_conn_connect(peer.conn, &peer.peer.p) < 0)
+        die("connect", MROCE_ESTATE);
+    client_bw(s);
+    mroce_conn_destroy(peer.conn);
+    free(peer.mem);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct side s;
@@ -456,7 +537,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     open_dp(&s);
     open_conn(&s);
-    int rc = run(&s);
+    int rc = s.o.loop ? run_loop(&s) : run(&s);
     mroce_conn_destroy(s.conn);
     mroce_dp_destroy(s.dp);
     free(s.mem);

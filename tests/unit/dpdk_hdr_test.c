@@ -59,13 +59,18 @@ static void test_csum(void **state)
     uint8_t ip[20] = {0x45, 0, 0,    0x73, 0, 0, 0x40, 0,    0x40, 0x11,
                       0,    0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0,    0xc7};
     assert_int_equal((uint16_t)~our_sum(ip, 20), 0xb861);
-    uint8_t buf[4099];
+    static uint8_t buf[9100];
     for (size_t i = 0; i < sizeof(buf); i++)
         buf[i] = (uint8_t)(i * 37 + 11);
-    for (size_t n = 0; n < sizeof(buf); n += 61)
+    for (size_t n = 0; n < 4100; n += 61)
         assert_int_equal(our_sum(buf, n), ref_sum(buf, n));
-    memset(buf, 0xff, sizeof(buf));
+    /* around the vector code's threshold and step, at every alignment */
+    for (size_t off = 0; off < 4; off++)
+        for (size_t n = 100; n < 300; n++)
+            assert_int_equal(our_sum(buf + off, n), ref_sum(buf + off, n));
+    memset(buf, 0xff, sizeof(buf)); /* every add carries */
     assert_int_equal(our_sum(buf, 4096), ref_sum(buf, 4096));
+    assert_int_equal(our_sum(buf + 1, 9000), ref_sum(buf + 1, 9000));
 }
 
 static uint32_t build(uint8_t *f, const char *src, const char *dst, uint8_t ecn,

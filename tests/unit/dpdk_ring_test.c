@@ -297,6 +297,80 @@ static void test_impaired(void **state)
     pair_close(&p);
 }
 
+/* ---- Transmit buffers and the phase profile ---- */
+
+static unsigned pool_plus_stash(const struct mroce_dpdk *q)
+{
+    return rte_mempool_avail_count(q->mp) + q->n_stash;
+}
+
+/* Buffers the loop hands back unused wait in the stash (at most
+ * MROCE_DPDK_STASH, the rest to the pool) and come out first, untouched
+ * since they were allocated; none is lost or handed out twice. */
+static void test_tx_stash(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p, false, NULL);
+    struct mroce_dp *dp = p.s[0].dp;
+    struct mroce_dpdk *q = dp->priv;
+    struct mroce_dp_pkt a[MROCE_DPDK_BURST_MAX], b[MROCE_DPDK_BURST_MAX];
+    size_t cap = mroce_ctx_max_pkt(p.s[0].ctx);
+    unsigned total = pool_plus_stash(q);
+    assert_int_equal(dp->ops->tx_alloc(dp, a, 32, cap), 32);
+    assert_int_equal(pool_plus_stash(q), total - 32);
+    dp->ops->tx_free(dp, a + 16, 16);
+    assert_int_equal(q->n_stash, 16);
+    assert_int_equal(dp->ops->tx_alloc(dp, b, 8, cap), 8);
+    for (int i = 0; i < 8; i++) /* the 8 most recent, as they lay */
+        assert_ptr_equal(b[i].priv, a[24 + i].priv);
+    struct rte_mbuf *m = b[0].priv;
+    assert_int_equal(m->data_off, RTE_PKTMBUF_HEADROOM);
+    assert_int_equal(m->data_len, 0);
+    assert_int_equal(rte_mbuf_refcnt_read(m), 1);
+    dp->ops->tx_free(dp, b, 8);
+    dp->ops->tx_free(dp, a, 16);
+    assert_int_equal(q->n_stash, 32);
+    assert_int_equal(dp->ops->tx_alloc(dp, a, MROCE_DPDK_BURST_MAX, cap),
+                     MROCE_DPDK_BURST_MAX);
+    assert_int_equal(q->n_stash, 0);
+    assert_int_equal(dp->ops->tx_alloc(dp, b, MROCE_DPDK_BURST_MAX, cap),
+                     MROCE_DPDK_BURST_MAX);
+    dp->ops->tx_free(dp, a, MROCE_DPDK_BURST_MAX);
+    dp->ops->tx_free(dp, b, MROCE_DPDK_BURST_MAX);
+    assert_int_equal(q->n_stash, MROCE_DPDK_STASH);
+    assert_int_equal(pool_plus_stash(q), total);
+    every_op(&p);
+    pair_close(&p);
+}
+
+/* The phases add up to the TSC time since the datapath opened, and each
+ * side spends time where its role says. */
+static void test_phases(void **state)
+{
+    (void)state;
+    struct pair p;
+    uint64_t t0 = rte_rdtsc();
+    pair_open(&p, false, NULL);
+    every_op(&p);
+    uint64_t t1 = rte_rdtsc();
+    for (int i = 0; i < 2; i++) {
+        struct mroce_dpdk_counters c;
+        assert_int_equal(mroce_dpdk_get_counters(p.s[i].dp, &c), 0);
+        uint64_t sum = 0;
+        for (int k = 0; k < MROCE_DPDK_PH_N; k++)
+            sum += c.cyc[k];
+        assert_true(c.passes > 0);
+        assert_true(sum > 0 && sum <= t1 - t0);
+        assert_true(c.cyc[MROCE_DPDK_PH_ENG_TX] > 0);
+        assert_true(c.cyc[MROCE_DPDK_PH_ENG_RX] > 0);
+        assert_true(c.cyc[MROCE_DPDK_PH_RX] > 0);
+        assert_true(c.cyc[MROCE_DPDK_PH_TX] > 0);
+        assert_true(c.cyc[MROCE_DPDK_PH_POOL] > 0);
+    }
+    pair_close(&p);
+}
+
 /* ---- Bad frames ---- */
 
 /* A valid frame from 10.9.0.1 to B's address and port, 64 payload bytes,
@@ -454,7 +528,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_port),    cmocka_unit_test(test_ipv4_arp),
         cmocka_unit_test(test_ipv6_nd),    cmocka_unit_test(test_impaired),
-        cmocka_unit_test(test_bad_frames),
+        cmocka_unit_test(test_bad_frames), cmocka_unit_test(test_tx_stash),
+        cmocka_unit_test(test_phases),
     };
     return cmocka_run_group_tests(tests, eal_setup, NULL);
 }

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_cycles.h>
+
 #include "io/dp.h"
 #include "io/dpdk/hdr.h"
 #include "io/dpdk/neigh.h"
@@ -30,6 +32,31 @@
 /* Frames the port refused, kept (in order) for the next pass: the deeper
  * transmit queue a NIC would have. Power of two. */
 #define MROCE_DPDK_BACKLOG 512
+/* Transmit mbufs handed back unused, kept for the next tx_alloc. */
+#define MROCE_DPDK_STASH 64
+
+/* Where the polling thread's time goes, in TSC cycles, told apart by the
+ * ops the loop (io/dp.c) calls: the time inside an op is its own phase,
+ * the time between two ops is what the loop did there (mroce_dpdk_prof). */
+enum mroce_dpdk_phase {
+    MROCE_DPDK_PH_RX,     /* rx_burst: device receive, frame checks, ARP/ND */
+    MROCE_DPDK_PH_ENG_RX, /* rx_burst -> rx_release: mroce_ctx_rx per packet */
+    MROCE_DPDK_PH_POOL,   /* rx_release, tx_alloc, tx_free: mbufs */
+    MROCE_DPDK_PH_TIMERS, /* receive done -> first transmit op: timers */
+    MROCE_DPDK_PH_ENG_TX, /* between transmit ops: mroce_ctx_tx per packet */
+    MROCE_DPDK_PH_TX,     /* tx_burst: headers, device send */
+    MROCE_DPDK_PH_APP,    /* last op -> next rx_burst: the application */
+    MROCE_DPDK_PH_N
+};
+
+/* The ops, for telling the gaps between them apart. */
+enum mroce_dpdk_op {
+    MROCE_DPDK_OP_RX,
+    MROCE_DPDK_OP_RELEASE,
+    MROCE_DPDK_OP_ALLOC,
+    MROCE_DPDK_OP_FREE,
+    MROCE_DPDK_OP_TX,
+};
 
 /* What the DPDK datapath did beyond struct mroce_dp_counters. */
 struct mroce_dpdk_counters {
@@ -44,6 +71,8 @@ struct mroce_dpdk_counters {
     uint64_t tx_backlogged;  /* frames that waited in the backlog */
     uint64_t tx_alloc_fail;  /* mempool empty */
     uint64_t pcap_frames, pcap_dropped;
+    uint64_t passes;               /* rx_burst calls */
+    uint64_t cyc[MROCE_DPDK_PH_N]; /* TSC cycles by enum mroce_dpdk_phase */
 };
 
 struct mroce_dpdk {
@@ -63,7 +92,42 @@ struct mroce_dpdk {
     uint16_t n_cap;
     struct rte_mbuf *backlog[MROCE_DPDK_BACKLOG];
     uint32_t bl_head, bl_tail; /* free-running; head - tail frames */
+    struct rte_mbuf *stash[MROCE_DPDK_STASH]; /* as allocated, LIFO */
+    uint16_t n_stash;
+    uint64_t prof_at; /* TSC at the last op's exit; 0: no op yet */
+    int prof_op;      /* the last op (enum mroce_dpdk_op) */
 };
+
+/* ---- Phase profile: one TSC read at each op's entry and exit ---- */
+
+/* The phase of the gap that ends when `op` is entered. */
+static inline int mroce_dpdk_gap_phase(int last, int op)
+{
+    if (op == MROCE_DPDK_OP_RX)
+        return MROCE_DPDK_PH_APP;
+    if (op == MROCE_DPDK_OP_RELEASE)
+        return MROCE_DPDK_PH_ENG_RX;
+    if (last == MROCE_DPDK_OP_ALLOC || last == MROCE_DPDK_OP_FREE)
+        return MROCE_DPDK_PH_ENG_TX;
+    return MROCE_DPDK_PH_TIMERS;
+}
+
+/* The first op only starts the clock: set-up before it is nobody's. */
+static inline void mroce_dpdk_prof_enter(struct mroce_dpdk *p, int op)
+{
+    uint64_t t = rte_rdtsc();
+    if (p->prof_at)
+        p->cnt.cyc[mroce_dpdk_gap_phase(p->prof_op, op)] += t - p->prof_at;
+    p->prof_at = t;
+}
+
+static inline void mroce_dpdk_prof_exit(struct mroce_dpdk *p, int op, int phase)
+{
+    uint64_t t = rte_rdtsc();
+    p->cnt.cyc[phase] += t - p->prof_at;
+    p->prof_at = t;
+    p->prof_op = op;
+}
 
 /* eal.c: EAL, port, mempool and capture port start-up and shut-down.
  * Errors as mroce_dp_create, with the reason logged. */

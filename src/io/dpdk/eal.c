@@ -237,7 +237,8 @@ static int port_open(struct mroce_dp *dp, struct mroce_dpdk *p)
     uint16_t ntx = a && a->tx_ring ? a->tx_ring : DEF_RING;
     uint32_t n = a && a->n_mbufs ? a->n_mbufs : DEF_MBUFS;
     int rc = pool_open(dp, p, n,
-                       nrx + ntx + 2 * POOL_CACHE + 4 * MROCE_DPDK_BURST_MAX);
+                       nrx + ntx + 2 * POOL_CACHE + 4 * MROCE_DPDK_BURST_MAX +
+                           MROCE_DPDK_STASH);
     if (rc < 0)
         return rc;
     port_check_len(dp, p);
@@ -337,6 +338,8 @@ void mroce_dpdk_stop(struct mroce_dpdk *p)
     mroce_dpdk_capture_flush(p);
     for (; p->bl_tail != p->bl_head; p->bl_tail++)
         rte_pktmbuf_free(p->backlog[p->bl_tail & (MROCE_DPDK_BACKLOG - 1)]);
+    rte_pktmbuf_free_bulk(p->stash, p->n_stash);
+    p->n_stash = 0;
     rte_eth_dev_stop(p->port);
     pcap_close(p);
     port_busy[p->port] = false;

@@ -3,8 +3,11 @@
  * TX: tx_alloc hands the loop mbufs whose data pointer is past the room
  * for our Ethernet/IP/UDP headers, so mroce_ctx_tx writes the UDP payload
  * straight into the mbuf and tx_burst only writes the headers in front:
- * no copy beyond the engine's. RX: the engine reads the payload in place
- * from the mbuf; its placement into registered memory is the one copy.
+ * no copy beyond the engine's. Buffers a pass did not fill come back
+ * through tx_free into a stash the next tx_alloc takes first. RX: the
+ * engine reads the payload in place from the mbuf; its placement into
+ * registered memory is the one copy. Every op reads the TSC on entry and
+ * exit for the phase profile (dpdk.h, mroce_dpdk_counters.cyc).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +80,9 @@ static int rx_one(struct mroce_dp *dp, struct mroce_dpdk *p, struct rte_mbuf *m,
     return 0;
 }
 
-static int dpdk_rx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+static int rx_burst(struct mroce_dp *dp, struct mroce_dpdk *p,
+                    struct mroce_dp_pkt *pkts, int n)
 {
-    struct mroce_dpdk *p = dp->priv;
     struct rte_mbuf *m[MROCE_DPDK_BURST_MAX];
     uint16_t nb = rte_eth_rx_burst(p->port, 0, m,
                                    (uint16_t)RTE_MIN(n, MROCE_DPDK_BURST_MAX));
@@ -95,6 +98,16 @@ static int dpdk_rx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
     }
     mroce_dpdk_ctl_flush(p);
     mroce_dpdk_capture_flush(p);
+    return out;
+}
+
+static int dpdk_rx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+{
+    struct mroce_dpdk *p = dp->priv;
+    mroce_dpdk_prof_enter(p, MROCE_DPDK_OP_RX);
+    p->cnt.passes++;
+    int out = rx_burst(dp, p, pkts, n);
+    mroce_dpdk_prof_exit(p, MROCE_DPDK_OP_RX, MROCE_DPDK_PH_RX);
     return out;
 }
 
@@ -114,27 +127,48 @@ static void free_pkts(struct mroce_dp_pkt *pkts, int n)
 static void dpdk_rx_release(struct mroce_dp *dp, struct mroce_dp_pkt *pkts,
                             int n)
 {
-    (void)dp;
+    struct mroce_dpdk *p = dp->priv;
+    mroce_dpdk_prof_enter(p, MROCE_DPDK_OP_RELEASE);
     free_pkts(pkts, n);
+    mroce_dpdk_prof_exit(p, MROCE_DPDK_OP_RELEASE, MROCE_DPDK_PH_POOL);
 }
 
+/* Unused transmit buffers go to the stash, untouched (as allocated): the
+ * loop allocates a chunk ahead and hands back what a pass did not fill,
+ * which would otherwise cost a pool round trip per buffer, every pass. */
 static void dpdk_tx_free(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
 {
-    (void)dp;
-    free_pkts(pkts, n);
+    struct mroce_dpdk *p = dp->priv;
+    mroce_dpdk_prof_enter(p, MROCE_DPDK_OP_FREE);
+    int k = RTE_MIN(n, MROCE_DPDK_STASH - (int)p->n_stash);
+    for (int i = 0; i < k; i++)
+        p->stash[p->n_stash++] = pkts[i].priv;
+    free_pkts(pkts + k, n - k);
+    mroce_dpdk_prof_exit(p, MROCE_DPDK_OP_FREE, MROCE_DPDK_PH_POOL);
 }
 
-static int dpdk_tx_alloc(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
-                         size_t cap)
+/* Up to n mbufs: the stash's most recent first (cache-warm), then the
+ * pool (halving the request while it cannot serve it). */
+static int mbufs_get(struct mroce_dpdk *p, struct rte_mbuf **m, int n)
 {
-    struct mroce_dpdk *p = dp->priv;
+    int k = RTE_MIN(n, (int)p->n_stash);
+    p->n_stash -= (uint16_t)k;
+    memcpy(m, p->stash + p->n_stash, sizeof(*m) * (size_t)k);
+    int more = n - k;
+    while (more > 0 &&
+           rte_pktmbuf_alloc_bulk(p->mp, m + k, (unsigned)more) != 0)
+        more /= 2;
+    return k + more;
+}
+
+static int tx_alloc(struct mroce_dpdk *p, struct mroce_dp_pkt *pkts, int n,
+                    size_t cap)
+{
     struct rte_mbuf *m[MROCE_DPDK_BURST_MAX];
     uint32_t room = p->room - p->hdr_len;
     if (cap > room)
         return MROCE_ENOBUFS;
-    n = RTE_MIN(n, MROCE_DPDK_BURST_MAX);
-    while (n > 0 && rte_pktmbuf_alloc_bulk(p->mp, m, (unsigned)n) != 0)
-        n /= 2;
+    n = mbufs_get(p, m, RTE_MIN(n, MROCE_DPDK_BURST_MAX));
     if (n == 0) {
         p->cnt.tx_alloc_fail++;
         return 0;
@@ -146,6 +180,16 @@ static int dpdk_tx_alloc(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
         pkts[i].priv = m[i];
     }
     return n;
+}
+
+static int dpdk_tx_alloc(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
+                         size_t cap)
+{
+    struct mroce_dpdk *p = dp->priv;
+    mroce_dpdk_prof_enter(p, MROCE_DPDK_OP_ALLOC);
+    int got = tx_alloc(p, pkts, n, cap);
+    mroce_dpdk_prof_exit(p, MROCE_DPDK_OP_ALLOC, MROCE_DPDK_PH_POOL);
+    return got;
 }
 
 /* Headers in front of the payload; false if the peer's MAC is unknown
@@ -201,9 +245,9 @@ static void tx_push(struct mroce_dp *dp, struct mroce_dpdk *p,
     }
 }
 
-static int dpdk_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+static int tx_burst(struct mroce_dp *dp, struct mroce_dpdk *p,
+                    struct mroce_dp_pkt *pkts, int n)
 {
-    struct mroce_dpdk *p = dp->priv;
     struct rte_mbuf *m[MROCE_DPDK_BURST_MAX];
     uint64_t dropped = dp->cnt.tx_dropped;
     int done = 0;
@@ -226,6 +270,15 @@ static int dpdk_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
     mroce_dpdk_ctl_flush(p);
     mroce_dpdk_capture_flush(p);
     return n - (int)(dp->cnt.tx_dropped - dropped);
+}
+
+static int dpdk_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
+{
+    struct mroce_dpdk *p = dp->priv;
+    mroce_dpdk_prof_enter(p, MROCE_DPDK_OP_TX);
+    int sent = tx_burst(dp, p, pkts, n);
+    mroce_dpdk_prof_exit(p, MROCE_DPDK_OP_TX, MROCE_DPDK_PH_TX);
+    return sent;
 }
 
 const struct mroce_dp_ops mroce_dp_dpdk_ops = {
