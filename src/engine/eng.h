@@ -332,6 +332,16 @@ static inline bool eng_plane_down(const struct mroce_ctx *ctx, uint8_t plane)
            ctx->n_planes_down < ctx->n_planes;
 }
 
+/* R-RTT-7: the time `bytes` take to drain at the receiver's granted rate
+ * (a hint must be held), below ENG_DRAIN_UNKNOWN; 0 for none. */
+static inline uint32_t eng_drain_ns(const struct mroce_conn *c, int64_t bytes)
+{
+    if (bytes <= 0)
+        return 0;
+    uint64_t ns = (uint64_t)bytes * 8000 / c->rate_hint_mbps;
+    return ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
+}
+
 /* Bytes leave the connection's in flight (resolved, or resent by a
  * tail-loss probe, R-RTT-7). */
 static inline void eng_conn_uncharge(struct mroce_conn *c, uint32_t bytes)

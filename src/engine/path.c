@@ -135,7 +135,7 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
     if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
         pto += pt->drain_ns;
     else if (c->rate_hint_mbps)
-        pto += (uint64_t)c->inflight * 8000 / c->rate_hint_mbps;
+        pto += eng_drain_ns(c, c->inflight);
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
 }
 
@@ -148,11 +148,8 @@ void eng_path_first_hint(struct mroce_conn *c)
         struct path_tx *pt = &c->ptx[p];
         if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
             continue;
-        int32_t ahead = (int32_t)(pt->ahead_mark - c->done_bytes);
-        uint64_t ns =
-            ahead > 0 ? (uint64_t)ahead * 8000 / c->rate_hint_mbps : 0;
         pt->drain_ns =
-            ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
+            eng_drain_ns(c, (int32_t)(pt->ahead_mark - c->done_bytes));
     }
     if (c->rtt_hint)
         path_rearm_blind(c);

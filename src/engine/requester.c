@@ -51,10 +51,7 @@ static const uint8_t *req_fill(struct mroce_conn *c, const struct txp *x,
  * drain at the receiver's granted rate; unknown before a hint. */
 static uint32_t req_drain(const struct mroce_conn *c)
 {
-    if (!c->rate_hint_mbps)
-        return ENG_DRAIN_UNKNOWN;
-    uint64_t ns = (uint64_t)c->inflight * 8000 / c->rate_hint_mbps;
-    return ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
+    return c->rate_hint_mbps ? eng_drain_ns(c, c->inflight) : ENG_DRAIN_UNKNOWN;
 }
 
 static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
