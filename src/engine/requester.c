@@ -132,7 +132,8 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         struct txp *x = eng_txp(c, dsn);
         bool dup = x->dsn == dsn && x->dup_due && x->state == TXP_OUT;
         if (x->dsn != dsn || (x->state != TXP_LOST && !dup)) {
-            x->dup_due = x->dsn == dsn ? 0 : x->dup_due;
+            if (x->dsn == dsn) /* acknowledged meanwhile: no second copy */
+                x->dup_due = 0;
             req_retx_pop(c);
             continue;
         }
