@@ -299,6 +299,9 @@ struct mroce_conn_attr {
     uint32_t init_cwnd_pkts;     /* per connection, split over the paths
                                     (at least 1 each) [128] */
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
+    uint8_t tail_copies;         /* copies of a retransmission sent when
+                                    nothing new waits: 1 or 2 [2]
+                                    (R-LOSS-7) */
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
     uint32_t rocev2_window;      /* RoCEv2: PSNs in flight per QP [1024] */

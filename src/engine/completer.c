@@ -188,7 +188,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
 
 struct ack_sum {
     uint32_t bytes, pkts;
-    bool lost, high_new;
+    bool lost, high_new, high_data;
 };
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
@@ -209,6 +209,7 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
             sum->bytes += slot & ENG_PSN_PROBE ? 0 : ENG_PSN_BYTES(slot);
             sum->pkts++;
             sum->high_new |= back == 0;
+            sum->high_data |= back == 0 && !(slot & ENG_PSN_PROBE);
         } else {
             sum->lost = true;
         }
@@ -273,8 +274,11 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     if (sum->high_new) {
         uint32_t d = eng_ts(now) - h->echo_ts; /* R-RTT-1 */
         rtt = d < 0x80000000u ? d : 0;         /* a bogus echo: no sample */
-        if (rtt)
+        if (rtt) {
             eng_path_rtt_sample(c, pt, rtt);
+            if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
+                eng_path_rack(c, pt, now, rtt);
+        }
     }
     uint16_t ce = comp_new_ce(pt, h);
     if (sum->lost)

@@ -193,6 +193,16 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 
 /* ---- transmit: round-robin over ready connections ---- */
 
+static int ctx_count_tx(struct mroce_conn *c, int n)
+{
+    if (n > 0) {
+        c->ctx->cnt.tx_pkts++;
+        c->cnt.tx_pkts++;
+        c->cnt.tx_bytes += (uint64_t)n;
+    }
+    return n;
+}
+
 /* A connection leaves the ready set when it has nothing to send; every
  * entry point that changes it (receive, timers, posts, connect, path
  * calls) puts it back, so skipping the others skips calls that would
@@ -201,15 +211,26 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                        size_t cap, struct mroce_pkt_meta *meta)
 {
     c->plane_held = false;
+    uint64_t data = c->cnt.tx_data_pkts;
     int n =
         c->state == MROCE_CONN_INIT ? 0 : eng_req_tx(c, now, buf, cap, meta);
-    if (n > 0) {
+    if (n > 0 && c->cnt.tx_data_pkts != data) /* R-ACK-9: data is a turn */
         eng_sched_sent(c);
-        c->ctx->cnt.tx_pkts++;
-        c->cnt.tx_pkts++;
-        c->cnt.tx_bytes += (uint64_t)n;
+    return ctx_count_tx(c, n);
+}
+
+/* R-ACK-9: ACKs and NACKs go first, whichever connection's turn it is. */
+static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                       size_t cap, struct mroce_pkt_meta *meta)
+{
+    struct mroce_conn *c;
+    while ((c = eng_sched_pick_ack(ctx))) {
+        int n = eng_resp_ack_tx(c, now, buf, cap, meta);
+        if (n > 0)
+            return ctx_count_tx(c, n);
+        eng_sched_ack_done(c);
     }
-    return n;
+    return 0;
 }
 
 static bool ctx_all_planes(const struct mroce_ctx *ctx)
@@ -242,11 +263,14 @@ int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
 {
     if (cap < eng_ctx_max_pkt(ctx))
         return MROCE_ENOBUFS;
+    int n = ctx_acks_tx(ctx, now, buf, cap, meta);
+    if (n > 0)
+        return n;
     if (!ctx_all_planes(ctx))
         return ctx_tx_some_planes(ctx, now, buf, cap, meta);
     struct mroce_conn *c;
     while ((c = eng_sched_pick(ctx))) {
-        int n = ctx_conn_tx(c, now, buf, cap, meta);
+        n = ctx_conn_tx(c, now, buf, cap, meta);
         if (n > 0)
             return n;
         eng_sched_idle(c);

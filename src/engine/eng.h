@@ -81,6 +81,12 @@ struct txp {
     uint64_t rnr_at;
 };
 
+/* R-LOSS-8: send time and RTT of the latest-sent data transmission of a
+ * plane known delivered with an RTT sample (planes queue independently). */
+struct eng_rack {
+    uint64_t sent, rtt;
+};
+
 /* Sender side of one WR (send queue slot). */
 struct sq_slot {
     struct mroce_send_wr wr;
@@ -252,7 +258,8 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
-    uint64_t rtt_floor; /* R-PATH-13: smallest RTT sample of any path */
+    uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
+    struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
     bool close_pending, close_due, close_ack_pending;
     uint64_t close_at;
@@ -283,6 +290,7 @@ struct eng_sched {
     uint32_t tx_next;      /* round-robin cursor: its rank + 1; 0: newest */
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
+    struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
 };
 
 struct mroce_ctx {
@@ -444,6 +452,9 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_release(struct mroce_ctx *ctx);
 size_t eng_sched_bytes(const struct mroce_ctx *ctx);
+void eng_sched_ack(struct mroce_conn *c);
+void eng_sched_ack_done(struct mroce_conn *c);
+struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx);
 void eng_sched_ready(struct mroce_conn *c);
 void eng_sched_idle(struct mroce_conn *c);
 struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
@@ -518,6 +529,8 @@ void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
 
 /* path.c */
 void eng_path_init(struct mroce_conn *c, uint16_t p);
+void eng_path_rack(struct mroce_conn *c, const struct path_tx *pt, uint64_t now,
+                   uint64_t rtt);
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
                          uint64_t rtt);
 void eng_path_timers(struct mroce_conn *c, uint64_t now);

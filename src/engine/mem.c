@@ -93,7 +93,8 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->prx = eng_alloc(ctx, n * sizeof(*c->prx));
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
-    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue)
+    c->rack = eng_alloc(ctx, ctx->n_planes * sizeof(*c->rack));
+    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack)
         return MROCE_ENOMEM;
     for (uint32_t p = 0; p < n; p++)
         if (mem_psn_alloc(ctx, &c->ptx[p], psn_cap))
@@ -124,8 +125,8 @@ void eng_mem_free(struct mroce_conn *c)
     struct mroce_ctx *ctx = c->ctx;
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
-    void *bufs[] = {c->ptx,       c->prx, c->ack_pending,
-                    c->ack_queue, c->txp, c->retx};
+    void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue,
+                    c->txp, c->retx, c->rack};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
     c->ptx = NULL;
@@ -134,6 +135,7 @@ void eng_mem_free(struct mroce_conn *c)
     c->ack_queue = NULL;
     c->txp = NULL;
     c->retx = NULL;
+    c->rack = NULL;
     c->n_alloc_paths = 0;
 }
 
@@ -167,6 +169,8 @@ static void mem_conn_add(const struct mroce_conn *c,
     o->conns++;
     o->paths += c->n_alloc_paths;
     o->conn_bytes += mem_conn_fixed(c) + mem_queues(c);
+    if (c->rack)
+        o->conn_bytes += c->ctx->n_planes * sizeof(struct eng_rack);
     o->path_bytes += c->n_alloc_paths * mem_per_path();
     if (c->txp)
         o->dsn_bytes += (c->txp_mask + 1) * sizeof(struct txp) +

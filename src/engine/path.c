@@ -4,6 +4,7 @@
 #include "engine/eng.h"
 
 #define PATH_MIN_PTO 10000 /* ns */
+#define PATH_REO_NS 1000   /* ns, R-LOSS-8 */
 
 uint32_t eng_ts(uint64_t now)
 {
@@ -156,12 +157,64 @@ void eng_path_first_hint(struct mroce_conn *c)
     eng_conn_update_deadline(c);
 }
 
+/* R-LOSS-8: how much later than a packet sent after it a packet may
+ * still arrive over another path of its plane without being lost */
+static uint64_t path_reo_wnd(const struct mroce_conn *c,
+                             const struct eng_rack *w)
+{
+    uint64_t rtt = w->rtt > c->rtt_floor ? w->rtt : c->rtt_floor;
+    return rtt / 4 + PATH_REO_NS;
+}
+
+/* R-LOSS-8: a data transmission on pt's plane sent at now - rtt was
+ * delivered; paths of the plane whose newest packet is then late are
+ * probed (path_tlp_at, eng_path_timers). */
+void eng_path_rack(struct mroce_conn *c, const struct path_tx *pt, uint64_t now,
+                   uint64_t rtt)
+{
+    struct eng_rack *w = &c->rack[pt->plane];
+    uint64_t sent = now - rtt;
+    if (sent <= w->sent)
+        return;
+    w->sent = sent;
+    w->rtt = rtt;
+    if (c->inflight)
+        eng_conn_arm(c, now);
+}
+
+/* R-LOSS-8: when p's newest data packet x is late by the evidence of the
+ * latest-sent delivered data packet w of its plane: w sent after x, a
+ * reorder window after x's send plus w's RTT; w sent before x and all
+ * sent before x resolved, also not before w's ACK plus x's drain at the
+ * granted rate. */
+static uint64_t path_rack_at(const struct mroce_conn *c,
+                             const struct path_tx *pt)
+{
+    const struct eng_rack *w = &c->rack[pt->plane];
+    if (!w->sent || !pt->inflight)
+        return ENG_NEVER; /* only PROBEs: their ACK or RTO will tell */
+    uint64_t reo = path_reo_wnd(c, w);
+    uint64_t rtt = pt->srtt > w->rtt ? pt->srtt : w->rtt;
+    if (pt->last_send < w->sent)
+        return pt->last_send + rtt + reo;
+    if ((int32_t)(c->done_bytes - pt->ahead_mark) < 0 || !c->rate_hint_mbps)
+        return ENG_NEVER;
+    uint16_t newest = pt->psn_len[eng_psn_slot(pt, pt->next_psn - 1)];
+    uint64_t sent = pt->last_send + rtt;
+    uint64_t clock = w->sent + w->rtt + eng_drain_ns(c, ENG_PSN_BYTES(newest));
+    return (sent > clock ? sent : clock) + reo;
+}
+
+/* R-RTT-7, R-LOSS-8: the probe is due at the PTO, or earlier when the
+ * connection's ACKs show p's newest packet late. */
 static uint64_t path_tlp_at(const struct mroce_conn *c,
                             const struct path_tx *pt)
 {
     if (pt->una == pt->next_psn || pt->tlp_done || !(pt->srtt || c->rtt_hint))
         return ENG_NEVER;
-    return pt->last_send + eng_path_pto(c, pt);
+    uint64_t t = pt->last_send + eng_path_pto(c, pt);
+    uint64_t r = path_rack_at(c, pt);
+    return r < t ? r : t;
 }
 
 uint64_t eng_path_deadline(const struct mroce_conn *c)

@@ -124,6 +124,8 @@ static void req_retx_pop(struct mroce_conn *c)
     c->retx_count--;
 }
 
+static bool req_has_new(struct mroce_conn *c);
+
 static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     struct mroce_pkt_meta *meta)
 {
@@ -150,8 +152,10 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
             return 0;
         }
-        /* R-LOSS-7: from its third transmission on, a DSN goes out twice */
-        x->dup_due = !dup && x->tx_count >= 2;
+        /* R-LOSS-7: from its third transmission on, or at the connection's
+         * tail, a DSN goes out twice */
+        x->dup_due = !dup && (x->tx_count >= 2 ||
+                              (c->attr.tail_copies == 2 && !req_has_new(c)));
         if (!x->dup_due)
             req_retx_pop(c);
         c->cnt.retx_pkts++;

@@ -21,6 +21,7 @@ static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
                             .dsn = h->dsn,
                             .msn = h->msn,
                             .info = info};
+    eng_sched_ack(c);
 }
 
 /* ---- ACK scheduling (R-ACK-1) ---- */
@@ -31,6 +32,7 @@ static void resp_ack_now(struct mroce_conn *c, uint16_t p)
     if (c->ack_pending[p])
         return;
     c->ack_pending[p] = 1;
+    eng_sched_ack(c);
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
 }
 

@@ -118,7 +118,8 @@ static int sched_grow(struct mroce_ctx *ctx)
     struct mroce_conn **rank = sched_ptrs_grow(ctx, s->by_rank, s->cap, ncap);
     struct mroce_conn **heap = sched_ptrs_grow(ctx, s->heap, s->heap_n, ncap);
     if (!rank || !heap || sched_bits_grow(ctx, &s->ready, s->cap, ncap) ||
-        sched_bits_grow(ctx, &s->due, s->cap, ncap)) {
+        sched_bits_grow(ctx, &s->due, s->cap, ncap) ||
+        sched_bits_grow(ctx, &s->acks, s->cap, ncap)) {
         eng_free(ctx, rank);
         eng_free(ctx, heap);
         return MROCE_ENOMEM;
@@ -271,6 +272,26 @@ struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
+/* R-ACK-9: connections with an ACK or NACK to send go before any data. */
+void eng_sched_ack(struct mroce_conn *c)
+{
+    sched_set(&c->ctx->sched.acks, c->rank);
+}
+
+void eng_sched_ack_done(struct mroce_conn *c)
+{
+    sched_clear(&c->ctx->sched.acks, c->rank);
+}
+
+/* Any connection with an ACK to send (the newest first). */
+struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
+{
+    if (!ctx->n_conns)
+        return NULL;
+    uint32_t r = sched_prev(&ctx->sched.acks, ctx->n_conns - 1);
+    return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
+}
+
 /* c sent: the round-robin continues after it (the next older one). */
 void eng_sched_sent(struct mroce_conn *c)
 {
@@ -289,6 +310,7 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c)
     s->by_rank[c->rank] = c;
     sched_clear(&s->ready, c->rank);
     sched_clear(&s->due, c->rank);
+    sched_clear(&s->acks, c->rank);
     eng_sched_timer(c);
     return 0;
 }
@@ -316,9 +338,11 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
         s->by_rank[k]->rank = k;
         sched_move_bit(&s->ready, k + 1, k);
         sched_move_bit(&s->due, k + 1, k);
+        sched_move_bit(&s->acks, k + 1, k);
     }
     sched_clear(&s->ready, ctx->n_conns - 1);
     sched_clear(&s->due, ctx->n_conns - 1);
+    sched_clear(&s->acks, ctx->n_conns - 1);
 }
 
 void eng_sched_release(struct mroce_ctx *ctx)
@@ -328,6 +352,7 @@ void eng_sched_release(struct mroce_ctx *ctx)
     eng_free(ctx, s->heap);
     sched_bits_free(ctx, &s->ready);
     sched_bits_free(ctx, &s->due);
+    sched_bits_free(ctx, &s->acks);
     memset(s, 0, sizeof(*s));
 }
 
@@ -335,5 +360,5 @@ size_t eng_sched_bytes(const struct mroce_ctx *ctx)
 {
     uint32_t cap = ctx->sched.cap;
     return 2 * cap * sizeof(struct mroce_conn *) +
-           2 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
+           3 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
 }

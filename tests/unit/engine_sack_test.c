@@ -1122,6 +1122,65 @@ static void test_tlp_no_double_retx(void **state)
     assert_int_equal(peer_cnt(p).retx_pkts, 1);
 }
 
+/* R-LOSS-8: x goes out on one path, y 1 us later on another; when y's
+ * ACK shows it delivered, x is late a reorder window (max RTT / 4 + 1 us)
+ * after its send plus the RTT: probed then, 13.5 us after its send,
+ * not at the PTO (2 x SRTT + ack_delay = 22 us). */
+static void test_rack_across_paths(void **state)
+{
+    struct peer *p = *state;
+    post_write(p, 1, 4 * PEER_MTU); /* an RTT sample of 10 us everywhere */
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    peer_advance(p, 10 * US);
+    peer_ack_all(p);
+    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr x = p->out[0].h;
+    uint64_t t = p->now;
+    peer_advance(p, 1 * US);
+    post_write(p, 3, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr y = p->out[0].h;
+    assert_int_not_equal(x.path, y.path);
+    peer_advance(p, 10 * US);
+    assert_int_equal(peer_ack(p, y.path, y.psn, x.dsn, &y.psn, 1), 0);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    assert_int_equal(p->now, t + 10 * US + 10 * US / 4 + 1 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_int_equal(count_retx(p, x.dsn), 1);
+    const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
+    assert_non_null(pr);
+    assert_int_equal(pr->h.path, x.path);
+}
+
+/* R-LOSS-7: with nothing new to send (the connection's tail), a DSN found
+ * lost goes out twice, on two paths; tail_copies 1 sends it once. */
+static void tail_copies_case(uint8_t copies)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.tail_copies = copies;
+    struct peer *p = peer_new(&cfg);
+    uint32_t next[4] = {0}, dsn[4][4] = {{0}};
+    spray10(p, next, dsn);
+    assert_int_equal(peer_ack_range(p, 0, 1, next[0] - 1, 0), 0);
+    int n = peer_drain(p, NULL, 0);
+    assert_int_equal(n, copies ? copies : 2);
+    assert_int_equal(count_retx(p, dsn[0][0]), n);
+    if (n == 2)
+        assert_int_not_equal(p->out[0].h.path, p->out[1].h.path);
+    peer_free(p);
+}
+
+static void test_tail_copies(void **state)
+{
+    (void)state;
+    tail_copies_case(0); /* the default */
+    tail_copies_case(2);
+    tail_copies_case(1);
+}
+
 /* R-RTT-7: with an RTT sample, a silent path's newest
  * packet is resent on another path after PTO, and a PROBE goes on the
  * silent path; its ACK showing the hole resolves the lost PSN. */
@@ -1183,6 +1242,8 @@ int main(void)
         T(test_tail_loss_probe),
         T(test_nack_mismatch_is_stale),
         T(test_tlp_no_double_retx),
+        T(test_rack_across_paths),
+        T(test_tail_copies),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -372,6 +372,56 @@ static void test_state_bytes_lazy(void **state)
     peer_free(p);
 }
 
+/* A second connection in p's context, to another peer, with a WRITE of
+ * 8 packets queued. */
+static struct mroce_conn *second_conn_with_data(struct peer *p)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    struct mroce_conn_attr a = cfg.attr;
+    a.send_cq = p->scq;
+    a.recv_cq = p->rcq;
+    struct mroce_conn *c = NULL;
+    assert_int_equal(mroce_conn_create(p->pd, &a, &c), 0);
+    struct mroce_conn_params r = p->remote;
+    r.conn_id = PEER_REMOTE_ID + 1;
+    assert_int_equal(mroce_conn_connect(c, &r), 0);
+    struct mroce_send_wr w = {.wr_id = 1, .remote_addr = 0x100000000ull};
+    w.sge.addr = p->va;
+    w.sge.length = 8 * PEER_MTU;
+    w.sge.lkey = mroce_mr_lkey(p->mr);
+    w.rkey = 0x5EED;
+    assert_int_equal(mroce_post_write(c, &w), 0);
+    return c;
+}
+
+/* R-ACK-9: an ACK owed by one connection leaves before the data of
+ * another, even when the round-robin's turn is the other's (the newest
+ * connection goes first). */
+static void test_acks_first(void **state)
+{
+    (void)state;
+    struct peer *p = peer_new(NULL);
+    struct mroce_conn *c2 = second_conn_with_data(p);
+    uint8_t data[16] = {0};
+    assert_int_equal(peer_write(p, 0, 0, 0, 0, 0, p->va, p->rkey, 0,
+                                sizeof(data), data, sizeof(data)),
+                     0);
+    uint8_t buf[PEER_PKT_MAX];
+    struct mroce_pkt_meta m;
+    struct mroce_hdr h;
+    for (int i = 0; i < 9; i++) {
+        int n = mroce_ctx_tx(p->ctx, p->now, buf, sizeof(buf), &m);
+        assert_true(n > 0);
+        assert_int_equal(mroce_wire_decode(buf, (size_t)n, &h), 0);
+        assert_int_equal(h.opcode, i ? MROCE_OP_WRITE : MROCE_OP_ACK);
+        assert_int_equal(h.conn, i ? PEER_REMOTE_ID + 1 : PEER_REMOTE_ID);
+    }
+    assert_int_equal(mroce_ctx_tx(p->ctx, p->now, buf, sizeof(buf), &m), 0);
+    mroce_conn_destroy(c2);
+    peer_free(p);
+}
+
 static int teardown_peers(void **state)
 {
     (void)state;
@@ -387,7 +437,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         M(test_ready_round_robin), M(test_ready_destroy),  M(test_heap_exact),
         M(test_heap_due_order),    P(test_api_many_conns), P(test_state_bytes),
-        P(test_state_bytes_lazy),
+        P(test_state_bytes_lazy),  P(test_acks_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
