@@ -191,8 +191,8 @@ static uint64_t path_rack_at(const struct mroce_conn *c,
                              const struct path_tx *pt)
 {
     const struct eng_rack *w = &c->rack[pt->plane];
-    if (!w->sent || !pt->inflight)
-        return ENG_NEVER; /* only PROBEs: their ACK or RTO will tell */
+    if (!w->sent)
+        return ENG_NEVER;
     uint64_t reo = path_reo_wnd(c, w);
     uint64_t rtt = pt->srtt > w->rtt ? pt->srtt : w->rtt;
     if (pt->last_send < w->sent)
@@ -210,8 +210,8 @@ static uint64_t path_rack_at(const struct mroce_conn *c,
 static uint64_t path_tlp_at(const struct mroce_conn *c,
                             const struct path_tx *pt)
 {
-    if (pt->una == pt->next_psn || pt->tlp_done || !(pt->srtt || c->rtt_hint))
-        return ENG_NEVER;
+    if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint))
+        return ENG_NEVER; /* no data out: a PROBE's own RTO times it */
     uint64_t t = pt->last_send + eng_path_pto(c, pt);
     uint64_t r = path_rack_at(c, pt);
     return r < t ? r : t;

@@ -1154,6 +1154,29 @@ static void test_rack_across_paths(void **state)
     assert_int_equal(pr->h.path, x.path);
 }
 
+/* R-RTT-7: a path with only a PROBE out (here the ACK-route check's,
+ * R-ACK-8) gets no tail-loss probe: the PROBE's own RTO times it. A
+ * probe on every probe's ACK once made a connection probe its paths over
+ * and over. */
+static void test_no_tlp_for_probe_alone(void **state)
+{
+    struct peer *p = *state;
+    post_write(p, 1, 4 * PEER_MTU); /* an RTT estimate */
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    peer_advance(p, 10 * US);
+    peer_ack_all(p);
+    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    struct mroce_hdr h = peer_hdr(p, MROCE_OP_PROBE, 0, 0);
+    h.flags = MROCE_HF_RETX | MROCE_HF_ACKREQ;
+    assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 2); /* the ACK and our PROBE */
+    assert_int_equal(peer_count(p, MROCE_OP_PROBE), 1);
+    uint64_t t = p->now;
+    while (peer_fire(p) && p->now < t + 60 * US)
+        assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 0);
+}
+
 /* R-LOSS-7: with nothing new to send (the connection's tail), a DSN found
  * lost goes out twice, on two paths; tail_copies 1 sends it once. */
 static void tail_copies_case(uint8_t copies)
@@ -1243,6 +1266,7 @@ int main(void)
         T(test_nack_mismatch_is_stale),
         T(test_tlp_no_double_retx),
         T(test_rack_across_paths),
+        T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
 #undef T
     };
