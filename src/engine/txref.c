@@ -12,11 +12,12 @@
 _Static_assert(MROCE_TX_ICRC_LEN == MROCE_ICRC_LEN, "one ICRC size");
 
 /* R-CRC-1: the ICRC covers every byte from the MTH to the last payload
- * byte, here chained over the two places they lie. */
+ * byte, here chained over the two places they lie. The payload has not
+ * been read since the application wrote it: likely in no cache. */
 static void txref_set(struct mroce_tx_ref *ref, const uint8_t *hdr, size_t hl,
                       const uint8_t *payload, uint32_t len)
 {
-    uint32_t crc = mroce_crc32c(mroce_crc32c(0, hdr, hl), payload, len);
+    uint32_t crc = mroce_crc32c_cold(mroce_crc32c(0, hdr, hl), payload, len);
     ref->payload = payload;
     ref->payload_len = len;
     ref->hdr_len = (uint32_t)hl;
