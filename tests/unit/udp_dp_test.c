@@ -892,6 +892,25 @@ static int hold_burst(struct mroce_dp *dp, struct hold_rx *r, int ports,
     return rc;
 }
 
+/* A datapath on 127.0.0.1 and a plain GRO socket to receive from it. */
+static void hold_open(struct side *s, struct hold_rx *r)
+{
+    struct opts o = {.ip = "127.0.0.1"};
+    memset(s, 0, sizeof(*s));
+    assert_int_equal(side_open(s, &o, 0), 0);
+    *r = (struct hold_rx){.dp = s->dp};
+    r->fd = udp_sock(&r->port);
+    int one = 1;
+    assert_int_equal(setsockopt(r->fd, IPPROTO_UDP, UDP_GRO, &one, 4), 0);
+}
+
+static void hold_close(struct side *s, struct hold_rx *r)
+{
+    close(r->fd);
+    mroce_dp_destroy(s->dp);
+    free(s->mem);
+}
+
 /* While the loop says more follows, each socket's short last GSO message
  * waits for the next burst, once at most; per-path order holds. Packets
  * whose payload is referenced (zero copy) and whole ones mix in one GSO
@@ -899,14 +918,9 @@ static int hold_burst(struct mroce_dp *dp, struct hold_rx *r, int ports,
 static void test_tail_hold(void **state)
 {
     (void)state;
-    struct opts o = {.ip = "127.0.0.1"};
     struct side s;
-    memset(&s, 0, sizeof(s));
-    assert_int_equal(side_open(&s, &o, 0), 0);
-    struct hold_rx r = {.dp = s.dp};
-    r.fd = udp_sock(&r.port);
-    int one = 1;
-    assert_int_equal(setsockopt(r.fd, IPPROTO_UDP, UDP_GRO, &one, 4), 0);
+    struct hold_rx r;
+    hold_open(&s, &r);
     uint32_t seq[HOLD_PORTS] = {0};
     /* 16 a socket: a message of 15 leaves, the 16th waits */
     assert_int_equal(hold_burst(s.dp, &r, HOLD_PORTS, 16, true, seq),
@@ -928,9 +942,7 @@ static void test_tail_hold(void **state)
     hold_burst(s.dp, &r, HOLD_PORTS, 3, false, seq);
     assert_int_equal(s.dp->tx_held, 0);
     assert_int_equal(hold_recv(&r, 3 * HOLD_PORTS), HOLD_PORTS);
-    close(r.fd);
-    mroce_dp_destroy(s.dp);
-    free(s.mem);
+    hold_close(&s, &r);
 }
 
 /* A GSO message the kernel refuses (SO_NO_CHECK forbids GSO) goes out
@@ -939,17 +951,14 @@ static void test_tail_hold(void **state)
 static void test_gso_refused(void **state)
 {
     (void)state;
-    struct opts o = {.ip = "127.0.0.1"};
     struct side s;
-    memset(&s, 0, sizeof(s));
-    assert_int_equal(side_open(&s, &o, 0), 0);
+    struct hold_rx r;
+    hold_open(&s, &r);
     struct udp_dp *u = s.dp->priv;
     int one = 1;
     for (uint32_t i = 0; i < u->n_tx; i++)
         assert_int_equal(
             setsockopt(u->tx_fd[i], SOL_SOCKET, SO_NO_CHECK, &one, 4), 0);
-    struct hold_rx r = {.dp = s.dp};
-    r.fd = udp_sock(&r.port);
     uint32_t seq[HOLD_PORTS] = {0};
     assert_int_equal(hold_burst(s.dp, &r, HOLD_PORTS, 5, false, seq),
                      5 * HOLD_PORTS);
@@ -958,9 +967,7 @@ static void test_gso_refused(void **state)
     mroce_dp_get_counters(s.dp, &c);
     assert_int_equal(c.gso_fallback, 1);
     assert_int_equal(c.tx_dropped, 0);
-    close(r.fd);
-    mroce_dp_destroy(s.dp);
-    free(s.mem);
+    hold_close(&s, &r);
 }
 
 static void on_alarm(int sig)
