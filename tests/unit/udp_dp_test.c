@@ -912,7 +912,8 @@ static void hold_close(struct side *s, struct hold_rx *r)
 }
 
 /* While the loop says more follows, each socket's short last GSO message
- * waits for the next burst, once at most; per-path order holds. Packets
+ * (at most UDP_HOLD_MAX) waits for the next burst, once at most;
+ * per-path order holds. Packets
  * whose payload is referenced (zero copy) and whole ones mix in one GSO
  * message and arrive intact, a held one too. */
 static void test_tail_hold(void **state)
@@ -942,6 +943,15 @@ static void test_tail_hold(void **state)
     hold_burst(s.dp, &r, HOLD_PORTS, 3, false, seq);
     assert_int_equal(s.dp->tx_held, 0);
     assert_int_equal(hold_recv(&r, 3 * HOLD_PORTS), HOLD_PORTS);
+    /* a tail longer than UDP_HOLD_MAX leaves at once, one that long waits */
+    hold_burst(s.dp, &r, HOLD_PORTS, UDP_HOLD_MAX + 1, true, seq);
+    assert_int_equal(s.dp->tx_held, 0);
+    assert_int_equal(hold_recv(&r, (UDP_HOLD_MAX + 1) * HOLD_PORTS),
+                     HOLD_PORTS);
+    hold_burst(s.dp, &r, HOLD_PORTS, UDP_HOLD_MAX, true, seq);
+    assert_int_equal(s.dp->tx_held, UDP_HOLD_MAX * HOLD_PORTS);
+    hold_burst(s.dp, &r, 0, 0, false, seq);
+    assert_int_equal(hold_recv(&r, UDP_HOLD_MAX * HOLD_PORTS), HOLD_PORTS);
     hold_close(&s, &r);
 }
 

@@ -16,6 +16,9 @@
  * burst, so messages fill up; a burst without tx_more sends everything.
  * A packet is held once at most, so it leaves one pass late at worst
  * even if its path gets nothing new. A path's packets keep their order.
+ * Only tails of at most UDP_HOLD_MAX packets wait: a kept packet is
+ * copied (zero copy, below), and longer tails cost more in copies than
+ * the message they save.
  *
  * Zero copy: a packet whose payload the engine only referenced (dp.h)
  * is three iovecs, headers, the memory region's slice and the ICRC;
@@ -330,8 +333,8 @@ static uint32_t udp_flush(struct mroce_dp *dp, int fd, uint32_t k,
 }
 
 /* Keeps the message starting at pkts[i] (to the chain's end) in held[]
- * if there is room and none of it was held before (pkts[0..fresh) were);
- * marks its packets UDP_HELD. */
+ * if it is short (UDP_HOLD_MAX), there is room and none of it was held
+ * before (pkts[0..fresh) were); marks its packets UDP_HELD. */
 static bool udp_hold(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
                      uint32_t i, uint32_t fresh)
 {
@@ -340,7 +343,7 @@ static bool udp_hold(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
     uint32_t cnt = 0;
     for (uint32_t j = i; j != UDP_NONE; j = u->tx_next[j])
         cnt++;
-    if (u->n_held + cnt > u->batch)
+    if (cnt > UDP_HOLD_MAX || u->n_held + cnt > u->batch)
         return false;
     while (i != UDP_NONE) {
         uint32_t next = u->tx_next[i];
