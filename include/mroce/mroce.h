@@ -156,6 +156,48 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
 int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
                  size_t cap, struct mroce_pkt_meta *meta);
 
+#define MROCE_TX_ICRC_LEN 4
+
+/* Where the parts of a packet from mroce_ctx_tx_ref lie. On the wire the
+ * packet is buf[0, hdr_len), then payload[0, payload_len), then icrc.
+ * payload_len 0 (ACK, NACK, PROBE, CLOSE, a zero-length message, every
+ * RoCEv2 packet): the whole packet is buf[0, hdr_len), ICRC included;
+ * payload is NULL and icrc unused. */
+struct mroce_tx_ref {
+    const uint8_t *payload; /* in a registered memory region */
+    uint32_t payload_len;
+    uint32_t hdr_len; /* bytes the engine wrote into buf */
+    /* the packet's ICRC (R-CRC-1), computed over the headers and the
+     * payload where it lies, big-endian */
+    uint8_t icrc[MROCE_TX_ICRC_LEN];
+};
+
+/* Zero-copy transmit: the same packet mroce_ctx_tx would write, byte for
+ * byte, with the same effect on the engine, but a data packet's payload
+ * is not copied: the engine writes its headers into buf and says in *ref
+ * where the payload lies (the sender's registered memory for WRITE and
+ * SEND, the responder's for a READ response) and what ICRC follows it.
+ * Returns the packet's length on the wire (hdr_len + payload_len +
+ * MROCE_TX_ICRC_LEN, or hdr_len when payload_len is 0), 0 if there is
+ * nothing to send now, or ENOBUFS if cap is below mroce_ctx_max_pkt.
+ *
+ * Lifetime: ref->payload is valid, and still holds the bytes the ICRC
+ * covers, only until the next call into the engine for this context
+ * (mroce_ctx_rx, mroce_ctx_tx, mroce_ctx_tx_ref, mroce_ctx_on_expiry,
+ * any post, mroce_poll_cq, any connection or memory region call): such a
+ * call may complete the work request and hand the memory back to the
+ * application. The datapath must have handed the payload to the kernel
+ * or device (which copies it, as sendmsg does) before it calls the engine
+ * again, or copy it. A device that reads the memory asynchronously (DMA,
+ * a DPDK external buffer) would need a hold on the memory region until
+ * it has read it; this call provides none.
+ *
+ * The RoCEv2 baseline context returns every packet whole in buf
+ * (payload_len 0). Not thread-safe, as mroce_ctx_tx. */
+int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
+                     size_t cap, struct mroce_pkt_meta *meta,
+                     struct mroce_tx_ref *ref);
+
 /* R-PATH-14: the planes whose port can take a packet now (bit i = plane
  * i), for a datapath with a queue per port: until the next call,
  * mroce_ctx_tx returns data packets (MetaRoCE) or any packet of a QP

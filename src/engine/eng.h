@@ -324,6 +324,9 @@ struct mroce_ctx {
     uint32_t active_senders;
     uint64_t share_at;
 
+    /* set only during mroce_ctx_tx_ref: where the packet's payload lies */
+    struct mroce_tx_ref *tx_ref;
+
     struct mroce_ctx_counters cnt;
 };
 
@@ -493,6 +496,17 @@ void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
 void eng_conn_update_deadline(struct mroce_conn *c);
 void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
+
+/* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
+ * behind its headers buf[0, hl) and seals it, or, during tx_ref, refers
+ * to it where it lies; returns the wire length. eng_txref_done fills in
+ * a packet that came back whole. */
+int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                   size_t cap, struct mroce_pkt_meta *meta,
+                   struct mroce_tx_ref *ref);
+size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+                      const uint8_t *payload, uint32_t len);
+int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,

@@ -1,7 +1,5 @@
 /* Requester: turns work requests, READ responses and retransmissions into
  * packets, choosing a path for each (R-MSG-*, R-LOSS-3). */
-#include <string.h>
-
 #include "engine/eng.h"
 
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
@@ -102,9 +100,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
-    if (x->len)
-        memcpy(buf + hl, payload, x->len);
-    size_t n = mroce_wire_seal(buf, (size_t)hl + x->len);
+    size_t n = eng_tx_payload(c->ctx, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
     eng_req_meta(c, p, meta);
     return (int)n;

@@ -288,6 +288,7 @@ static int dp_tx_impaired(struct mroce_dp *dp, uint64_t now)
         if (len <= 0)
             break;
         p->len = (uint32_t)len;
+        p->pay_len = 0;
         k++;
     }
     if (n > k)
@@ -295,13 +296,15 @@ static int dp_tx_impaired(struct mroce_dp *dp, uint64_t now)
     return n < 0 ? n : dp_send(dp, l->tx, k, false);
 }
 
-/* The impairment layer's verdict; true if the packet is to go now. */
-static bool dp_impair(struct mroce_dp *dp, uint64_t now,
-                      const struct mroce_dp_pkt *p)
+/* The impairment layer's verdict; true if the packet is to go now. It
+ * copies packets it holds or duplicates, so a referenced payload is
+ * copied into buf first (test-only: impairment is off by default). */
+static bool dp_impair(struct mroce_dp *dp, uint64_t now, struct mroce_dp_pkt *p)
 {
     struct dp_loop *l = dp->loop;
     if (!l->imp)
         return true;
+    mroce_dp_pkt_flatten(p);
     struct mroce_impair_stats a, b;
     mroce_impair_get_stats(l->imp, &a);
     int fate = mroce_impair_apply(l->imp, now, p->buf, p->len, &p->meta);
@@ -329,6 +332,25 @@ static int dp_tx_buf(struct mroce_dp *dp, int k, int *have)
     return n > 0 ? 0 : n < 0 ? n : 1;
 }
 
+/* The engine's next packet into p: by reference if the datapath takes
+ * references (dp.h), the ICRC then written behind the hole in buf. */
+static int dp_engine_tx(struct mroce_dp *dp, uint64_t now,
+                        struct mroce_dp_pkt *p)
+{
+    p->pay_len = 0;
+    if (!dp->ops->tx_ref)
+        return mroce_ctx_tx(dp->ctx, now, p->buf, p->cap, &p->meta);
+    struct mroce_tx_ref ref;
+    int len = mroce_ctx_tx_ref(dp->ctx, now, p->buf, p->cap, &p->meta, &ref);
+    if (len <= 0 || !ref.payload_len)
+        return len;
+    p->pay = ref.payload;
+    p->pay_len = ref.payload_len;
+    p->hdr_len = ref.hdr_len;
+    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.icrc, MROCE_TX_ICRC_LEN);
+    return len;
+}
+
 /* Fills a burst of up to batch packets from the engine. A packet the
  * impairment layer drops or holds frees its buffer for the next one.
  * *err: a negative engine or allocation result that ended the burst. */
@@ -343,7 +365,7 @@ static int dp_fill(struct mroce_dp *dp, uint64_t now, int *err)
             break;
         }
         struct mroce_dp_pkt *p = &l->tx[k];
-        int len = mroce_ctx_tx(dp->ctx, now, p->buf, p->cap, &p->meta);
+        int len = dp_engine_tx(dp, now, p);
         if (len <= 0) {
             *err = len;
             break;

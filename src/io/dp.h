@@ -14,6 +14,12 @@
  *   While dp->tx_more is set it may keep some of them for the next call
  *   (counted in dp->tx_held) instead of sending them now; a call with
  *   tx_more clear (n may be 0) sends everything it keeps.
+ * - Zero-copy transmit (ops->tx_ref): a packet may refer to its payload
+ *   in a memory region (pay_len > 0, mroce_ctx_tx_ref). That reference
+ *   dies when the loop next calls the engine, so tx_burst must have
+ *   handed such payloads to the kernel or device (which copies them)
+ *   before it returns; a packet it keeps is flattened first
+ *   (mroce_dp_pkt_flatten copies the payload into buf).
  */
 #ifndef MROCE_IO_DP_H
 #define MROCE_IO_DP_H
@@ -21,20 +27,42 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <mroce/mroce_dp.h>
 
 /* One packet: the UDP payload (our headers and data) and its addressing.
- * `priv` is the datapath's (an mbuf, a slot index). */
+ * `priv` is the datapath's (an mbuf, a slot index). With pay_len 0 the
+ * packet is buf[0, len). With pay_len > 0 (zero-copy transmit) buf has a
+ * hole: the packet is buf[0, hdr_len), then pay[0, pay_len) (registered
+ * memory, see the lifetime rule above), then buf[hdr_len + pay_len, len)
+ * (the ICRC); len counts all of it. */
 struct mroce_dp_pkt {
     uint8_t *buf;
     uint32_t len, cap;
     struct mroce_pkt_meta meta;
     void *priv;
+    const uint8_t *pay;
+    uint32_t hdr_len, pay_len;
 };
+
+/* Copies a referenced payload into the hole in buf: the packet becomes
+ * buf[0, len), independent of the engine. */
+static inline void mroce_dp_pkt_flatten(struct mroce_dp_pkt *p)
+{
+    if (!p->pay_len)
+        return;
+    memcpy(p->buf + p->hdr_len, p->pay, p->pay_len);
+    p->pay = NULL;
+    p->pay_len = 0;
+}
 
 struct mroce_dp_ops {
     const char *name;
+    /* true: tx_burst takes packets with referenced payloads (pay_len > 0)
+     * and the loop asks the engine for them (mroce_ctx_tx_ref); false:
+     * every packet is whole in buf (mroce_ctx_tx) */
+    bool tx_ref;
     /* Opens devices/sockets; sets dp->priv and fills dp->ctx_attr's
      * addr, udp_port and src_ports. Errors as mroce_dp_create. */
     int (*open)(struct mroce_dp *dp);

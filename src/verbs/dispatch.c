@@ -31,6 +31,16 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
     return eng_ctx_tx(ctx, now, buf, cap, meta);
 }
 
+int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                     size_t cap, struct mroce_pkt_meta *meta,
+                     struct mroce_tx_ref *ref)
+{
+    if (!ctx->roce)
+        return eng_ctx_tx_ref(ctx, now, buf, cap, meta, ref);
+    *ref = (struct mroce_tx_ref){0}; /* RoCEv2: always whole */
+    return eng_txref_done(roce_dev_tx(ctx->roce, now, buf, cap, meta), ref);
+}
+
 void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes)
 {
     ctx->tx_planes = planes; /* both engines read it (R-PATH-14) */

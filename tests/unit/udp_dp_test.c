@@ -28,6 +28,7 @@
 #include <mroce/mroce_dp.h>
 
 #include "io/dp.h"
+#include "io/udp/udp.h"
 #include "wire/wire.h"
 
 #define MS 1000000ull
@@ -778,18 +779,55 @@ struct hold_rx {
     uint32_t msgs, pkts;
 };
 
-/* Packet `seq` of source port index p: its numbers in the first bytes. */
+/* Zero copy: even packets refer to their payload in hold_mem (as the
+ * engine's memory region), odd ones carry it in buf. A burst's packets
+ * use distinct slices; the test overwrites them after each tx_burst, as
+ * the engine may once it runs again, so a packet held for the next burst
+ * must have been flattened. */
+#define HOLD_HDR 16
+#define HOLD_PAY (HOLD_LEN - HOLD_HDR - 4)
+static uint8_t hold_mem[HOLD_PORTS * 16][HOLD_PAY];
+
+static uint8_t hold_byte(uint32_t seq, int p)
+{
+    return (uint8_t)(seq * 7 + (uint32_t)p * 3 + 1);
+}
+
+/* Packet `seq` of source port index p: its numbers in the first bytes,
+ * hold_byte in its payload and ~hold_byte in its 4-byte trailer. */
 static void hold_pkt(struct mroce_dp *dp, struct mroce_dp_pkt *pk,
-                     uint16_t rx_port, int p, uint32_t seq)
+                     uint16_t rx_port, int p, uint32_t seq, int slot)
 {
     assert_int_equal(dp->ops->tx_alloc(dp, pk, 1, HOLD_LEN), 1);
-    memset(pk->buf, 0, HOLD_LEN);
+    uint8_t b = hold_byte(seq, p);
+    memset(pk->buf, 0, HOLD_HDR);
+    memset(pk->buf + HOLD_HDR, b, HOLD_PAY);
+    memset(pk->buf + HOLD_LEN - 4, (uint8_t)~b, 4);
     memcpy(pk->buf, &seq, sizeof(seq));
     pk->buf[4] = (uint8_t)p;
     pk->len = HOLD_LEN;
+    if (seq % 2 == 0) {
+        memset(pk->buf + HOLD_HDR, 0, HOLD_PAY); /* the hole */
+        memset(hold_mem[slot], b, HOLD_PAY);
+        pk->pay = hold_mem[slot];
+        pk->hdr_len = HOLD_HDR;
+        pk->pay_len = HOLD_PAY;
+    }
     assert_int_equal(mroce_addr_parse("127.0.0.1", &pk->meta.dst), 0);
     pk->meta.dst_port = rx_port;
     pk->meta.src_port = dp->src_ports[p];
+}
+
+/* The packet at q: payload and trailer as hold_pkt wrote them. */
+static void hold_check(const uint8_t *q, uint32_t seq, int p)
+{
+    uint8_t b = hold_byte(seq, p);
+    for (int i = 0; i < HOLD_PAY; i++)
+        if (q[HOLD_HDR + i] != b)
+            fail_msg("seq %u port %d: payload byte %d is %#x, not %#x", seq, p,
+                     i, q[HOLD_HDR + i], b);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(q[HOLD_LEN - 4 + i], (uint8_t)~b);
 }
 
 /* One GRO buffer: counts the message, checks each packet's order. */
@@ -816,6 +854,7 @@ static int hold_recv_one(struct hold_rx *r)
         int p = buf[off + 4];
         assert_true(p < HOLD_PORTS);
         assert_int_equal(seq, r->next[p]++); /* a path keeps its order */
+        hold_check(buf + off, seq, p);
         r->pkts++;
     }
     r->msgs++;
@@ -844,27 +883,45 @@ static int hold_burst(struct mroce_dp *dp, struct hold_rx *r, int ports,
     struct mroce_dp_pkt pk[HOLD_PORTS * 16];
     int n = 0;
     for (int k = 0; k < per_port; k++)
-        for (int p = 0; p < ports; p++)
-            hold_pkt(dp, &pk[n++], r->port, p, seq[p]++);
+        for (int p = 0; p < ports; p++, n++)
+            hold_pkt(dp, &pk[n], r->port, p, seq[p]++, n);
     dp->tx_more = more;
     int rc = dp->ops->tx_burst(dp, pk, n);
     dp->tx_more = false;
+    memset(hold_mem, 0xEE, sizeof(hold_mem)); /* the region moves on */
     return rc;
 }
 
+/* A datapath on 127.0.0.1 and a plain GRO socket to receive from it. */
+static void hold_open(struct side *s, struct hold_rx *r)
+{
+    struct opts o = {.ip = "127.0.0.1"};
+    memset(s, 0, sizeof(*s));
+    assert_int_equal(side_open(s, &o, 0), 0);
+    *r = (struct hold_rx){.dp = s->dp};
+    r->fd = udp_sock(&r->port);
+    int one = 1;
+    assert_int_equal(setsockopt(r->fd, IPPROTO_UDP, UDP_GRO, &one, 4), 0);
+}
+
+static void hold_close(struct side *s, struct hold_rx *r)
+{
+    close(r->fd);
+    mroce_dp_destroy(s->dp);
+    free(s->mem);
+}
+
 /* While the loop says more follows, each socket's short last GSO message
- * waits for the next burst, once at most; per-path order holds. */
+ * (at most UDP_HOLD_MAX) waits for the next burst, once at most;
+ * per-path order holds. Packets
+ * whose payload is referenced (zero copy) and whole ones mix in one GSO
+ * message and arrive intact, a held one too. */
 static void test_tail_hold(void **state)
 {
     (void)state;
-    struct opts o = {.ip = "127.0.0.1"};
     struct side s;
-    memset(&s, 0, sizeof(s));
-    assert_int_equal(side_open(&s, &o, 0), 0);
-    struct hold_rx r = {.dp = s.dp};
-    r.fd = udp_sock(&r.port);
-    int one = 1;
-    assert_int_equal(setsockopt(r.fd, IPPROTO_UDP, UDP_GRO, &one, 4), 0);
+    struct hold_rx r;
+    hold_open(&s, &r);
     uint32_t seq[HOLD_PORTS] = {0};
     /* 16 a socket: a message of 15 leaves, the 16th waits */
     assert_int_equal(hold_burst(s.dp, &r, HOLD_PORTS, 16, true, seq),
@@ -886,9 +943,41 @@ static void test_tail_hold(void **state)
     hold_burst(s.dp, &r, HOLD_PORTS, 3, false, seq);
     assert_int_equal(s.dp->tx_held, 0);
     assert_int_equal(hold_recv(&r, 3 * HOLD_PORTS), HOLD_PORTS);
-    close(r.fd);
-    mroce_dp_destroy(s.dp);
-    free(s.mem);
+    /* a tail longer than UDP_HOLD_MAX leaves at once, one that long waits */
+    hold_burst(s.dp, &r, HOLD_PORTS, UDP_HOLD_MAX + 1, true, seq);
+    assert_int_equal(s.dp->tx_held, 0);
+    assert_int_equal(hold_recv(&r, (UDP_HOLD_MAX + 1) * HOLD_PORTS),
+                     HOLD_PORTS);
+    hold_burst(s.dp, &r, HOLD_PORTS, UDP_HOLD_MAX, true, seq);
+    assert_int_equal(s.dp->tx_held, UDP_HOLD_MAX * HOLD_PORTS);
+    hold_burst(s.dp, &r, 0, 0, false, seq);
+    assert_int_equal(hold_recv(&r, UDP_HOLD_MAX * HOLD_PORTS), HOLD_PORTS);
+    hold_close(&s, &r);
+}
+
+/* A GSO message the kernel refuses (SO_NO_CHECK forbids GSO) goes out
+ * packet by packet: each of its packets' iovecs, zero-copy ones too, make
+ * one datagram; GSO stays off. */
+static void test_gso_refused(void **state)
+{
+    (void)state;
+    struct side s;
+    struct hold_rx r;
+    hold_open(&s, &r);
+    struct udp_dp *u = s.dp->priv;
+    int one = 1;
+    for (uint32_t i = 0; i < u->n_tx; i++)
+        assert_int_equal(
+            setsockopt(u->tx_fd[i], SOL_SOCKET, SO_NO_CHECK, &one, 4), 0);
+    uint32_t seq[HOLD_PORTS] = {0};
+    assert_int_equal(hold_burst(s.dp, &r, HOLD_PORTS, 5, false, seq),
+                     5 * HOLD_PORTS);
+    assert_int_equal(hold_recv(&r, 5 * HOLD_PORTS), 5 * HOLD_PORTS);
+    struct mroce_dp_counters c;
+    mroce_dp_get_counters(s.dp, &c);
+    assert_int_equal(c.gso_fallback, 1);
+    assert_int_equal(c.tx_dropped, 0);
+    hold_close(&s, &r);
 }
 
 static void on_alarm(int sig)
@@ -911,6 +1000,7 @@ int main(void)
         T(test_gso_only),      T(test_ops_v6),      T(test_many_paths_streams),
         T(test_impaired),      T(test_killed_peer), T(test_bad_packets),
         T(test_pacing),        T(test_thread),      T(test_tail_hold),
+        T(test_gso_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

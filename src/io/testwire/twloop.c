@@ -401,7 +401,11 @@ static int twl_make_wire(struct mroce_twloop_pair *p,
     int rc = mroce_tw_create(&w, &p->tw);
     if (rc < 0)
         return twl_wire_err(rc);
-    return mroce_twloop_create(p->tw, p->ctx, p->addr, 2, &cfg->loop, &p->loop);
+    const struct mroce_ep_ops *o = cfg->ops ? cfg->ops : &mroce_ep_ctx_ops;
+    const struct mroce_ep_ops *ops[2] = {o, o};
+    void *eps[2] = {p->ctx[0], p->ctx[1]};
+    return mroce_twloop_create_ops(p->tw, ops, eps, p->addr, 2, &cfg->loop,
+                                   &p->loop);
 }
 
 static int twl_connect(struct mroce_twloop_pair *p)

@@ -138,6 +138,9 @@ struct mroce_twloop_pair_cfg {
     struct mroce_conn_attr conn[2];
     uint32_t cq_depth;
     struct mroce_twloop_cfg loop;
+    /* how the loop drives both contexts (ep: the struct mroce_ctx *);
+     * NULL: mroce_ep_ctx_ops */
+    const struct mroce_ep_ops *ops;
 };
 
 /* Everything belongs to the pair; side 0 is loop endpoint 0. */

@@ -275,6 +275,7 @@ static int udp_wake(struct mroce_dp *dp)
 
 const struct mroce_dp_ops mroce_dp_udp_ops = {
     .name = "udp",
+    .tx_ref = true, /* sendmmsg copies the iovecs before it returns */
     .open = udp_open,
     .close = udp_close,
     .rx_burst = mroce_udp_rx_burst,

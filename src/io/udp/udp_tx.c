@@ -16,6 +16,17 @@
  * burst, so messages fill up; a burst without tx_more sends everything.
  * A packet is held once at most, so it leaves one pass late at worst
  * even if its path gets nothing new. A path's packets keep their order.
+ * Only tails of at most UDP_HOLD_MAX packets wait: a kept packet is
+ * copied (zero copy, below), and longer tails cost more in copies than
+ * the message they save.
+ *
+ * Zero copy: a packet whose payload the engine only referenced (dp.h)
+ * is three iovecs, headers, the memory region's slice and the ICRC;
+ * UDP_SEGMENT cuts the concatenated bytes, and every packet but a
+ * message's last has the segment size. The kernel copies them during
+ * sendmmsg, so nothing refers to the region after tx_burst returns; a
+ * held packet is flattened (its payload copied into its buffer) because
+ * the loop calls the engine before it leaves.
  *
  * Buffer ownership: tx_alloc hands pool buffers to the loop; tx_burst and
  * tx_free take them back (tx_burst whether sent, held or not). */
@@ -53,7 +64,7 @@ int mroce_udp_tx_init(struct mroce_dp *dp)
     u->tx_tail = calloc(u->n_tx, sizeof(*u->tx_tail));
     u->tx_touched = calloc(u->n_tx, sizeof(*u->tx_touched));
     u->tmsg = calloc(stage, sizeof(*u->tmsg));
-    u->tiov = calloc(stage, sizeof(*u->tiov));
+    u->tiov = calloc(UDP_PKT_IOVS * stage, sizeof(*u->tiov));
     u->tsa = calloc(stage, sizeof(*u->tsa));
     u->tctl = calloc(stage, sizeof(*u->tctl));
     if (!u->tx_arena || !u->tx_free || !u->stage || !u->held || !u->tx_next ||
@@ -188,6 +199,21 @@ static bool udp_can_grow(const struct udp_dp *u,
            total + first->len <= UDP_GSO_MAX;
 }
 
+/* The iovecs of one packet: 1 if whole in buf, 3 if its payload lies in
+ * a memory region (dp.h). Returns how many it filled. */
+static uint32_t udp_pkt_iov(struct iovec *iov, const struct mroce_dp_pkt *p)
+{
+    if (!p->pay_len) {
+        iov[0] = (struct iovec){p->buf, p->len};
+        return 1;
+    }
+    uint32_t tail = p->hdr_len + p->pay_len;
+    iov[0] = (struct iovec){p->buf, p->hdr_len};
+    iov[1] = (struct iovec){(void *)(uintptr_t)p->pay, p->pay_len};
+    iov[2] = (struct iovec){p->buf + tail, p->len - tail};
+    return UDP_PKT_IOVS;
+}
+
 /* Builds message k from the chain at *i (advanced past what it took);
  * iov entries from *iov_used. Returns the packets it holds; *open: the
  * chain ended while the message could still grow. */
@@ -197,10 +223,9 @@ static uint32_t udp_build(struct udp_dp *u, struct mroce_dp_pkt *pkts,
 {
     struct mroce_dp_pkt *first = &pkts[*i], *last = first;
     struct iovec *iov = &u->tiov[*iov_used];
-    uint32_t cnt = 0, total = 0;
+    uint32_t cnt = 0, total = 0, niov = 0;
     do {
-        iov[cnt].iov_base = last->buf;
-        iov[cnt].iov_len = last->len;
+        niov += udp_pkt_iov(&iov[niov], last);
         cnt++;
         total += last->len;
         *i = u->tx_next[*i];
@@ -218,14 +243,34 @@ static uint32_t udp_build(struct udp_dp *u, struct mroce_dp_pkt *pkts,
     m->msg_namelen =
         mroce_udp_sa_make(&u->tsa[k], &first->meta.dst, first->meta.dst_port);
     m->msg_iov = iov;
-    m->msg_iovlen = cnt;
+    m->msg_iovlen = niov;
     udp_ctl(u, m, u->tctl[k], first->meta.ecn,
             cnt > 1 ? (uint16_t)first->len : 0);
-    *iov_used += cnt;
+    *iov_used += niov;
     return cnt;
 }
 
 /* ---- sending ---- */
+
+/* The segment size of a GSO message (its UDP_SEGMENT control message). */
+static uint16_t udp_seg_of(struct msghdr *m)
+{
+    uint16_t seg = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+        if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_SEGMENT)
+            memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+    return seg;
+}
+
+/* The iovecs of the packet at iov[j]: up to `seg` bytes (each packet of
+ * a GSO message but the last has exactly seg). */
+static size_t udp_seg_iovs(const struct msghdr *m, size_t j, uint16_t seg)
+{
+    size_t n = 0, bytes = 0;
+    while (j + n < m->msg_iovlen && (n == 0 || bytes < seg))
+        bytes += m->msg_iov[j + n++].iov_len;
+    return n;
+}
 
 /* A GSO message the kernel refused: GSO off from now on (counted), and
  * its packets go one by one. Returns the packets sent. */
@@ -240,9 +285,10 @@ static uint32_t udp_unsegment(struct mroce_dp *dp, int fd, struct msghdr *m)
     uint8_t ctl[64] __attribute__((aligned(16)));
     int tos;
     memcpy(&tos, CMSG_DATA(CMSG_FIRSTHDR(m)), sizeof(tos));
-    for (size_t j = 0; j < m->msg_iovlen; j++) {
+    uint16_t seg = udp_seg_of(m);
+    for (size_t j = 0; j < m->msg_iovlen; j += one.msg_iovlen) {
         one.msg_iov = &m->msg_iov[j];
-        one.msg_iovlen = 1;
+        one.msg_iovlen = udp_seg_iovs(m, j, seg);
         udp_ctl(u, &one, ctl, (uint8_t)tos, 0);
         if (sendmsg(fd, &one, MSG_DONTWAIT) >= 0)
             sent++;
@@ -287,8 +333,8 @@ static uint32_t udp_flush(struct mroce_dp *dp, int fd, uint32_t k,
 }
 
 /* Keeps the message starting at pkts[i] (to the chain's end) in held[]
- * if there is room and none of it was held before (pkts[0..fresh) were);
- * marks its packets UDP_HELD. */
+ * if it is short (UDP_HOLD_MAX), there is room and none of it was held
+ * before (pkts[0..fresh) were); marks its packets UDP_HELD. */
 static bool udp_hold(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
                      uint32_t i, uint32_t fresh)
 {
@@ -297,11 +343,12 @@ static bool udp_hold(struct udp_dp *u, const struct mroce_dp_pkt *pkts,
     uint32_t cnt = 0;
     for (uint32_t j = i; j != UDP_NONE; j = u->tx_next[j])
         cnt++;
-    if (u->n_held + cnt > u->batch)
+    if (cnt > UDP_HOLD_MAX || u->n_held + cnt > u->batch)
         return false;
     while (i != UDP_NONE) {
         uint32_t next = u->tx_next[i];
-        u->held[u->n_held++] = pkts[i];
+        u->held[u->n_held] = pkts[i];
+        mroce_dp_pkt_flatten(&u->held[u->n_held++]); /* dp.h: lifetime */
         u->tx_next[i] = UDP_HELD;
         i = next;
     }

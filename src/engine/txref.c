@@ -1,0 +1,56 @@
+/* Zero-copy transmit (mroce_ctx_tx_ref): a data packet's payload stays
+ * where it lies in registered memory; the engine writes the headers and
+ * computes the ICRC over headers and payload in place (R-CRC-1), so the
+ * datapath can gather the packet without the engine's copy. The same
+ * code path serves mroce_ctx_tx, which copies: both emit the same bytes. */
+#include <string.h>
+
+#include "engine/eng.h"
+#include "wire/be.h"
+#include "wire/crc32c.h"
+
+_Static_assert(MROCE_TX_ICRC_LEN == MROCE_ICRC_LEN, "one ICRC size");
+
+/* R-CRC-1: the ICRC covers every byte from the MTH to the last payload
+ * byte, here chained over the two places they lie. The payload has not
+ * been read since the application wrote it: likely in no cache. */
+static void txref_set(struct mroce_tx_ref *ref, const uint8_t *hdr, size_t hl,
+                      const uint8_t *payload, uint32_t len)
+{
+    uint32_t crc = mroce_crc32c_cold(mroce_crc32c(0, hdr, hl), payload, len);
+    ref->payload = payload;
+    ref->payload_len = len;
+    ref->hdr_len = (uint32_t)hl;
+    mroce_be32_put(ref->icrc, crc);
+}
+
+size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+                      const uint8_t *payload, uint32_t len)
+{
+    struct mroce_tx_ref *ref = ctx->tx_ref;
+    if (ref && len) {
+        txref_set(ref, buf, hl, payload, len);
+        return hl + len + MROCE_ICRC_LEN;
+    }
+    if (len)
+        memcpy(buf + hl, payload, len);
+    return mroce_wire_seal(buf, hl + len);
+}
+
+int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                   size_t cap, struct mroce_pkt_meta *meta,
+                   struct mroce_tx_ref *ref)
+{
+    *ref = (struct mroce_tx_ref){0};
+    ctx->tx_ref = ref;
+    int n = eng_ctx_tx(ctx, now, buf, cap, meta);
+    ctx->tx_ref = NULL;
+    return eng_txref_done(n, ref);
+}
+
+int eng_txref_done(int n, struct mroce_tx_ref *ref)
+{
+    if (n > 0 && !ref->payload_len)
+        ref->hdr_len = (uint32_t)n; /* whole in buf */
+    return n;
+}
