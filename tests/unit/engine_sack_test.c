@@ -1097,17 +1097,24 @@ static void test_nack_mismatch_is_stale(void **state)
     }
 }
 
+/* WR 1 of 4 packets, one per path, acknowledged 10 us later: an RTT
+ * sample of 10 us on every path. */
+static void rtt_10us_everywhere(struct peer *p)
+{
+    post_write(p, 1, 4 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    peer_advance(p, 10 * US);
+    peer_ack_all(p);
+    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+}
+
 /* R-LOSS-5: a DSN resolved lost is not sent again while another
  * transmission of it (here the tail-loss probe's copy) is unresolved:
  * the SACK loss of the original on the silent path re-queues nothing. */
 static void test_tlp_no_double_retx(void **state)
 {
     struct peer *p = *state;
-    post_write(p, 1, 4 * PEER_MTU);
-    assert_int_equal(peer_drain(p, NULL, 0), 4);
-    peer_advance(p, 10 * US);
-    peer_ack_all(p);
-    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    rtt_10us_everywhere(p);
     post_write(p, 2, 100);
     assert_int_equal(peer_drain(p, NULL, 0), 1);
     struct mroce_hdr lost = p->out[0].h;
@@ -1129,11 +1136,7 @@ static void test_tlp_no_double_retx(void **state)
 static void test_rack_across_paths(void **state)
 {
     struct peer *p = *state;
-    post_write(p, 1, 4 * PEER_MTU); /* an RTT sample of 10 us everywhere */
-    assert_int_equal(peer_drain(p, NULL, 0), 4);
-    peer_advance(p, 10 * US);
-    peer_ack_all(p);
-    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    rtt_10us_everywhere(p);
     post_write(p, 2, 100);
     assert_int_equal(peer_drain(p, NULL, 0), 1);
     struct mroce_hdr x = p->out[0].h;
@@ -1161,11 +1164,7 @@ static void test_rack_across_paths(void **state)
 static void test_no_tlp_for_probe_alone(void **state)
 {
     struct peer *p = *state;
-    post_write(p, 1, 4 * PEER_MTU); /* an RTT estimate */
-    assert_int_equal(peer_drain(p, NULL, 0), 4);
-    peer_advance(p, 10 * US);
-    peer_ack_all(p);
-    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    rtt_10us_everywhere(p);
     struct mroce_hdr h = peer_hdr(p, MROCE_OP_PROBE, 0, 0);
     h.flags = MROCE_HF_RETX | MROCE_HF_ACKREQ;
     assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
@@ -1210,11 +1209,7 @@ static void test_tail_copies(void **state)
 static void test_tail_loss_probe(void **state)
 {
     struct peer *p = *state;
-    post_write(p, 1, 4 * PEER_MTU); /* an RTT sample on every path */
-    assert_int_equal(peer_drain(p, NULL, 0), 4);
-    peer_advance(p, 10 * US);
-    peer_ack_all(p);
-    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    rtt_10us_everywhere(p);
     for (uint16_t a = 0; a < 4; a++)
         assert_int_equal(peer_path(p, a).srtt_ns, 10 * US);
     post_write(p, 2, 100);
