@@ -189,6 +189,8 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
 struct ack_sum {
     uint32_t bytes, pkts;
     bool lost, high_new, high_data;
+    bool lost_data; /* a data transmission resolved as lost */
+    bool overtaken; /* ... and a PROBE sent after it delivered (R-PATH-16) */
 };
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
@@ -205,13 +207,16 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
         if (!slot)
             continue;
         bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
+        bool probe = slot & ENG_PSN_PROBE;
         if (got) {
-            sum->bytes += slot & ENG_PSN_PROBE ? 0 : ENG_PSN_BYTES(slot);
+            sum->bytes += probe ? 0 : ENG_PSN_BYTES(slot);
             sum->pkts++;
             sum->high_new |= back == 0;
-            sum->high_data |= back == 0 && !(slot & ENG_PSN_PROBE);
+            sum->high_data |= back == 0 && !probe;
+            sum->overtaken |= probe && sum->lost_data; /* PSNs ascend */
         } else {
             sum->lost = true;
+            sum->lost_data |= !probe;
         }
         eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
     }
@@ -310,6 +315,8 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         c->cnt.drop_bad_ack++; /* once per ACK, whatever part was bogus */
     if (sum.pkts)
         comp_path_progress(c, pt, now);
+    if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
+        eng_path_repath(c, h->path);
     comp_cc(c, pt, now, h, &sum);
 }
 

@@ -1231,6 +1231,45 @@ static void test_tail_loss_probe(void **state)
     assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS); /* dsn_cum covered it */
 }
 
+/* R-PATH-16: a PROBE that arrives while the data sent before it on its
+ * path does not (here the tail-loss probe's) moves the path to a new
+ * source port; a PROBE that arrives after its data leaves the port. */
+static void overtaken_case(struct peer *p, bool data_arrives)
+{
+    post_write(p, 1, 4 * PEER_MTU); /* an RTT sample on every path */
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    peer_advance(p, 10 * US);
+    peer_ack_all(p);
+    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr x = p->out[0].h;
+    uint16_t port = peer_path(p, x.path).src_port;
+    assert_true(peer_fire_tx(p, 8) > 0); /* PTO: resend elsewhere, PROBE */
+    const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
+    assert_non_null(pr);
+    uint32_t got[2] = {pr->h.psn, x.psn};
+    assert_int_equal(
+        peer_ack(p, x.path, pr->h.psn, x.dsn + 1, got, data_arrives ? 2 : 1),
+        0);
+    assert_int_equal(peer_path(p, x.path).state, MROCE_PATH_ACTIVE);
+    assert_int_equal(peer_path(p, x.path).repaths, data_arrives ? 0 : 1);
+    if (data_arrives)
+        assert_int_equal(peer_path(p, x.path).src_port, port);
+    else
+        assert_int_not_equal(peer_path(p, x.path).src_port, port);
+}
+
+static void test_overtaken_repath(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct peer *p = peer_new(NULL);
+        overtaken_case(p, k == 1);
+        peer_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1263,6 +1302,7 @@ int main(void)
         T(test_rack_across_paths),
         T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
+        T(test_overtaken_repath),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
