@@ -32,10 +32,10 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     a->max_conn_cwnd_pkts = DEF(a->max_conn_cwnd_pkts, a->dsn_window);
     a->tail_copies = DEF(a->tail_copies, 2);
     if (!a->send_cq || !a->recv_cq || a->n_paths > ENG_MAX_PATHS ||
-        a->tail_copies > 2 ||
-        !conn_pow2(a->dsn_window) || a->dsn_window > (1u << 20) ||
-        !conn_pow2(a->path_window) || a->path_window > MROCE_SACK_BITS ||
-        a->sq_depth > 65536 || a->rq_depth > 65536 || a->max_rd > 1024 ||
+        a->tail_copies > 2 || !conn_pow2(a->dsn_window) ||
+        a->dsn_window > (1u << 20) || !conn_pow2(a->path_window) ||
+        a->path_window > MROCE_SACK_BITS || a->sq_depth > 65536 ||
+        a->rq_depth > 65536 || a->max_rd > 1024 ||
         a->min_rto_ns > a->max_rto_ns)
         return MROCE_EINVAL;
     return 0;
