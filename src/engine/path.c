@@ -407,8 +407,6 @@ static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
     return !pt->inflight || pt->inflight + bytes <= pt->cc.cwnd;
 }
 
-enum path_scan_mode { SCAN_PROVEN, SCAN_ACTIVE };
-
 /* Proven: acknowledged at least once, and nothing on it older than a PTO
  * without progress -- the safest place for a retransmission. */
 static bool path_proven(const struct mroce_conn *c, const struct path_tx *pt,
@@ -418,61 +416,68 @@ static bool path_proven(const struct mroce_conn *c, const struct path_tx *pt,
                         now - pt->last_progress < eng_path_pto(c, pt));
 }
 
-static bool path_fits(const struct mroce_conn *c, const struct path_tx *pt,
-                      int mode, uint64_t now)
+/* R-PATH-13: the classes of a path for a packet, best first. */
+enum path_rank {
+    RANK_IDLE_KNOWN, /* nothing out, has delivered before, fast */
+    RANK_IDLE,       /* nothing out, fast (or no sample yet) */
+    RANK_PROVEN,     /* a retransmission's: proven and fast */
+    RANK_FAST,
+    RANK_SLOW,
+    RANK_OWN, /* a retransmission's last path */
+    RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
+};
+
+static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
 {
-    if (pt->state != PATH_ACTIVE)
+    struct path_tx *pt = &c->ptx[p];
+    if (pt->state != PATH_ACTIVE || !path_room(c, pt, bytes) ||
+        eng_mem_psn_room(c, pt) || eng_plane_down(c->ctx, pt->plane))
+        return false; /* R-PATH-4, R-PATH-15 */
+    if (!eng_plane_open(c, p)) {
+        c->plane_held = true; /* R-PATH-14: its port is full */
         return false;
-    return mode == SCAN_ACTIVE || path_proven(c, pt, now);
-}
-
-/* The next path in round-robin order that fits `mode` and has room; with
- * SCAN_ACTIVE a fast one if any, else the first slow one, in one pass. */
-static int path_scan(struct mroce_conn *c, int avoid, uint32_t bytes, int mode,
-                     uint64_t now)
-{
-    int slow = -1;
-    for (uint32_t i = 0; i < c->n_paths; i++) {
-        uint32_t p = (c->rr_path + i) % c->n_paths;
-        const struct path_tx *pt = &c->ptx[p];
-        if ((int)p == avoid || pt->state == PATH_DISABLED ||
-            !path_fits(c, pt, mode, now) || !path_room(c, pt, bytes) ||
-            eng_mem_psn_room(c, &c->ptx[p]))
-            continue;
-        if (eng_plane_down(c->ctx, pt->plane))
-            continue; /* R-PATH-15 */
-        if (!eng_plane_open(c, p)) {
-            c->plane_held = true; /* R-PATH-14: its port is full */
-            continue;
-        }
-        if (!eng_path_fast(c, pt)) { /* proven but slow: an ACTIVE one */
-            slow = slow < 0 && mode == SCAN_ACTIVE ? (int)p : slow;
-            continue;
-        }
-        c->rr_path = p + 1;
-        return (int)p;
     }
-    if (slow >= 0)
-        c->rr_path = (uint32_t)slow + 1;
-    return slow;
+    return true;
 }
 
-/* R-PATH-13: new data is sprayed round-robin over active paths with room,
- * first over those not slower than ENG_SLOW_K x the connection's RTT floor.
- * A retransmission (avoid = the path it was lost on) goes first to a
- * proven path, then to any other active path, its old path last. Paths
- * that are not ACTIVE carry only PROBEs until an ACK clears them, so
- * exploring new ports never spends a packet's transmissions. */
+static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
+                     uint32_t bytes, uint64_t now)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    if (!path_usable(c, p, bytes))
+        return RANK_NONE;
+    if ((int)p == avoid)
+        return RANK_OWN;
+    if (!eng_path_fast(c, pt))
+        return RANK_SLOW;
+    if (pt->una == pt->next_psn)
+        return pt->srtt ? RANK_IDLE_KNOWN : RANK_IDLE;
+    return avoid >= 0 && path_proven(c, pt, now) ? RANK_PROVEN : RANK_FAST;
+}
+
+/* R-PATH-13: data goes round-robin to the best-ranked ACTIVE path with
+ * room: an idle one first (one that has delivered before, then any), so
+ * that a path never holds two packets of a small window -- R-LOSS-8 sees
+ * only a lone packet's loss -- and a connection that needs few routes
+ * keeps to known ones; then, for a retransmission (avoid = the path it
+ * was lost on), a proven one; then fast, then slow paths; the lost
+ * packet's own path last. Paths that are not ACTIVE carry only PROBEs
+ * until an ACK clears them, so exploring new ports never spends a
+ * packet's transmissions. */
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
-    int p = -1;
-    if (avoid >= 0)
-        p = path_scan(c, avoid, bytes, SCAN_PROVEN, now);
-    if (p < 0)
-        p = path_scan(c, avoid, bytes, SCAN_ACTIVE, now);
-    if (p < 0 && avoid >= 0)
-        p = path_scan(c, -1, bytes, SCAN_ACTIVE, now);
-    return p;
+    int best = -1, best_rank = RANK_NONE;
+    for (uint32_t i = 0; i < c->n_paths && best_rank != RANK_IDLE_KNOWN; i++) {
+        uint32_t p = (c->rr_path + i) % c->n_paths;
+        int r = path_rank(c, p, avoid, bytes, now);
+        if (r < best_rank) {
+            best = (int)p;
+            best_rank = r;
+        }
+    }
+    if (best >= 0)
+        c->rr_path = (uint32_t)best + 1;
+    return best;
 }
 
 /* ---- receiver bitmap (R-SACK-4, R-SACK-5) ---- */

@@ -270,7 +270,7 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
         return 0;
     if (c->inflight >= c->cc.cwnd || !req_has_new(c))
-        return 0; /* cheap checks first: idle connections skip path_scan */
+        return 0; /* cheap checks first: idle connections skip the path scan */
     if (eng_mem_txp_room(c))
         return 0; /* out of memory: as if the window were full */
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);

@@ -1231,6 +1231,29 @@ static void test_tail_loss_probe(void **state)
     assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS); /* dsn_cum covered it */
 }
 
+/* R-PATH-13: data goes to an idle path that has delivered before rather
+ * than to the next path in round-robin order that still has a packet
+ * out (here paths 0 and 3 wait, paths 1 and 2 are answered). */
+static void test_idle_path_first(void **state)
+{
+    struct peer *p = *state;
+    post_write(p, 1, 4 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 4); /* one per path */
+    struct mroce_hdr h[4];
+    for (int k = 0; k < 4; k++)
+        h[k] = p->out[k].h;
+    peer_advance(p, 10 * US);
+    for (int k = 0; k < 4; k++)
+        if (h[k].path == 1 || h[k].path == 2)
+            assert_int_equal(peer_ack(p, h[k].path, h[k].psn, 0, &h[k].psn, 1),
+                             0);
+    post_write(p, 2, 2 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 2);
+    assert_true(p->out[0].h.path == 1 || p->out[0].h.path == 2);
+    assert_true(p->out[1].h.path == 1 || p->out[1].h.path == 2);
+    assert_int_not_equal(p->out[0].h.path, p->out[1].h.path);
+}
+
 /* R-PATH-16: a PROBE that arrives while the data sent before it on its
  * path does not (here the tail-loss probe's) moves the path to a new
  * source port; a PROBE that arrives after its data leaves the port. */
@@ -1303,6 +1326,7 @@ int main(void)
         T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
         T(test_overtaken_repath),
+        T(test_idle_path_first),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
