@@ -1,6 +1,9 @@
 /* All-to-all (see alltoall.h). Per (rank, peer) four counters of pieces
  * (writes posted and completed, receives posted and completed) are the
- * whole state; the shifted schedule adds the current step per rank. */
+ * state; the shifted schedule adds the current step per rank. Two sums
+ * of them (posts left per rank, completions left) keep a progress call
+ * O(ranks) once everything is posted instead of O(ranks x peers): the
+ * simulator calls it after every engine event. */
 #include "coll/alltoall.h"
 
 #include <stdlib.h>
@@ -16,6 +19,8 @@ struct mroce_coll_alltoall {
     int schedule;
     int err;
     int *step;             /* [n] shifted: current step 1..N-1 (N: done) */
+    int *left;             /* [n] pieces a local rank has still to post */
+    long done_left;        /* completions the local ranks still expect */
     struct a2a_peer *peer; /* [n * n], rank-major */
 };
 
@@ -35,6 +40,7 @@ static int post_recvs(struct mroce_coll_alltoall *a, int r, int p)
         if (err)
             return err == MROCE_EAGAIN ? 0 : err;
         st->rx_posted++;
+        a->left[r]--;
     }
     return 0;
 }
@@ -58,6 +64,7 @@ static int post_writes(struct mroce_coll_alltoall *a, int r, int p)
         if (err)
             return err == MROCE_EAGAIN ? 0 : err;
         st->tx_posted++;
+        a->left[r]--;
     }
     return 0;
 }
@@ -72,13 +79,17 @@ static int on_wc(struct mroce_coll_alltoall *a, int r,
         return MROCE_EPROTO;
     struct a2a_peer *st = peer(a, r, p);
     if (wc->opcode != MROCE_WC_RECV_RDMA_WITH_IMM) {
+        if (st->tx_done >= a->comm->n_channels)
+            return MROCE_EPROTO;
         st->tx_done++;
+        a->done_left--;
         return 0;
     }
     if (!wc->has_imm || wc->imm != (uint32_t)p || wc->byte_len != a->piece ||
         st->rx_done >= a->comm->n_channels)
         return MROCE_EPROTO;
     st->rx_done++;
+    a->done_left--;
     return 0;
 }
 
@@ -93,6 +104,8 @@ static int pair_done(struct mroce_coll_alltoall *a, int r, int k)
 static int post_ready(struct mroce_coll_alltoall *a, int r)
 {
     int n = a->comm->n;
+    if (!a->left[r])
+        return 0;
     for (int p = 0; p < n; p++) {
         int err = p == r ? 0 : post_recvs(a, r, p);
         if (err)
@@ -126,12 +139,7 @@ static int rank_progress(struct mroce_coll_alltoall *a, int r)
 
 int mroce_coll_alltoall_done(const struct mroce_coll_alltoall *a)
 {
-    int n = a->comm->n, C = a->comm->n_channels;
-    for (int i = 0; i < n * n; i++)
-        if (i / n != i % n && mroce_coll_is_local(a->comm, i / n) &&
-            (a->peer[i].tx_done < C || a->peer[i].rx_done < C))
-            return 0;
-    return 1;
+    return a->done_left == 0;
 }
 
 int mroce_coll_alltoall_progress(struct mroce_coll_alltoall *a)
@@ -171,14 +179,18 @@ int mroce_coll_alltoall_start(struct mroce_coll_comm *comm,
         .piece = args->block / comm->n_channels,
         .schedule = args->schedule,
         .step = calloc((size_t)n, sizeof(int)),
+        .left = calloc((size_t)n, sizeof(int)),
         .peer = calloc((size_t)n * (size_t)n, sizeof(struct a2a_peer))};
-    int err = a->step && a->peer ? 0 : MROCE_ENOMEM;
+    int err = a->step && a->left && a->peer ? 0 : MROCE_ENOMEM;
     for (int r = 0; !err && r < n; r++) {
         struct mroce_coll_rank *k = &comm->rank[r];
-        if (mroce_coll_is_local(comm, r))
-            memcpy(k->rbuf + (size_t)r * a->block,
-                   k->sbuf + (size_t)r * a->block, a->block);
         a->step[r] = 1;
+        if (!mroce_coll_is_local(comm, r))
+            continue;
+        memcpy(k->rbuf + (size_t)r * a->block, k->sbuf + (size_t)r * a->block,
+               a->block);
+        a->left[r] = 2 * (n - 1) * comm->n_channels;
+        a->done_left += a->left[r];
     }
     if (!err && mroce_coll_alltoall_progress(a) < 0)
         err = a->err;
@@ -195,6 +207,7 @@ void mroce_coll_alltoall_free(struct mroce_coll_alltoall *a)
     if (!a)
         return;
     free(a->step);
+    free(a->left);
     free(a->peer);
     free(a);
 }
