@@ -242,6 +242,11 @@ struct mroce_conn {
     uint32_t sent_bytes, done_bytes;
     uint32_t n_probe_due; /* paths with a PROBE to send */
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
+    /* held with nothing changed since: eng_sched_ready and every packet
+     * sent count `ver` up; with the planes open and the plane version
+     * when it was last held */
+    uint32_t ver, held_ver, held_plane_ver;
+    uint64_t held_planes;
     uint64_t rtt_hint;    /* latest smoothed RTT of any path */
     uint8_t backoff;      /* timeout rounds since progress (R-RETRY-1) */
     uint64_t round_end;   /* timeouts before this are the same round */
@@ -310,6 +315,7 @@ struct mroce_ctx {
     uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
     struct eng_plane *planes; /* R-PATH-15: [n_planes] when > 1 */
     uint32_t n_planes_down;
+    uint32_t plane_ver; /* counts every plane going down or up */
 
     struct mroce_pd *pds;
     struct mroce_cq *cqs;

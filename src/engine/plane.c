@@ -28,6 +28,7 @@ void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane)
     if (!pl->down && ++pl->fails >= PLANE_FAILS_DOWN) {
         pl->down = true;
         ctx->n_planes_down++;
+        ctx->plane_ver++;
         ctx->cnt.planes_down++;
     }
 }
@@ -41,5 +42,6 @@ void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane)
     if (pl->down) {
         pl->down = false;
         ctx->n_planes_down--;
+        ctx->plane_ver++;
     }
 }

@@ -239,6 +239,7 @@ struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
 
 void eng_sched_ready(struct mroce_conn *c)
 {
+    c->ver++;
     sched_set(&c->ctx->sched.ready, c->rank);
 }
 
