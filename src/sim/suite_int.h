@@ -87,6 +87,11 @@ struct suite_job {
     const struct suite_opts *o;
 };
 
+/* suite_run.c: the memory a run needs (bytes, from above), and whether
+ * it may start beside runs that need `used` within `budget` (0: none). */
+uint64_t suite_job_mem(const struct suite_job *j);
+bool suite_mem_fits(uint64_t used, uint64_t need, uint64_t budget);
+
 /* suite_scen.c */
 const struct suite_def *suite_def_find(const char *name);
 const struct suite_transport *suite_transports(int *n);

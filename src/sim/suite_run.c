@@ -3,10 +3,12 @@
  * its series), then _exit()s. So the peak RSS is one run's, and a run
  * that crashes, is killed or overruns its wall-time budget becomes a
  * record with status "error" instead of ending the suite. At most
- * o->jobs children at a time. */
+ * o->jobs children at a time, and a run waits while the memory the
+ * running ones need leaves too little for it (suite_job_mem). */
 #define _POSIX_C_SOURCE 200809L /* fork, waitpid, kill, nanosleep */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -26,6 +28,7 @@ struct slot {
     int job;
     double t0;
     bool timed_out;
+    uint64_t mem; /* job_mem of the run */
 };
 
 static double now_s(void)
@@ -199,6 +202,46 @@ static void check_timeouts(const struct suite_opts *o, struct slot *slots,
         }
 }
 
+/* ---- Memory: runs in parallel must fit together ---- */
+
+/* What a run needs, from above: each rank's source and destination
+ * buffers (verified byte for byte) and ~1 GiB for the fabric, engines and
+ * packets (a 64 MiB all-to-all on 64 hosts peaks at 8.7-9.6 GB, 16 MiB at
+ * 2.3-3.4 GB, docs/suite.md). */
+uint64_t suite_job_mem(const struct suite_job *j)
+{
+    return 2ull * (uint64_t)j->o->def->hosts * j->s->size + (1ull << 30);
+}
+
+/* 90% of MemAvailable when the suite starts; 0 (no gate) if unknown. */
+static uint64_t mem_budget(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024ull / 10 * 9;
+}
+
+/* A run that alone needs more than the budget still runs, alone. */
+bool suite_mem_fits(uint64_t used, uint64_t need, uint64_t budget)
+{
+    return !budget || !used || used + need <= budget;
+}
+
+static bool mem_fits(const struct slot *slots, int n, uint64_t need,
+                     uint64_t budget)
+{
+    uint64_t used = 0;
+    for (int i = 0; i < n; i++)
+        used += slots[i].pid > 0 ? slots[i].mem : 0;
+    return suite_mem_fits(used, need, budget);
+}
+
 /* Reaps one child if one ended; returns its slot or -1. */
 static int reap(struct slot *slots, int n, int *st)
 {
@@ -216,12 +259,15 @@ int suite_run_all(const struct suite_opts *o, struct suite_job *jobs, int n)
                 : o->jobs > SUITE_MAX_JOBS ? SUITE_MAX_JOBS
                                            : o->jobs;
     int next = 0, running = 0, done = 0;
+    uint64_t budget = mem_budget();
     while (done < n) {
         for (int i = 0; i < width && next < n; i++)
-            if (slots[i].pid <= 0) {
-                if (start(&jobs[next], &slots[i]) == 0)
+            if (slots[i].pid <= 0 &&
+                mem_fits(slots, width, suite_job_mem(&jobs[next]), budget)) {
+                if (start(&jobs[next], &slots[i]) == 0) {
+                    slots[i].mem = suite_job_mem(&jobs[next]);
                     running++;
-                else
+                } else
                     done++;
                 next++;
             }

@@ -176,10 +176,32 @@ static void test_json_round_trip(void **state)
     assert_true(err[0] != '\0');
 }
 
+/* Two 64 MiB all-to-alls on 64 hosts (9 GiB each) do not run side by
+ * side in 16 GiB; a run bigger than the budget still runs alone. */
+static void test_mem_gate(void **state)
+{
+    (void)state;
+    const struct suite_def *d = suite_def_find("headline");
+    const struct suite_scen *big = NULL;
+    for (int i = 0; i < d->n_scen; i++)
+        if (!strcmp(d->scen[i].id, "alltoall_planes8"))
+            big = &d->scen[i];
+    assert_non_null(big);
+    struct suite_opts o = {.def = d};
+    struct suite_job j = {.s = big, .o = &o};
+    uint64_t gib = 1ull << 30, need = suite_job_mem(&j);
+    assert_true(need >= 8 * gib && need <= 10 * gib);
+    assert_false(suite_mem_fits(need, need, 16 * gib));
+    assert_true(suite_mem_fits(need, need, 20 * gib));
+    assert_true(suite_mem_fits(0, 64 * gib, 16 * gib));
+    assert_true(suite_mem_fits(need, need, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_mem_gate),
         cmocka_unit_test(test_results_parse),
         cmocka_unit_test(test_check_passes),
         cmocka_unit_test(test_check_catches_edits),
