@@ -948,6 +948,15 @@ static void test_rnr_no_spurious_rto(void **state)
     }
 }
 
+/* The four packets of a 4-packet message, one per path, then 10 us. */
+static void drain_one_per_path(struct peer *p, struct mroce_hdr h[4])
+{
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    for (int k = 0; k < 4; k++)
+        h[k] = p->out[k].h;
+    peer_advance(p, 10 * US);
+}
+
 /* R-PATH-13: new data skips a path whose SRTT is more than twice the
  * connection's smallest sample (queued behind a slow link) while a fast
  * path has room. */
@@ -955,11 +964,8 @@ static void test_slow_path_skipped(void **state)
 {
     struct peer *p = *state;
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 4 * PEER_MTU), 0);
-    assert_int_equal(peer_drain(p, NULL, 0), 4); /* one per path */
     struct mroce_hdr h[4];
-    for (int k = 0; k < 4; k++)
-        h[k] = p->out[k].h;
-    peer_advance(p, 10 * US);
+    drain_one_per_path(p, h);
     for (int k = 0; k < 4; k++)
         if (h[k].path != 0)
             assert_int_equal(peer_ack(p, h[k].path, h[k].psn, 0, &h[k].psn, 1),
@@ -1238,11 +1244,8 @@ static void test_idle_path_first(void **state)
 {
     struct peer *p = *state;
     post_write(p, 1, 4 * PEER_MTU);
-    assert_int_equal(peer_drain(p, NULL, 0), 4); /* one per path */
     struct mroce_hdr h[4];
-    for (int k = 0; k < 4; k++)
-        h[k] = p->out[k].h;
-    peer_advance(p, 10 * US);
+    drain_one_per_path(p, h);
     for (int k = 0; k < 4; k++)
         if (h[k].path == 1 || h[k].path == 2)
             assert_int_equal(peer_ack(p, h[k].path, h[k].psn, 0, &h[k].psn, 1),
