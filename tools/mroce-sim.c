@@ -182,6 +182,21 @@ static int o_dcqcn(struct opts *o, const char *v)
     return parse_onoff(v, &o->c.dcqcn);
 }
 
+static int o_trim(struct opts *o, const char *v)
+{
+    return parse_onoff(v, &o->c.trim);
+}
+
+/* KB of shared switch buffer per port, 1 KB .. 1 GB */
+static int o_buffer(struct opts *o, const char *v)
+{
+    uint64_t kb;
+    if (parse_u64(v, &kb) || kb < 1 || kb > (1u << 20))
+        return -1;
+    o->c.buf_per_port = kb * 1024;
+    return 0;
+}
+
 static int o_loss(struct opts *o, const char *v)
 {
     return parse_double(v, &o->c.loss) || !(o->c.loss >= 0 && o->c.loss < 1)
@@ -376,6 +391,9 @@ static const struct {
     {"--qps", o_qps, "RoCEv2 QPs per connection [1]"},
     {"--pfc", o_pfc, "on|off [on for rocev2, off for metaroce]"},
     {"--dcqcn", o_dcqcn, "on|off, RoCEv2 only [on]"},
+    {"--trim", o_trim,
+     "on|off: switches trim data they cannot queue (NDP) [off]"},
+    {"--buffer-kb", o_buffer, "KB of shared switch buffer per port [2048]"},
     {"--rocev2-timeout", o_timeout, "T: ACK timeout 4.096 us x 2^T [14]"},
     {"--loss", o_loss, "P end to end, on host uplinks [0]"},
     {"--degrade-link", o_degrade,

@@ -96,6 +96,8 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
     bool roce = o->transport == MROCE_TRANSPORT_ROCEV2;
     o->pfc = EXP_DEF(o->pfc, roce ? MROCE_SIM_EXP_ON : MROCE_SIM_EXP_OFF);
     o->dcqcn = EXP_DEF(o->dcqcn, MROCE_SIM_EXP_ON);
+    o->trim = EXP_DEF(o->trim, MROCE_SIM_EXP_OFF);
+    o->buf_per_port = EXP_DEF(o->buf_per_port, MROCE_SIM_BUF_PER_PORT);
     o->size = EXP_DEF(o->size, EXP_MIB);
     o->msg_bytes = EXP_DEF(o->msg_bytes, 4 * EXP_MIB);
     o->senders = EXP_DEF(o->senders, 4);
@@ -208,7 +210,9 @@ int exp_topo(struct exp *x)
         .mtu = c->mtu,
         .seed = c->seed,
         .reroute_ps = c->reroute_ps,
-        .sw = {.pfc = c->pfc == MROCE_SIM_EXP_ON},
+        .buf_per_port = c->buf_per_port,
+        .sw = {.pfc = c->pfc == MROCE_SIM_EXP_ON,
+               .trim = c->trim == MROCE_SIM_EXP_ON},
     };
     int err = mroce_sim_topo_create(&tc, &x->t);
     if (err)

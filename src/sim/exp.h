@@ -124,6 +124,12 @@ struct mroce_sim_exp_cfg {
     int n_degrade;
     struct mroce_sim_exp_fault fail[MROCE_SIM_EXP_MAX_FAULTS];
     int n_fail;
+    int trim;               /* MROCE_SIM_EXP_ON/OFF: switches cut the
+                               payload of data they cannot queue and
+                               forward the header at control priority
+                               (NDP) instead of dropping it [off] */
+    uint64_t buf_per_port;  /* switch shared buffer per port, bytes
+                               [MROCE_SIM_BUF_PER_PORT, 2 MiB] */
     uint64_t reroute_ps;    /* switches drop a dead link from ECMP after
                                this long; 0 never [0] */
     uint64_t seed;          /* topology, engines and workload derive from it */

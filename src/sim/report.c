@@ -5,6 +5,7 @@
 
 #include <mroce/mroce.h>
 
+#include "sim/defaults.h"
 #include "sim/event.h"
 
 #define R_US(ps) ((double)(ps) / MROCE_SIM_PS_PER_US)
@@ -42,6 +43,9 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
             c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
             c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
             onoff(c->pfc));
+    if (c->trim == MROCE_SIM_EXP_ON || c->buf_per_port != MROCE_SIM_BUF_PER_PORT)
+        fprintf(f, "  switches   %" PRIu64 " KB of buffer per port, trimming %s\n",
+                c->buf_per_port / 1024, onoff(c->trim));
     if (roce)
         fprintf(f, "  transport  %d QP(s)/connection, DCQCN %s, timeout %d\n",
                 c->qps, onoff(c->dcqcn), c->rocev2_timeout);
@@ -299,12 +303,14 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             "\"seed\": %" PRIu64 ", \"size\": %" PRIu64
             ", \"msg_bytes\": %" PRIu32 ", \"senders\": %d,\n"
             "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
-            "\"deadline_us\": %.6f,\n",
+            "\"deadline_us\": %.6f, \"trim\": \"%s\", "
+            "\"buffer_kb_per_port\": %" PRIu64 ",\n",
             c->hosts, c->hosts_per_leaf, c->spines, c->planes,
             (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps, onoff(c->pfc),
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
-            c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps));
+            c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps),
+            onoff(c->trim), c->buf_per_port / 1024);
     fprintf(f,
             "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\", "
             "\"victim\": %s, \"sample_us\": %.6f,\n",

@@ -73,6 +73,8 @@ static void rec_cfg(struct sj *rec, const struct mroce_sim_exp_cfg *c)
     sj_add_int(o, "senders", c->senders);
     sj_add_bool(o, "victim", c->victim != 0);
     sj_add_num(o, "reroute_us", US(c->reroute_ps));
+    sj_add_str(o, "trim", onoff(c->trim));
+    sj_add_int(o, "buffer_kb_per_port", (long long)(c->buf_per_port / 1024));
     sj_add_num(o, "deadline_us", US(c->deadline_ps));
     rec_faults(o, c);
 }

@@ -151,6 +151,8 @@ static struct mroce_sim_switch *topo_new_switch(struct mroce_sim_topo *t,
     struct mroce_sim_switch_cfg sc = t->cfg.sw;
     sc.n_ports = n_ports;
     sc.n_hosts = t->n_hosts;
+    if (t->cfg.buf_per_port)
+        sc.buffer_bytes = (uint64_t)n_ports * t->cfg.buf_per_port;
     sc.seed = mroce_sim_seed(t->cfg.seed, TOPO_SEED_SWITCH + id);
     return mroce_sim_switch_create(t->ev, t->pool, &sc);
 }

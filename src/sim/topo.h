@@ -65,6 +65,8 @@ struct mroce_sim_topo_cfg {
     uint32_t max_payload; /* largest UDP payload carried [9216] */
     uint64_t seed;        /* every generator derives from it [0] */
     uint64_t reroute_ps;  /* 0: switches never reroute around faults */
+    uint64_t buf_per_port; /* shared buffer of a switch per port, bytes;
+                              0: the switch template's (defaults.h) */
     /* Switch template: n_ports, n_hosts and seed are filled per switch;
      * PFC headroom/xoff/xon, if 0, from the link rate, delay and mtu. */
     struct mroce_sim_switch_cfg sw;

@@ -13,7 +13,10 @@
  *       loss-free goodput, MetaRoCE about 1-p;
  *   (g) a spine link down mid-transfer: MetaRoCE completes every message;
  *       RoCEv2 errors after its retry count, or with fast reroute
- *       completes after a timeout.
+ *       completes after a timeout;
+ *   (h) switches that trim instead of dropping (NDP) do not break
+ *       MetaRoCE: an incast into 64 KB of buffer per port completes with
+ *       every byte right, trimmed or dropped.
  * A threshold the engines miss is not loosened: the test prints the
  * measured number and skips, so the miss shows in the output. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream under -std=c11 */
@@ -477,6 +480,33 @@ static void test_failure_metaroce_completes(void **state)
     mroce_sim_exp_result_free(&r);
 }
 
+/* ---- (h) trimming ---- */
+
+/* Trimming is never required and must not break it (mission): a trimmed
+ * packet fails its checks at the receiver and is recovered as a loss. */
+static void test_trimming_incast(void **state)
+{
+    (void)state;
+    struct mroce_sim_exp_cfg c = base(META, MROCE_SIM_EXP_INCAST, 1 * MIB, 1);
+    c.senders = 15;
+    c.buf_per_port = 64 * 1024;
+    struct mroce_sim_exp_result r;
+    for (int trim = 0; trim < 2; trim++) {
+        c.trim = trim ? MROCE_SIM_EXP_ON : MROCE_SIM_EXP_OFF;
+        run(&c, &r);
+        assert_all_intact(&r);
+        print_message("[ trim     ] metaroce 15:1 incast, 64 KB/port, trim "
+                      "%s: trimmed %llu, dropped %llu, retx %llu of %llu\n",
+                      trim ? "on" : "off", (unsigned long long)r.trimmed,
+                      (unsigned long long)r.drops,
+                      (unsigned long long)r.retx_pkts,
+                      (unsigned long long)r.data_pkts);
+        assert_true(trim ? r.trimmed > 0 && r.drops == 0
+                         : r.trimmed == 0 && r.drops > 0);
+        mroce_sim_exp_result_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_failure_rocev2_retry_exhausted),
         cmocka_unit_test(test_failure_rocev2_reroute),
         cmocka_unit_test(test_failure_metaroce_completes),
+        cmocka_unit_test(test_trimming_incast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
