@@ -206,14 +206,16 @@ static uint64_t path_rack_at(const struct mroce_conn *c,
 }
 
 /* R-RTT-7, R-LOSS-8: the probe is due at the PTO, or earlier when the
- * connection's ACKs show p's newest packet late. */
+ * connection's ACKs show p's newest packet late (then *rack, if given). */
 static uint64_t path_tlp_at(const struct mroce_conn *c,
-                            const struct path_tx *pt)
+                            const struct path_tx *pt, bool *rack)
 {
     if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint))
         return ENG_NEVER; /* no data out: a PROBE's own RTO times it */
     uint64_t t = pt->last_send + eng_path_pto(c, pt);
     uint64_t r = path_rack_at(c, pt);
+    if (rack)
+        *rack = r < t;
     return r < t ? r : t;
 }
 
@@ -224,7 +226,7 @@ uint64_t eng_path_deadline(const struct mroce_conn *c)
         return t;
     for (uint32_t p = 0; p < c->n_paths; p++) {
         const struct path_tx *pt = &c->ptx[p];
-        uint64_t tlp = path_tlp_at(c, pt);
+        uint64_t tlp = path_tlp_at(c, pt, NULL);
         if (pt->rto_at < t)
             t = pt->rto_at;
         if (tlp < t)
@@ -248,7 +250,7 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
  * sent again on other paths (a dead route loses all of it, and its RTO is
  * much later than the PTO), and a PROBE on the silent path itself makes
  * the receiver's next ACK for it reveal what was really lost. */
-static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
+static void path_tlp(struct mroce_conn *c, struct path_tx *pt, bool rack)
 {
     pt->tlp_done = true;
     uint32_t psn = pt->next_psn - 1;
@@ -259,10 +261,14 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     eng_plane_fail(c->ctx, pt->plane);
     if (pt->state == PATH_ACTIVE)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
+    uint64_t *lost = rack ? &c->cnt.lost_rack : &c->cnt.lost_pto;
     for (uint32_t q = pt->una; q != pt->next_psn; q++) {
         uint32_t j = eng_psn_slot(pt, q);
-        if (pt->psn_len[j] && !(pt->psn_len[j] & ENG_PSN_PROBE))
-            eng_comp_resent(c, pt, j);
+        uint16_t len = pt->psn_len[j];
+        if (!len || (len & ENG_PSN_PROBE))
+            continue;
+        *lost += !(len & ENG_PSN_RESENT); /* declared lost once */
+        eng_comp_resent(c, pt, j);
     }
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
@@ -320,10 +326,11 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
     for (uint16_t p = 0; p < c->n_paths && c->state == MROCE_CONN_CONNECTED;
          p++) {
         struct path_tx *pt = &c->ptx[p];
+        bool rack = false;
         if (pt->rto_at <= now)
             path_rto(c, p, now);
-        else if (path_tlp_at(c, pt) <= now)
-            path_tlp(c, pt);
+        else if (path_tlp_at(c, pt, &rack) <= now)
+            path_tlp(c, pt, rack); /* R-LOSS-8 if rack, else R-RTT-7 */
         if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
             pt->probe_at = ENG_NEVER;
             pt->probe_due = true;

@@ -72,6 +72,19 @@ static const struct mroce_hdr *only_ack(struct peer *p)
     return &p->out[0].h;
 }
 
+/* The data transmissions declared lost by each rule: R-LOSS-1 (SACK),
+ * R-LOSS-8 (RACK), R-RTT-7 (PTO), R-RTT-6 (RTO), R-RETRY-4 (RNR). */
+static void assert_lost_by(const struct peer *p, uint64_t sack, uint64_t rack,
+                           uint64_t pto, uint64_t rto, uint64_t rnr)
+{
+    struct mroce_conn_counters c = peer_cnt(p);
+    assert_int_equal(c.lost_sack, sack);
+    assert_int_equal(c.lost_rack, rack);
+    assert_int_equal(c.lost_pto, pto);
+    assert_int_equal(c.lost_rto, rto);
+    assert_int_equal(c.lost_rnr, rnr);
+}
+
 /* ---- the receiver ---- */
 
 static void test_rx_sack_bitmap(void **state)
@@ -267,6 +280,7 @@ static void sack_loss_case(uint16_t lp)
     assert_int_equal(peer_path(p, lp).lost_pkts, 1);
     assert_int_equal(peer_path(p, lp).acked_pkts, next[lp] - 1);
     assert_int_equal(peer_cnt(p).retx_pkts, 1);
+    assert_lost_by(p, 1, 0, 0, 0, 0);
     assert_int_equal(peer_path(p, r->path).retx_pkts, 1);
     assert_true(no_wc(p->scq));
     next[r->path]++;
@@ -508,6 +522,7 @@ static void test_rto_retransmits(void **state)
     fire_until_rto(p);
     assert_int_equal(p->now, t0 + 500 * US);
     assert_int_equal(peer_cnt(p).rto_events, 4);
+    assert_lost_by(p, 0, 0, 0, 4, 0);
     assert_int_equal(peer_cnt(p).repaths, 4);
     for (uint16_t a = 0; a < 4; a++) {
         struct mroce_path_info i = peer_path(p, a);
@@ -927,6 +942,7 @@ static void test_rnr_retries(void **state)
         assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CONNECTED);
     }
     assert_int_equal(peer_cnt(p).rx_nacks, 70);
+    assert_lost_by(p, 0, 0, 0, 0, 70);
     assert_int_equal(peer_ack(p, h.path, h.psn, 1, &h.psn, 1), 0);
     assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
 }
@@ -1157,6 +1173,7 @@ static void test_rack_across_paths(void **state)
     assert_true(peer_fire_tx(p, 8) > 0);
     assert_int_equal(p->now, t + 10 * US + 10 * US / 4 + 1 * US);
     assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 1, 0, 0, 0);
     assert_int_equal(count_retx(p, x.dsn), 1);
     const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
     assert_non_null(pr);
@@ -1226,6 +1243,7 @@ static void test_tail_loss_probe(void **state)
     /* PTO = max(10 us, 2 * srtt + ack_delay) on that path */
     assert_int_equal(p->now, t + 2 * 10 * US + 2 * US);
     assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
     assert_int_equal(count_retx(p, lost.dsn), 1);
     const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
     assert_non_null(pr);
@@ -1234,6 +1252,7 @@ static void test_tail_loss_probe(void **state)
     assert_int_equal(
         peer_ack(p, lost.path, pr->h.psn, lost.dsn + 1, &pr->h.psn, 1), 0);
     assert_int_equal(peer_path(p, lost.path).lost_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0); /* the PROBE's SACK: counted once */
     assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS); /* dsn_cum covered it */
 }
 
