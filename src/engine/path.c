@@ -131,6 +131,11 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
+     * queue is where p's packets wait now, while PROBEs (served ahead of
+     * data) may have kept p's SRTT near the fabric's base RTT */
+    if (pto < c->rack[pt->plane].rtt)
+        pto = c->rack[pt->plane].rtt;
     /* R-RTT-7: what was in flight before p's newest packet drains ahead
      * of it at the granted rate; silence before that is queueing */
     if (pt->drain_ns != ENG_DRAIN_UNKNOWN)

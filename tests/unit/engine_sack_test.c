@@ -1180,6 +1180,55 @@ static void test_rack_across_paths(void **state)
     assert_int_equal(pr->h.path, x.path);
 }
 
+/* Every path's SRTT is 10 us (as PROBEs, served ahead of data, keep it),
+ * then the connection's data packet w takes `rtt_w` (a receiver's queue,
+ * as in a 63-to-1 incast), then x goes out alone on an idle path. */
+static struct mroce_hdr send_behind_queue(struct peer *p, uint64_t rtt_w)
+{
+    rtt_10us_everywhere(p);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr w = p->out[0].h;
+    peer_advance(p, rtt_w); /* timers not run: w is answered first */
+    assert_int_equal(peer_ack(p, w.path, w.psn, w.dsn + 1, &w.psn, 1), 0);
+    assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS);
+    post_write(p, 3, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr x = p->out[0].h;
+    assert_int_not_equal(x.path, w.path);
+    assert_int_equal(peer_path(p, x.path).srtt_ns, 10 * US);
+    assert_int_equal(peer_path(p, x.path).rto_ns, 100 * US);
+    return x;
+}
+
+/* Runs the timers due before `until`: nothing is sent, nothing declared
+ * lost. */
+static void quiet_until(struct peer *p, uint64_t until)
+{
+    while (mroce_ctx_next_expiry(p->ctx) < until) {
+        assert_true(peer_fire(p));
+        assert_int_equal(peer_drain(p, NULL, 0), 0);
+        assert_lost_by(p, 0, 0, 0, 0, 0);
+    }
+    assert_int_equal(peer_cnt(p).tlp_pkts, 0);
+}
+
+/* R-RTT-7: a packet sent while the connection's data waits 90 us in a
+ * queue waits there too: it is not probed at 2 x SRTT + ack_delay
+ * = 22 us but once that latest data RTT has passed without an ACK. */
+static void test_no_tlp_behind_queue(void **state)
+{
+    struct peer *p = *state;
+    struct mroce_hdr x = send_behind_queue(p, 90 * US);
+    uint64_t t = p->now;
+    quiet_until(p, t + 90 * US);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    assert_int_equal(p->now, t + 90 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_int_equal(count_retx(p, x.dsn), 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
+}
+
 /* R-RTT-7: a path with only a PROBE out (here the ACK-route check's,
  * R-ACK-8) gets no tail-loss probe: the PROBE's own RTO times it. A
  * probe on every probe's ACK once made a connection probe its paths over
@@ -1345,6 +1394,7 @@ int main(void)
         T(test_nack_mismatch_is_stale),
         T(test_tlp_no_double_retx),
         T(test_rack_across_paths),
+        T(test_no_tlp_behind_queue),
         T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
         T(test_overtaken_repath),
