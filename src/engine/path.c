@@ -324,6 +324,20 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     eng_conn_arm(c, now);
 }
 
+/* R-RTT-5: an RTO due while p's tail-loss probe is still to come waits
+ * for it, one RTO past it: the probe's time includes the wait of the
+ * queue p's packets are in (R-RTT-7), the RTO does not, and an RTO
+ * fails the path. */
+static bool path_rto_waits(struct mroce_conn *c, struct path_tx *pt,
+                           uint64_t now)
+{
+    uint64_t tlp = path_tlp_at(c, pt, NULL);
+    if (tlp == ENG_NEVER || tlp <= now)
+        return false;
+    eng_conn_arm(c, pt->rto_at = tlp + eng_path_rto(c, pt));
+    return true;
+}
+
 void eng_path_timers(struct mroce_conn *c, uint64_t now)
 {
     if (c->state != MROCE_CONN_CONNECTED)
@@ -332,7 +346,7 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
          p++) {
         struct path_tx *pt = &c->ptx[p];
         bool rack = false;
-        if (pt->rto_at <= now)
+        if (pt->rto_at <= now && !path_rto_waits(c, pt, now))
             path_rto(c, p, now);
         else if (path_tlp_at(c, pt, &rack) <= now)
             path_tlp(c, pt, rack); /* R-LOSS-8 if rack, else R-RTT-7 */

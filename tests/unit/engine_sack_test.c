@@ -1229,6 +1229,25 @@ static void test_no_tlp_behind_queue(void **state)
     assert_lost_by(p, 0, 0, 1, 0, 0);
 }
 
+/* R-RTT-5: behind a 200 us queue the probe is due after the 100 us RTO;
+ * the RTO waits for it and comes one RTO after it, if nothing answers. */
+static void test_no_rto_before_tlp(void **state)
+{
+    struct peer *p = *state;
+    struct mroce_hdr x = send_behind_queue(p, 200 * US);
+    uint64_t t = p->now;
+    quiet_until(p, t + 200 * US);
+    assert_int_equal(peer_cnt(p).rto_events, 0);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    assert_int_equal(p->now, t + 200 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
+    for (int i = 0; i < 8 && !peer_path(p, x.path).timeouts; i++)
+        assert_true(peer_fire(p));
+    assert_int_equal(peer_path(p, x.path).timeouts, 1);
+    assert_int_equal(p->now, t + 300 * US);
+}
+
 /* R-RTT-7: a path with only a PROBE out (here the ACK-route check's,
  * R-ACK-8) gets no tail-loss probe: the PROBE's own RTO times it. A
  * probe on every probe's ACK once made a connection probe its paths over
@@ -1395,6 +1414,7 @@ int main(void)
         T(test_tlp_no_double_retx),
         T(test_rack_across_paths),
         T(test_no_tlp_behind_queue),
+        T(test_no_rto_before_tlp),
         T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
         T(test_overtaken_repath),
