@@ -453,6 +453,15 @@ struct mroce_conn_counters {
     uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
+    /* MetaRoCE: data transmissions declared lost, each once, by the rule
+     * that declared it (a transmission a tail-loss probe already sent
+     * again is not counted again when its path's SACK or RTO resolves
+     * it); the sum is not retx_pkts (R-LOSS-5 copies, R-LOSS-7) */
+    uint64_t lost_sack; /* R-LOSS-1: a hole below an ACK's sack_high */
+    uint64_t lost_rack; /* R-LOSS-8: late by a later packet's ACK */
+    uint64_t lost_pto;  /* R-RTT-7: tail-loss probe at the PTO */
+    uint64_t lost_rto;  /* R-RTT-6: RTO expiry */
+    uint64_t lost_rnr;  /* R-RETRY-4: refused by an RNR NACK */
 };
 void mroce_conn_get_counters(const struct mroce_conn *conn,
                              struct mroce_conn_counters *out);

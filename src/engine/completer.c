@@ -178,6 +178,8 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
     } else {
         pt->st.lost_pkts++;
+        if (!(slot & ENG_PSN_RESENT)) /* else a tail-loss probe counted it */
+            ++*(fate == ENG_TIMEOUT ? &c->cnt.lost_rto : &c->cnt.lost_sack);
         if (x && !x->copies) /* R-LOSS-5: not while a copy may arrive */
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
@@ -343,6 +345,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
     }
     if (x->tx_count) /* R-RETRY-4: not counted toward R-RETRY-1's 64 */
         x->tx_count--;
+    c->cnt.lost_rnr++;
     x->state = TXP_RNR;
     x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
     eng_conn_arm(c, x->rnr_at);

@@ -131,6 +131,11 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
+     * queue is where p's packets wait now, while PROBEs (served ahead of
+     * data) may have kept p's SRTT near the fabric's base RTT */
+    if (pto < c->rack[pt->plane].rtt)
+        pto = c->rack[pt->plane].rtt;
     /* R-RTT-7: what was in flight before p's newest packet drains ahead
      * of it at the granted rate; silence before that is queueing */
     if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
@@ -206,14 +211,16 @@ static uint64_t path_rack_at(const struct mroce_conn *c,
 }
 
 /* R-RTT-7, R-LOSS-8: the probe is due at the PTO, or earlier when the
- * connection's ACKs show p's newest packet late. */
+ * connection's ACKs show p's newest packet late (then *rack, if given). */
 static uint64_t path_tlp_at(const struct mroce_conn *c,
-                            const struct path_tx *pt)
+                            const struct path_tx *pt, bool *rack)
 {
     if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint))
         return ENG_NEVER; /* no data out: a PROBE's own RTO times it */
     uint64_t t = pt->last_send + eng_path_pto(c, pt);
     uint64_t r = path_rack_at(c, pt);
+    if (rack)
+        *rack = r < t;
     return r < t ? r : t;
 }
 
@@ -224,7 +231,7 @@ uint64_t eng_path_deadline(const struct mroce_conn *c)
         return t;
     for (uint32_t p = 0; p < c->n_paths; p++) {
         const struct path_tx *pt = &c->ptx[p];
-        uint64_t tlp = path_tlp_at(c, pt);
+        uint64_t tlp = path_tlp_at(c, pt, NULL);
         if (pt->rto_at < t)
             t = pt->rto_at;
         if (tlp < t)
@@ -248,7 +255,7 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
  * sent again on other paths (a dead route loses all of it, and its RTO is
  * much later than the PTO), and a PROBE on the silent path itself makes
  * the receiver's next ACK for it reveal what was really lost. */
-static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
+static void path_tlp(struct mroce_conn *c, struct path_tx *pt, bool rack)
 {
     pt->tlp_done = true;
     uint32_t psn = pt->next_psn - 1;
@@ -259,10 +266,14 @@ static void path_tlp(struct mroce_conn *c, struct path_tx *pt)
     eng_plane_fail(c->ctx, pt->plane);
     if (pt->state == PATH_ACTIVE)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
+    uint64_t *lost = rack ? &c->cnt.lost_rack : &c->cnt.lost_pto;
     for (uint32_t q = pt->una; q != pt->next_psn; q++) {
         uint32_t j = eng_psn_slot(pt, q);
-        if (pt->psn_len[j] && !(pt->psn_len[j] & ENG_PSN_PROBE))
-            eng_comp_resent(c, pt, j);
+        uint16_t len = pt->psn_len[j];
+        if (!len || (len & ENG_PSN_PROBE))
+            continue;
+        *lost += !(len & ENG_PSN_RESENT); /* declared lost once */
+        eng_comp_resent(c, pt, j);
     }
     if (!pt->probe_due) {
         pt->probe_due = true; /* and a PROBE on the silent path itself */
@@ -313,6 +324,20 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     eng_conn_arm(c, now);
 }
 
+/* R-RTT-5: an RTO due while p's tail-loss probe is still to come waits
+ * for it, one RTO past it: the probe's time includes the wait of the
+ * queue p's packets are in (R-RTT-7), the RTO does not, and an RTO
+ * fails the path. */
+static bool path_rto_waits(struct mroce_conn *c, struct path_tx *pt,
+                           uint64_t now)
+{
+    uint64_t tlp = path_tlp_at(c, pt, NULL);
+    if (tlp == ENG_NEVER || tlp <= now)
+        return false;
+    eng_conn_arm(c, pt->rto_at = tlp + eng_path_rto(c, pt));
+    return true;
+}
+
 void eng_path_timers(struct mroce_conn *c, uint64_t now)
 {
     if (c->state != MROCE_CONN_CONNECTED)
@@ -320,10 +345,11 @@ void eng_path_timers(struct mroce_conn *c, uint64_t now)
     for (uint16_t p = 0; p < c->n_paths && c->state == MROCE_CONN_CONNECTED;
          p++) {
         struct path_tx *pt = &c->ptx[p];
-        if (pt->rto_at <= now)
+        bool rack = false;
+        if (pt->rto_at <= now && !path_rto_waits(c, pt, now))
             path_rto(c, p, now);
-        else if (path_tlp_at(c, pt) <= now)
-            path_tlp(c, pt);
+        else if (path_tlp_at(c, pt, &rack) <= now)
+            path_tlp(c, pt, rack); /* R-LOSS-8 if rack, else R-RTT-7 */
         if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
             pt->probe_at = ENG_NEVER;
             pt->probe_due = true;

@@ -791,6 +791,16 @@ static int exp_loop(struct exp *x)
 
 /* ---- Results ---- */
 
+void exp_add_lost(struct mroce_sim_exp_lost *l,
+                  const struct mroce_conn_counters *cc)
+{
+    l->sack += cc->lost_sack;
+    l->rack += cc->lost_rack;
+    l->pto += cc->lost_pto;
+    l->rto += cc->lost_rto;
+    l->rnr += cc->lost_rnr;
+}
+
 static void exp_flow_result(struct exp *x, struct exp_flow *f)
 {
     struct mroce_sim_exp_flow *p = f->pub;
@@ -805,6 +815,7 @@ static void exp_flow_result(struct exp *x, struct exp_flow *f)
     r->data_pkts += p->data_pkts;
     r->retx_pkts += p->retx_pkts;
     r->timeouts += p->timeouts;
+    exp_add_lost(&r->lost_by, &cc);
     r->flows_completed += p->completed;
     r->flows_failed += !p->completed;
     r->flows_corrupt += p->completed && !p->data_ok;

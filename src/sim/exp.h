@@ -169,6 +169,12 @@ struct mroce_sim_exp_flow {
     uint64_t retx_pkts, data_pkts, timeouts;
 };
 
+/* Data transmissions declared lost, by the rule that declared them
+ * (struct mroce_conn_counters lost_*; RoCEv2 counts none). */
+struct mroce_sim_exp_lost {
+    uint64_t sack, rack, pto, rto, rnr;
+};
+
 struct mroce_sim_exp_pct {
     double p50, p99, max;
 };
@@ -186,6 +192,7 @@ struct mroce_sim_exp_result {
     struct mroce_sim_exp_pct fct_us;   /* over completed flows */
     struct mroce_sim_exp_pct slowdown; /* FCT / the flow's ideal */
     uint64_t data_pkts, retx_pkts, ooo_pkts, timeouts;
+    struct mroce_sim_exp_lost lost_by; /* over every connection */
     uint64_t drops, drop[MROCE_SIM_DROP_N];
     uint64_t ecn_marks, trimmed, pfc_pauses, pfc_pause_ps, max_qbytes;
     /* by where the queue is: leaf->host, leaf->spine, spine->leaf */

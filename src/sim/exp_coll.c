@@ -372,6 +372,7 @@ static void exp_coll_counters(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
     r->data_pkts = r->retx_pkts = r->timeouts = 0;
+    r->lost_by = (struct mroce_sim_exp_lost){0};
     for (int a = 0; a < x->comm->n; a++)
         for (int b = 0; b < x->comm->n; b++) {
             struct mroce_conn_counters cc;
@@ -381,6 +382,7 @@ static void exp_coll_counters(struct exp *x)
             r->data_pkts += cc.tx_data_pkts;
             r->retx_pkts += cc.retx_pkts;
             r->timeouts += cc.rto_events;
+            exp_add_lost(&r->lost_by, &cc);
         }
 }
 

@@ -127,6 +127,8 @@ double exp_wall(void);
 int exp_fail(struct exp *x, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int exp_check(struct exp *x);
+void exp_add_lost(struct mroce_sim_exp_lost *l,
+                  const struct mroce_conn_counters *cc);
 int exp_topo(struct exp *x);
 int exp_faults(struct exp *x);
 int exp_trace(struct exp *x);

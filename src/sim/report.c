@@ -149,6 +149,11 @@ static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
             "  packets    data %" PRIu64 ", retx %" PRIu64 " (%.2f%%), "
             "out of order %" PRIu64 ", timeouts %" PRIu64 "\n",
             r->data_pkts, r->retx_pkts, retx, r->ooo_pkts, r->timeouts);
+    const struct mroce_sim_exp_lost *l = &r->lost_by;
+    fprintf(f,
+            "  lost by    sack %" PRIu64 ", rack %" PRIu64 ", pto %" PRIu64
+            ", rto %" PRIu64 ", rnr %" PRIu64 "\n",
+            l->sack, l->rack, l->pto, l->rto, l->rnr);
     fprintf(f, "  drops      %" PRIu64, r->drops);
     for (int i = 0; i < MROCE_SIM_DROP_N; i++)
         if (r->drop[i])
@@ -349,6 +354,12 @@ static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
             "  \"data_pkts\": %" PRIu64 ", \"retx_pkts\": %" PRIu64
             ", \"ooo_pkts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ",\n",
             r->data_pkts, r->retx_pkts, r->ooo_pkts, r->timeouts);
+    const struct mroce_sim_exp_lost *l = &r->lost_by;
+    fprintf(f,
+            "  \"lost_by_rule\": {\"sack\": %" PRIu64 ", \"rack\": %" PRIu64
+            ", \"pto\": %" PRIu64 ", \"rto\": %" PRIu64 ", \"rnr\": %" PRIu64
+            "},\n",
+            l->sack, l->rack, l->pto, l->rto, l->rnr);
     fprintf(f, "  \"drops\": {\"total\": %" PRIu64 ", \"by_reason\": {",
             r->drops);
     for (int i = 0; i < MROCE_SIM_DROP_N; i++)

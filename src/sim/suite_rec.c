@@ -215,6 +215,14 @@ static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_int(rec, "data_pkts", (long long)r->data_pkts);
     sj_add_int(rec, "retx_pkts", (long long)r->retx_pkts);
     sj_add_int(rec, "timeouts", (long long)r->timeouts);
+    struct sj *l = sj_add_obj(rec, "lost_by_rule");
+    if (l) {
+        sj_add_int(l, "sack", (long long)r->lost_by.sack);
+        sj_add_int(l, "rack", (long long)r->lost_by.rack);
+        sj_add_int(l, "pto", (long long)r->lost_by.pto);
+        sj_add_int(l, "rto", (long long)r->lost_by.rto);
+        sj_add_int(l, "rnr", (long long)r->lost_by.rnr);
+    }
     sj_add_num(rec, "retx_rate", r->retx_rate);
     sj_add_num(rec, "ooo_rate", r->ooo_rate);
     sj_add_num(rec, "ecn_fraction", r->ecn_fraction);

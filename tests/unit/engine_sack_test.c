@@ -72,6 +72,19 @@ static const struct mroce_hdr *only_ack(struct peer *p)
     return &p->out[0].h;
 }
 
+/* The data transmissions declared lost by each rule: R-LOSS-1 (SACK),
+ * R-LOSS-8 (RACK), R-RTT-7 (PTO), R-RTT-6 (RTO), R-RETRY-4 (RNR). */
+static void assert_lost_by(const struct peer *p, uint64_t sack, uint64_t rack,
+                           uint64_t pto, uint64_t rto, uint64_t rnr)
+{
+    struct mroce_conn_counters c = peer_cnt(p);
+    assert_int_equal(c.lost_sack, sack);
+    assert_int_equal(c.lost_rack, rack);
+    assert_int_equal(c.lost_pto, pto);
+    assert_int_equal(c.lost_rto, rto);
+    assert_int_equal(c.lost_rnr, rnr);
+}
+
 /* ---- the receiver ---- */
 
 static void test_rx_sack_bitmap(void **state)
@@ -267,6 +280,7 @@ static void sack_loss_case(uint16_t lp)
     assert_int_equal(peer_path(p, lp).lost_pkts, 1);
     assert_int_equal(peer_path(p, lp).acked_pkts, next[lp] - 1);
     assert_int_equal(peer_cnt(p).retx_pkts, 1);
+    assert_lost_by(p, 1, 0, 0, 0, 0);
     assert_int_equal(peer_path(p, r->path).retx_pkts, 1);
     assert_true(no_wc(p->scq));
     next[r->path]++;
@@ -508,6 +522,7 @@ static void test_rto_retransmits(void **state)
     fire_until_rto(p);
     assert_int_equal(p->now, t0 + 500 * US);
     assert_int_equal(peer_cnt(p).rto_events, 4);
+    assert_lost_by(p, 0, 0, 0, 4, 0);
     assert_int_equal(peer_cnt(p).repaths, 4);
     for (uint16_t a = 0; a < 4; a++) {
         struct mroce_path_info i = peer_path(p, a);
@@ -927,6 +942,7 @@ static void test_rnr_retries(void **state)
         assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CONNECTED);
     }
     assert_int_equal(peer_cnt(p).rx_nacks, 70);
+    assert_lost_by(p, 0, 0, 0, 0, 70);
     assert_int_equal(peer_ack(p, h.path, h.psn, 1, &h.psn, 1), 0);
     assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
 }
@@ -1157,10 +1173,79 @@ static void test_rack_across_paths(void **state)
     assert_true(peer_fire_tx(p, 8) > 0);
     assert_int_equal(p->now, t + 10 * US + 10 * US / 4 + 1 * US);
     assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 1, 0, 0, 0);
     assert_int_equal(count_retx(p, x.dsn), 1);
     const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
     assert_non_null(pr);
     assert_int_equal(pr->h.path, x.path);
+}
+
+/* Every path's SRTT is 10 us (as PROBEs, served ahead of data, keep it),
+ * then the connection's data packet w takes `rtt_w` (a receiver's queue,
+ * as in a 63-to-1 incast), then x goes out alone on an idle path. */
+static struct mroce_hdr send_behind_queue(struct peer *p, uint64_t rtt_w)
+{
+    rtt_10us_everywhere(p);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr w = p->out[0].h;
+    peer_advance(p, rtt_w); /* timers not run: w is answered first */
+    assert_int_equal(peer_ack(p, w.path, w.psn, w.dsn + 1, &w.psn, 1), 0);
+    assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS);
+    post_write(p, 3, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr x = p->out[0].h;
+    assert_int_not_equal(x.path, w.path);
+    assert_int_equal(peer_path(p, x.path).srtt_ns, 10 * US);
+    assert_int_equal(peer_path(p, x.path).rto_ns, 100 * US);
+    return x;
+}
+
+/* Runs the timers due before `until`: nothing is sent, nothing declared
+ * lost. */
+static void quiet_until(struct peer *p, uint64_t until)
+{
+    while (mroce_ctx_next_expiry(p->ctx) < until) {
+        assert_true(peer_fire(p));
+        assert_int_equal(peer_drain(p, NULL, 0), 0);
+        assert_lost_by(p, 0, 0, 0, 0, 0);
+    }
+    assert_int_equal(peer_cnt(p).tlp_pkts, 0);
+}
+
+/* R-RTT-7: a packet sent while the connection's data waits 90 us in a
+ * queue waits there too: it is not probed at 2 x SRTT + ack_delay
+ * = 22 us but once that latest data RTT has passed without an ACK. */
+static void test_no_tlp_behind_queue(void **state)
+{
+    struct peer *p = *state;
+    struct mroce_hdr x = send_behind_queue(p, 90 * US);
+    uint64_t t = p->now;
+    quiet_until(p, t + 90 * US);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    assert_int_equal(p->now, t + 90 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_int_equal(count_retx(p, x.dsn), 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
+}
+
+/* R-RTT-5: behind a 200 us queue the probe is due after the 100 us RTO;
+ * the RTO waits for it and comes one RTO after it, if nothing answers. */
+static void test_no_rto_before_tlp(void **state)
+{
+    struct peer *p = *state;
+    struct mroce_hdr x = send_behind_queue(p, 200 * US);
+    uint64_t t = p->now;
+    quiet_until(p, t + 200 * US);
+    assert_int_equal(peer_cnt(p).rto_events, 0);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    assert_int_equal(p->now, t + 200 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
+    for (int i = 0; i < 8 && !peer_path(p, x.path).timeouts; i++)
+        assert_true(peer_fire(p));
+    assert_int_equal(peer_path(p, x.path).timeouts, 1);
+    assert_int_equal(p->now, t + 300 * US);
 }
 
 /* R-RTT-7: a path with only a PROBE out (here the ACK-route check's,
@@ -1226,6 +1311,7 @@ static void test_tail_loss_probe(void **state)
     /* PTO = max(10 us, 2 * srtt + ack_delay) on that path */
     assert_int_equal(p->now, t + 2 * 10 * US + 2 * US);
     assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0);
     assert_int_equal(count_retx(p, lost.dsn), 1);
     const struct peer_out *pr = peer_find(p, MROCE_OP_PROBE, 0);
     assert_non_null(pr);
@@ -1234,6 +1320,7 @@ static void test_tail_loss_probe(void **state)
     assert_int_equal(
         peer_ack(p, lost.path, pr->h.psn, lost.dsn + 1, &pr->h.psn, 1), 0);
     assert_int_equal(peer_path(p, lost.path).lost_pkts, 1);
+    assert_lost_by(p, 0, 0, 1, 0, 0); /* the PROBE's SACK: counted once */
     assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS); /* dsn_cum covered it */
 }
 
@@ -1326,6 +1413,8 @@ int main(void)
         T(test_nack_mismatch_is_stale),
         T(test_tlp_no_double_retx),
         T(test_rack_across_paths),
+        T(test_no_tlp_behind_queue),
+        T(test_no_rto_before_tlp),
         T(test_no_tlp_for_probe_alone),
         T(test_tail_copies),
         T(test_overtaken_repath),
