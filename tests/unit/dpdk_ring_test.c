@@ -105,8 +105,21 @@ static void side_open(struct side *s, const char *port, const char *ip,
     assert_int_equal(mroce_conn_create(s->pd, &ca, &s->conn), 0);
 }
 
+/* Frames a closed pair left in the rings (a CLOSE, a retransmission)
+ * would reach the next pair, whose connections have the same ids (seed
+ * 7) and may be closed by them: each pair starts on empty rings. */
+static void rings_drain(void)
+{
+    void *m;
+    while (rte_ring_dequeue(ring_ab, &m) == 0)
+        rte_pktmbuf_free(m);
+    while (rte_ring_dequeue(ring_ba, &m) == 0)
+        rte_pktmbuf_free(m);
+}
+
 static void pair_open(struct pair *p, bool v6, const struct mroce_impair *imp)
 {
+    rings_drain();
     side_open(&p->s[0], "net_ring_ring_a", v6 ? "fd00::1" : "10.9.0.1", imp);
     side_open(&p->s[1], "net_ring_ring_b", v6 ? "fd00::2" : "10.9.0.2", imp);
     struct mroce_conn_params pa, pb;
