@@ -8,17 +8,20 @@
  *   mroce-dpdk-perf server|client --ip A --params PREFIX [--datapath
  *       dpdk|udp] [--port NAME] [--udp-port N] [--mtu 4096] [--paths 16]
  *       [--batch N] [--size 4M] [--seconds 3] [--verify] [--pcap FILE]
- *       [--no-gso] [-- EAL args]
+ *       [--no-gso] [--no-zc] [-- EAL args]
  *
  * --batch: packets per loop pass (mroce_dp_attr.batch). Default over DPDK
  * 64, the datapath's burst: the engine writes a pass's frames into mbufs
  * and the device reads them back: 64 frames of 4 KiB (270 KB) stay in a
  * 1 MiB L2 in between, 256 do not (docs/dpdk.md). UDP: the loop's default.
  *
+ * --no-zc: copy every payload into the frame (mroce_dpdk_attr.no_zc)
+ * instead of attaching it where the port allows (docs/dpdk.md).
+ *
  * The client writes; both print a JSON line (client: gbps, msgs, cycles
- * per packet of its loop). --verify runs WRITE+READ (client checks),
- * SEND, SEND_IMM and WRITE_IMM (server checks) instead of the bandwidth
- * run. Exit 0 when every check passed.
+ * per packet of its loop; with --verify both print one too). --verify runs
+ * WRITE+READ (client checks), SEND, SEND_IMM and WRITE_IMM (server checks)
+ * instead of the bandwidth run. Exit 0 when every check passed.
  *
  *   mroce-dpdk-perf loop --ip A [options] -- EAL args --vdev=net_ring0
  *
@@ -53,7 +56,7 @@
 #define WAIT_NS 60000000000ull
 
 struct opts {
-    bool server, loop, verify, no_gso;
+    bool server, loop, verify, no_gso, no_zc;
     const char *ip, *params, *port, *pcap;
     int kind;
     uint16_t udp_port;
@@ -154,6 +157,8 @@ static void parse(int argc, char **argv, struct opts *o)
             o->verify = true;
         else if (!strcmp(argv[i], "--no-gso"))
             o->no_gso = true;
+        else if (!strcmp(argv[i], "--no-zc"))
+            o->no_zc = true;
         else if (i + 1 >= argc || opt_one(o, argv[i], argv[i + 1]) < 0)
             goto usage;
         else
@@ -194,7 +199,8 @@ static void open_dp(struct side *s)
                                  .port = s->o.port,
                                  .neigh = s->o.loop ? &self : NULL,
                                  .n_neigh = s->o.loop,
-                                 .pcap = s->o.pcap};
+                                 .pcap = s->o.pcap,
+                                 .no_zc = s->o.no_zc};
     struct mroce_dp_attr a = {.kind = s->o.kind,
                               .local_ip = s->o.ip,
                               .port = s->o.udp_port,
@@ -422,8 +428,11 @@ static void print_dpdk(struct side *s, uint64_t pkts)
     if (s->o.kind != MROCE_DP_DPDK || mroce_dpdk_get_counters(s->dp, &d) < 0)
         return;
     printf(",\"passes\":%" PRIu64 ",\"tx_backlogged\":%" PRIu64
-           ",\"tx_alloc_fail\":%" PRIu64 ",\"phase_cycles_per_pkt\":{",
-           d.passes, d.tx_backlogged, d.tx_alloc_fail);
+           ",\"tx_alloc_fail\":%" PRIu64 ",\"tx_zc\":%" PRIu64
+           ",\"tx_zc_flattened\":%" PRIu64 ",\"tx_zc_short\":%" PRIu64
+           ",\"tx_zc_async\":%" PRIu64 ",\"phase_cycles_per_pkt\":{",
+           d.passes, d.tx_backlogged, d.tx_alloc_fail, d.tx_zc,
+           d.tx_zc_flattened, d.tx_zc_short, d.tx_zc_async);
     for (int i = 0; i < MROCE_DPDK_PH_N; i++)
         printf("%s\"%s\":%.0f", i ? "," : "", ph[i],
                pkts ? (double)d.cyc[i] / (double)pkts : 0);
@@ -500,10 +509,14 @@ static int run(struct side *s)
     } else {
         get_info(s);
         put_info(s);
-        if (s->o.verify)
-            ok = client_verify(s);
-        else
+        uint64_t c0 = __rdtsc(), t0 = mroce_dp_now_ns();
+        if (s->o.verify) {
+            ok = client_verify(s); /* its counters too (tx_zc, tests) */
+            print_json(s, (double)(mroce_dp_now_ns() - t0) / 1e9, 0, 0,
+                       __rdtsc() - c0);
+        } else {
             client_bw(s);
+        }
         send_done(s);
     }
     linger(s);
