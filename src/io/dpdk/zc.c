@@ -42,6 +42,7 @@
 #define ZC_CACHE 64
 #define ZC_OWN_ROOM 8  /* m2's own buffer: the ICRC */
 #define ZC_MIN_PAY 256 /* below it a copy costs less than two mbufs */
+#define ZC_SPARE 64    /* "mrzc" mbufs kept out of the pool */
 
 struct zc_slot {
     struct rte_mbuf_ext_shared_info sh;
@@ -52,8 +53,9 @@ struct zc_slot {
 struct mroce_dpdk_zc {
     struct rte_mempool *mp;
     bool iova_va; /* IOVA = VA; else RTE_BAD_IOVA (see zc_iova) */
-    uint16_t n_free;
+    uint16_t n_free, n_spare;
     uint16_t free[ZC_SLOTS];
+    struct rte_mbuf *spare[ZC_SPARE]; /* as a free mbuf is (see zc_get2) */
     struct zc_slot slot[ZC_SLOTS];
 };
 
@@ -173,6 +175,23 @@ static void zc_link(struct mroce_dpdk_zc *z, struct rte_mbuf *m0,
     m0->nb_segs = 3;
 }
 
+/* Two mbufs, taken from the pool ZC_SPARE / 2 at a time and without
+ * rte_pktmbuf_reset: a free mbuf has refcnt 1, next NULL, nb_segs 1 and
+ * (these never carry offloads; detach clears the external flag)
+ * ol_flags 0; zc_link sets the rest. */
+static bool zc_get2(struct mroce_dpdk_zc *z, struct rte_mbuf **seg)
+{
+    if (z->n_spare < 2) {
+        if (rte_mempool_get_bulk(z->mp, (void **)(z->spare + z->n_spare),
+                                 ZC_SPARE / 2) != 0)
+            return false;
+        z->n_spare += ZC_SPARE / 2;
+    }
+    seg[0] = z->spare[--z->n_spare];
+    seg[1] = z->spare[--z->n_spare];
+    return true;
+}
+
 bool mroce_dpdk_zc_attach(struct mroce_dpdk *p, struct rte_mbuf *m0,
                           const struct mroce_dp_pkt *pkt)
 {
@@ -180,7 +199,7 @@ bool mroce_dpdk_zc_attach(struct mroce_dpdk *p, struct rte_mbuf *m0,
     struct rte_mbuf *seg[2];
     if (pkt->pay_len < ZC_MIN_PAY || pkt->pay_len > UINT16_MAX)
         return false;
-    if (z->n_free == 0 || rte_pktmbuf_alloc_bulk(z->mp, seg, 2) != 0) {
+    if (z->n_free == 0 || !zc_get2(z, seg)) {
         p->cnt.tx_zc_short++;
         return false;
     }
