@@ -17,14 +17,21 @@
 # medians, per phase, of the runs' cycles per packet (client: sender;
 # server: receiver; keys as mroce_dpdk_counters.cyc, docs/dpdk.md).
 #
+# With MROCE_BENCH_NOZC=1 each repeat also runs (b) with zero-copy
+# transmit off (mroce-dpdk-perf --no-zc, same binary) right after it:
+# mroce_nozc_gbps, mroce_nozc_runs, zc_ratio_runs (zc / copy, per pair)
+# and the copying client's phase profile.
+#
 # Usage: bench/dpdk_vs_raw.sh [SECONDS]
-#        (env MROCE_BUILD_DIR [build], MROCE_BENCH_REPEAT [1])
+#        (env MROCE_BUILD_DIR [build], MROCE_BENCH_REPEAT [1],
+#         MROCE_BENCH_NOZC [0])
 set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${MROCE_BUILD_DIR:-$SRC/build}"
 SECS="${1:-3}"
 REPEAT="${MROCE_BENCH_REPEAT:-1}"
+NOZC="${MROCE_BENCH_NOZC:-0}"
 OUT="$SRC/bench/out"
 PERF="$BUILD/bin/mroce-dpdk-perf"
 FWD="$BUILD/bin/mroce-dpdk-fwd"
@@ -81,10 +88,11 @@ run_raw() { # $1 huge|nohuge, $2 run tag -> gbps (or null) on stdout
     echo "$g"
 }
 
-# $1 huge|nohuge|udp, $2 run tag: client and server JSON lines in
-# $TMP/mroce-$2.json and $TMP/mroce-$2.srv.
+# $1 huge|nohuge|udp, $2 run tag, $3.. more options for both sides:
+# client and server JSON lines in $TMP/mroce-$2.json and $TMP/mroce-$2.srv.
 run_mroce() {
     local tag=$1 sock="$TMP/mr-$2.sock" mem
+    local more=("${@:3}")
     local s=(--ip 10.77.0.1 --params "$TMP/p-$2") c=(--ip 10.77.0.2 --params "$TMP/p-$2")
     local se=() ce=()
     if [[ "$tag" == udp ]]; then
@@ -97,12 +105,12 @@ run_mroce() {
         # shellcheck disable=SC2206
         ce=(-- -l 1 --file-prefix "mrb_mc$$" $mem "${EAL_COMMON[@]}" "$(memif client "$sock")")
     fi
-    timeout $((SECS + 60)) "$PERF" server "${s[@]}" "${se[@]}" \
+    timeout $((SECS + 60)) "$PERF" server "${s[@]}" "${more[@]}" "${se[@]}" \
         >"$TMP/mroce-$2.srv" 2>&1 &
     local srv=$!
     [[ "$tag" == udp ]] || wait_sock "$sock"
     timeout $((SECS + 60)) "$PERF" client "${c[@]}" --size 4M --mtu 4096 \
-        --seconds "$SECS" "${ce[@]}" >"$TMP/mroce-$2.json" 2>"$TMP/mroce-$2.err" ||
+        --seconds "$SECS" "${more[@]}" "${ce[@]}" >"$TMP/mroce-$2.json" 2>"$TMP/mroce-$2.err" ||
         { cat "$TMP/mroce-$2.err" >&2; }
     wait "$srv" || true
 }
@@ -147,6 +155,7 @@ try_hugepages() {
 # mode $1: REPEAT raw/mroce pairs; sets SECTION (JSON) for the mode.
 mode_runs() {
     local m=$1 raw=() mr=() cyc=() busy=() cph=() sph=() rr=() i t c sv g
+    local nz=() nzr=() nzcyc=() nzph=() z
     for i in $(seq 1 "$REPEAT"); do
         t="$m-$i"
         g=$(run_raw "$m" "$t")
@@ -163,6 +172,16 @@ mode_runs() {
         sph+=("$(jq -c -n "$sv | .phase_cycles_per_pkt // {}")")
         rr+=("$(ratio "${mr[-1]}" "$g")")
         echo "$m run $i: raw $g Gbit/s; mroce: $c" >&2
+        if [[ "$NOZC" == 1 ]]; then
+            run_mroce "$m" "$t-nozc" --no-zc
+            z=$(role_lines "$TMP/mroce-$t-nozc.json" client)
+            [[ -n "$z" ]] || z='{}'
+            nz+=("$(jq -n "$z | .gbps // null")")
+            nzr+=("$(ratio "${mr[-1]}" "${nz[-1]}")")
+            nzcyc+=("$(jq -n "$z | .cycles_per_pkt // null")")
+            nzph+=("$(jq -c -n "$z | .phase_cycles_per_pkt // {}")")
+            echo "$m run $i: mroce --no-zc: $z" >&2
+        fi
     done
     local R M
     R="[$(IFS=,; echo "${raw[*]}")]" M="[$(IFS=,; echo "${mr[*]}")]"
@@ -181,6 +200,16 @@ mode_runs() {
           batch: \$batch,
           client_phase_cycles_per_pkt: \$cph,
           server_phase_cycles_per_pkt: \$sph}")
+    [[ "$NOZC" == 1 ]] || return 0
+    local N="[$(IFS=,; echo "${nz[*]}")]"
+    SECTION=$(jq -c -n --argjson s "$SECTION" --argjson n "$N" \
+        --argjson nmed "$(median "$N")" \
+        --argjson zr "[$(IFS=,; echo "${nzr[*]}")]" \
+        --argjson ncyc "$(median "[$(IFS=,; echo "${nzcyc[*]}")]")" \
+        --argjson nph "$(phase_median "[$(IFS=,; echo "${nzph[*]}")]")" \
+        '$s + {mroce_nozc_gbps: $nmed, mroce_nozc_runs: $n,
+               zc_ratio_runs: $zr, mroce_nozc_cycles_per_pkt: $ncyc,
+               client_nozc_phase_cycles_per_pkt: $nph}')
 }
 
 declare -A SEC

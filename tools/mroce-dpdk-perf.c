@@ -8,17 +8,20 @@
  *   mroce-dpdk-perf server|client --ip A --params PREFIX [--datapath
  *       dpdk|udp] [--port NAME] [--udp-port N] [--mtu 4096] [--paths 16]
  *       [--batch N] [--size 4M] [--seconds 3] [--verify] [--pcap FILE]
- *       [--no-gso] [-- EAL args]
+ *       [--no-gso] [--no-zc] [-- EAL args]
  *
  * --batch: packets per loop pass (mroce_dp_attr.batch). Default over DPDK
  * 64, the datapath's burst: the engine writes a pass's frames into mbufs
  * and the device reads them back: 64 frames of 4 KiB (270 KB) stay in a
  * 1 MiB L2 in between, 256 do not (docs/dpdk.md). UDP: the loop's default.
  *
+ * --no-zc: copy every payload into the frame (mroce_dpdk_attr.no_zc)
+ * instead of attaching it where the port allows (docs/dpdk.md).
+ *
  * The client writes; both print a JSON line (client: gbps, msgs, cycles
- * per packet of its loop). --verify runs WRITE+READ (client checks),
- * SEND, SEND_IMM and WRITE_IMM (server checks) instead of the bandwidth
- * run. Exit 0 when every check passed.
+ * per packet of its loop; with --verify both print one too). --verify runs
+ * WRITE+READ (client checks), SEND, SEND_IMM and WRITE_IMM (server checks)
+ * instead of the bandwidth run. Exit 0 when every check passed.
  *
  *   mroce-dpdk-perf loop --ip A [options] -- EAL args --vdev=net_ring0
  *
@@ -27,6 +30,15 @@
  * (net_ring without arguments): sender and receiver on one thread, no
  * second process, so `valgrind --tool=callgrind` sees the whole packet
  * path (docs/dpdk.md). The peer's MAC is a static neighbour.
+ *
+ *   mroce-dpdk-perf pair --ip A --peer-ip B --port P0 --peer-port P1
+ *       [options] -- EAL args (two ports wired to each other)
+ *
+ * runs the write_bw client on port P0 and its server, with a datapath of
+ * its own, on P1 (e.g. the two ends of one memif socket), both polled by
+ * one thread: no peer to be descheduled, so on a busy machine the
+ * thread's CPU time per data packet (cpu_ns_per_data_pkt) measures the
+ * work of sender and receiver together, whoever else runs.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -43,6 +56,8 @@
 #include <mroce/mroce_dp.h>
 
 #ifdef MROCE_HAVE_DPDK
+#include <rte_ethdev.h>
+
 #include "io/dpdk/dpdk.h"
 #endif
 
@@ -53,8 +68,8 @@
 #define WAIT_NS 60000000000ull
 
 struct opts {
-    bool server, loop, verify, no_gso;
-    const char *ip, *params, *port, *pcap;
+    bool server, loop, pair, verify, no_gso, no_zc;
+    const char *ip, *params, *port, *pcap, *peer_ip, *peer_port;
     int kind;
     uint16_t udp_port;
     uint32_t mtu, paths, batch;
@@ -81,6 +96,8 @@ struct side {
     uint8_t *mem;
     struct xinfo peer;
     uint64_t busy_cycles;
+    uint64_t cpu_ns;   /* client_bw: the thread's CPU time */
+    struct side *twin; /* pair: the server, polled with this side */
 };
 
 static void die(const char *what, int rc)
@@ -110,6 +127,10 @@ static int opt_one(struct opts *o, const char *k, const char *v)
         o->params = v;
     else if (!strcmp(k, "--port"))
         o->port = v;
+    else if (!strcmp(k, "--peer-ip"))
+        o->peer_ip = v;
+    else if (!strcmp(k, "--peer-port"))
+        o->peer_port = v;
     else if (!strcmp(k, "--pcap"))
         o->pcap = v;
     else if (!strcmp(k, "--datapath"))
@@ -139,10 +160,11 @@ static void parse(int argc, char **argv, struct opts *o)
                        .size = 4 << 20,
                        .seconds = 3};
     if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client") &&
-                     strcmp(argv[1], "loop")))
+                     strcmp(argv[1], "loop") && strcmp(argv[1], "pair")))
         goto usage;
     o->server = !strcmp(argv[1], "server");
     o->loop = !strcmp(argv[1], "loop");
+    o->pair = !strcmp(argv[1], "pair");
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             o->eal_argc = argc - i;
@@ -154,6 +176,8 @@ static void parse(int argc, char **argv, struct opts *o)
             o->verify = true;
         else if (!strcmp(argv[i], "--no-gso"))
             o->no_gso = true;
+        else if (!strcmp(argv[i], "--no-zc"))
+            o->no_zc = true;
         else if (i + 1 >= argc || opt_one(o, argv[i], argv[i + 1]) < 0)
             goto usage;
         else
@@ -161,13 +185,17 @@ static void parse(int argc, char **argv, struct opts *o)
     }
     if (!o->batch && o->kind == MROCE_DP_DPDK)
         o->batch = DPDK_BATCH;
-    if (o->ip && (o->loop ? !o->verify : o->params != NULL))
+    if (o->pair && o->ip && o->peer_ip && o->port && o->peer_port && !o->verify)
+        return; /* pair: write_bw only */
+    if (!o->pair && o->ip && (o->loop ? !o->verify : o->params != NULL))
         return; /* loop: write_bw only */
 usage:
     fprintf(stderr, "usage: mroce-dpdk-perf server|client --ip A --params "
                     "PREFIX [options] [-- EAL args]\n"
                     "       mroce-dpdk-perf loop --ip A [options] -- EAL "
-                    "args\n");
+                    "args\n"
+                    "       mroce-dpdk-perf pair --ip A --peer-ip B --port "
+                    "P0 --peer-port P1 [options] -- EAL args\n");
     exit(2);
 }
 
@@ -194,7 +222,8 @@ static void open_dp(struct side *s)
                                  .port = s->o.port,
                                  .neigh = s->o.loop ? &self : NULL,
                                  .n_neigh = s->o.loop,
-                                 .pcap = s->o.pcap};
+                                 .pcap = s->o.pcap,
+                                 .no_zc = s->o.no_zc};
     struct mroce_dp_attr a = {.kind = s->o.kind,
                               .local_ip = s->o.ip,
                               .port = s->o.udp_port,
@@ -286,6 +315,8 @@ static int poll_one(struct side *s, struct mroce_wc *wc)
 {
     uint64_t t = __rdtsc();
     int moved = mroce_progress(s->dp);
+    if (s->twin)
+        moved += mroce_progress(s->twin->dp);
     if (moved > 0)
         s->busy_cycles += __rdtsc() - t;
     int n = mroce_poll_cq(s->cq, 1, wc);
@@ -422,8 +453,11 @@ static void print_dpdk(struct side *s, uint64_t pkts)
     if (s->o.kind != MROCE_DP_DPDK || mroce_dpdk_get_counters(s->dp, &d) < 0)
         return;
     printf(",\"passes\":%" PRIu64 ",\"tx_backlogged\":%" PRIu64
-           ",\"tx_alloc_fail\":%" PRIu64 ",\"phase_cycles_per_pkt\":{",
-           d.passes, d.tx_backlogged, d.tx_alloc_fail);
+           ",\"tx_alloc_fail\":%" PRIu64 ",\"tx_zc\":%" PRIu64
+           ",\"tx_zc_flattened\":%" PRIu64 ",\"tx_zc_short\":%" PRIu64
+           ",\"tx_zc_async\":%" PRIu64 ",\"phase_cycles_per_pkt\":{",
+           d.passes, d.tx_backlogged, d.tx_alloc_fail, d.tx_zc,
+           d.tx_zc_flattened, d.tx_zc_short, d.tx_zc_async);
     for (int i = 0; i < MROCE_DPDK_PH_N; i++)
         printf("%s\"%s\":%.0f", i ? "," : "", ph[i],
                pkts ? (double)d.cyc[i] / (double)pkts : 0);
@@ -450,6 +484,7 @@ static void print_json(struct side *s, double secs, uint64_t bytes,
            "\"rx_bad_frame\":%" PRIu64 ",\"tx_dropped\":%" PRIu64
            ",\"retx_pkts\":%" PRIu64 ",\"rto_events\":%" PRIu64 ",\"batch\":%u",
            s->o.loop     ? "loop"
+           : s->o.pair   ? "pair"
            : s->o.server ? "server"
                          : "client",
            s->o.kind == MROCE_DP_UDP ? "udp" : "dpdk", secs, bytes, msgs,
@@ -457,8 +492,18 @@ static void print_json(struct side *s, double secs, uint64_t bytes,
            c.tx_bursts, c.rx_bursts, pkts ? (double)cycles / (double)pkts : 0,
            pkts ? (double)s->busy_cycles / (double)pkts : 0, c.rx_bad_frame,
            c.tx_dropped, k.retx_pkts, k.rto_events, s->o.batch);
+    if (bytes)
+        printf(",\"cpu_ns_per_data_pkt\":%.0f",
+               (double)s->cpu_ns / ((double)bytes / s->o.mtu));
     print_dpdk(s, pkts);
     printf("}\n");
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void client_bw(struct side *s)
@@ -467,7 +512,7 @@ static void client_bw(struct side *s)
     uint64_t msgs = 0, posted = 0;
     pattern(s->mem, s->o.size, 1);
     struct mroce_send_wr w = wr(s, 0, 0);
-    uint64_t t0 = mroce_dp_now_ns(), c0 = __rdtsc();
+    uint64_t t0 = mroce_dp_now_ns(), c0 = __rdtsc(), cpu0 = thread_cpu_ns();
     uint64_t end = t0 + (uint64_t)(s->o.seconds * 1e9);
     s->busy_cycles = 0;
     for (;;) { /* one clock read a pass (and the loop's own) */
@@ -480,6 +525,7 @@ static void client_bw(struct side *s)
         msgs += (uint64_t)poll_one(s, &wc);
     }
     double secs = (double)(mroce_dp_now_ns() - t0) / 1e9;
+    s->cpu_ns = thread_cpu_ns() - cpu0;
     print_json(s, secs, msgs * s->o.size, msgs, __rdtsc() - c0);
 }
 
@@ -500,10 +546,14 @@ static int run(struct side *s)
     } else {
         get_info(s);
         put_info(s);
-        if (s->o.verify)
-            ok = client_verify(s);
-        else
+        uint64_t c0 = __rdtsc(), t0 = mroce_dp_now_ns();
+        if (s->o.verify) {
+            ok = client_verify(s); /* its counters too (tx_zc, tests) */
+            print_json(s, (double)(mroce_dp_now_ns() - t0) / 1e9, 0, 0,
+                       __rdtsc() - c0);
+        } else {
             client_bw(s);
+        }
         send_done(s);
     }
     linger(s);
@@ -529,6 +579,55 @@ static int run_loop(struct side *s)
     return 0;
 }
 
+/* Until both ports' links are up (memif connects in the background). */
+static void pair_link_wait(struct side *a, struct side *b)
+{
+#ifdef MROCE_HAVE_DPDK
+    uint64_t end = mroce_dp_now_ns() + WAIT_NS;
+    struct rte_eth_link la = {0}, lb = {0};
+    while (mroce_dp_now_ns() < end) {
+        rte_eth_link_get_nowait((uint16_t)mroce_dpdk_port_id(a->dp), &la);
+        rte_eth_link_get_nowait((uint16_t)mroce_dpdk_port_id(b->dp), &lb);
+        if (la.link_status && lb.link_status)
+            return;
+        usleep(1000);
+    }
+    die("links never came up", MROCE_ESTATE);
+#else
+    (void)a;
+    (void)b;
+#endif
+}
+
+/* The server on a port of its own, polled with the client (pair). */
+static int run_pair(struct side *s)
+{
+    struct side *peer = calloc(1, sizeof(*peer));
+    if (!peer)
+        die("memory", MROCE_ENOMEM);
+    peer->o = s->o;
+    peer->o.server = true;
+    peer->o.ip = s->o.peer_ip;
+    peer->o.port = s->o.peer_port;
+    open_dp(peer);
+    open_conn(peer);
+    pair_link_wait(s, peer);
+    mroce_conn_get_params(peer->conn, &s->peer.p);
+    mroce_conn_get_params(s->conn, &peer->peer.p);
+    s->peer.addr = (uint64_t)(uintptr_t)peer->mem;
+    s->peer.rkey = mroce_mr_rkey(peer->mr);
+    if (mroce_conn_connect(s->conn, &s->peer.p) < 0 ||
+        mroce_conn_connect(peer->conn, &peer->peer.p) < 0)
+        die("connect", MROCE_ESTATE);
+    s->twin = peer;
+    client_bw(s);
+    mroce_conn_destroy(peer->conn);
+    mroce_dp_destroy(peer->dp);
+    free(peer->mem);
+    free(peer);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct side s;
@@ -537,7 +636,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     open_dp(&s);
     open_conn(&s);
-    int rc = s.o.loop ? run_loop(&s) : run(&s);
+    int rc = s.o.loop ? run_loop(&s) : s.o.pair ? run_pair(&s) : run(&s);
     mroce_conn_destroy(s.conn);
     mroce_dp_destroy(s.dp);
     free(s.mem);

@@ -48,7 +48,9 @@ struct mroce_dp_neigh {
  * included). `port` names the ethdev ("net_memif0", "net_ring0"; NULL:
  * the first port). The local MAC is the port's; neighbours not in the
  * table are resolved by ARP/ND. `pcap`: also write every frame sent and
- * received to this file (net_pcap format tshark reads). */
+ * received to this file (net_pcap format tshark reads). `no_zc`: copy
+ * every payload into the frame instead of attaching it from registered
+ * memory where the port allows that (docs/dpdk.md, zero-copy transmit). */
 struct mroce_dpdk_attr {
     int eal_argc;
     char **eal_argv;
@@ -58,6 +60,7 @@ struct mroce_dpdk_attr {
     uint32_t n_mbufs;          /* [8192] */
     uint16_t rx_ring, tx_ring; /* descriptors [1024] */
     const char *pcap;
+    bool no_zc;
 };
 
 struct mroce_dp_attr {

@@ -71,6 +71,12 @@ struct mroce_dpdk_counters {
     uint64_t tx_backlogged;  /* frames that waited in the backlog */
     uint64_t tx_alloc_fail;  /* mempool empty */
     uint64_t pcap_frames, pcap_dropped;
+    /* Zero-copy transmit (zc.c): frames sent as headers + the payload
+     * attached from registered memory + the ICRC; frames built so and
+     * then kept (backlog), whose payload had to be copied after all;
+     * payloads copied because the slots or the zc pool ran out; slots a
+     * PMD still held after tx_burst (zero-copy then turned off). */
+    uint64_t tx_zc, tx_zc_flattened, tx_zc_short, tx_zc_async;
     uint64_t passes;               /* rx_burst calls */
     uint64_t cyc[MROCE_DPDK_PH_N]; /* TSC cycles by enum mroce_dpdk_phase */
 };
@@ -94,8 +100,10 @@ struct mroce_dpdk {
     uint32_t bl_head, bl_tail; /* free-running; head - tail frames */
     struct rte_mbuf *stash[MROCE_DPDK_STASH]; /* as allocated, LIFO */
     uint16_t n_stash;
-    uint64_t prof_at; /* TSC at the last op's exit; 0: no op yet */
-    int prof_op;      /* the last op (enum mroce_dpdk_op) */
+    struct mroce_dpdk_zc *zc; /* zc.c; NULL: never on for this port */
+    bool zc_on;               /* attach payloads (zc.c decides) */
+    uint64_t prof_at;         /* TSC at the last op's exit; 0: no op yet */
+    int prof_op;              /* the last op (enum mroce_dpdk_op) */
 };
 
 /* ---- Phase profile: one TSC read at each op's entry and exit ---- */
@@ -144,6 +152,29 @@ void mroce_dpdk_resolve(struct mroce_dpdk *p, const struct mroce_addr *ip);
 void mroce_dpdk_ctl_flush(struct mroce_dpdk *p);
 void mroce_dpdk_capture(struct mroce_dpdk *p, struct rte_mbuf *m);
 void mroce_dpdk_capture_flush(struct mroce_dpdk *p);
+
+/* zc.c: zero-copy transmit. open decides whether the port may use it
+ * (p->zc_on) and logs why not; close forgets the port's slots (they stay
+ * for the process: a PMD may still hold some). attach chains m0 (headers
+ * written, the ICRC behind the hole in pkt->buf) with the payload and
+ * the ICRC; false: send a copy (the payload is too short for it to pay
+ * off, or the slots or mbufs ran out: tx_zc_short). flatten undoes a
+ * chain into one mbuf (for a frame the datapath keeps). check, after a
+ * burst whose unsent chains were all flattened: a slot still out is held
+ * by the PMD, so zero-copy goes off (tx_zc_async). */
+struct mroce_dpdk_zc;
+void mroce_dpdk_zc_open(struct mroce_dp *dp, struct mroce_dpdk *p);
+void mroce_dpdk_zc_close(struct mroce_dpdk *p);
+bool mroce_dpdk_zc_attach(struct mroce_dpdk *p, struct rte_mbuf *m0,
+                          const struct mroce_dp_pkt *pkt);
+void mroce_dpdk_zc_flatten(struct mroce_dpdk *p, struct rte_mbuf *m0);
+void mroce_dpdk_zc_check(struct mroce_dp *dp, struct mroce_dpdk *p);
+/* Slots attached payloads hold now (0 between bursts on a PMD that
+ * copies during tx_burst). */
+unsigned mroce_dpdk_zc_held(const struct mroce_dpdk *p);
+/* Tests: zero-copy on whatever the port (the async check on net_ring,
+ * which holds frames in its ring). false: no memory for the pool. */
+bool mroce_dpdk_zc_force(struct mroce_dpdk *p);
 
 /* ---- Extension calls (datapaths of kind MROCE_DP_DPDK only) ---- */
 

@@ -327,6 +327,8 @@ int mroce_dpdk_start(struct mroce_dp *dp, struct mroce_dpdk *p)
     rc = port_open(dp, p);
     if (rc == 0 && dp->attr.dpdk && dp->attr.dpdk->pcap)
         rc = pcap_open(dp, p);
+    if (rc == 0)
+        mroce_dpdk_zc_open(dp, p); /* after pcap_open: capture rules it out */
     if (rc < 0)
         mroce_dpdk_stop(p);
     return rc;
@@ -341,6 +343,7 @@ void mroce_dpdk_stop(struct mroce_dpdk *p)
     rte_pktmbuf_free_bulk(p->stash, p->n_stash);
     p->n_stash = 0;
     rte_eth_dev_stop(p->port);
+    mroce_dpdk_zc_close(p);
     pcap_close(p);
     port_busy[p->port] = false;
 }

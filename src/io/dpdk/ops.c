@@ -1,13 +1,19 @@
 /* The DPDK datapath's ops table (io/dp.h): bursts of mbufs in and out.
  *
  * TX: tx_alloc hands the loop mbufs whose data pointer is past the room
- * for our Ethernet/IP/UDP headers, so mroce_ctx_tx writes the UDP payload
- * straight into the mbuf and tx_burst only writes the headers in front:
- * no copy beyond the engine's. Buffers a pass did not fill come back
- * through tx_free into a stash the next tx_alloc takes first. RX: the
- * engine reads the payload in place from the mbuf; its placement into
- * registered memory is the one copy. Every op reads the TSC on entry and
- * exit for the phase profile (dpdk.h, mroce_dpdk_counters.cyc).
+ * for our Ethernet/IP/UDP headers; the loop asks the engine for packets
+ * by reference (ops->tx_ref, mroce_ctx_tx_ref), which writes our headers
+ * into the mbuf and says where the payload lies in registered memory.
+ * tx_burst writes Ethernet/IP/UDP in front and either attaches the
+ * payload as an external buffer (zc.c: ports whose PMD copies during
+ * rte_eth_tx_burst) or copies it into the hole (mroce_dp_pkt_flatten).
+ * Frames the port refused wait in a backlog, flattened first: the
+ * payload reference dies when the loop next calls the engine. Buffers a
+ * pass did not fill come back through tx_free into a stash the next
+ * tx_alloc takes first. RX: the engine reads the payload in place from
+ * the mbuf; its placement into registered memory is the one copy. Every
+ * op reads the TSC on entry and exit for the phase profile (dpdk.h,
+ * mroce_dpdk_counters.cyc).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +198,15 @@ static int dpdk_tx_alloc(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n,
     return got;
 }
 
+/* A referenced payload: attached (zc.c) or copied into the hole. */
+static void tx_payload(struct mroce_dpdk *p, struct mroce_dp_pkt *pkt)
+{
+    if (!pkt->pay_len)
+        return;
+    if (!p->zc_on || !mroce_dpdk_zc_attach(p, pkt->priv, pkt))
+        mroce_dp_pkt_flatten(pkt);
+}
+
 /* Headers in front of the payload; false if the peer's MAC is unknown
  * (a request is on its way; the engine retransmits). */
 static bool tx_frame(struct mroce_dpdk *p, struct mroce_dp_pkt *pkt)
@@ -204,10 +219,12 @@ static bool tx_frame(struct mroce_dpdk *p, struct mroce_dp_pkt *pkt)
     }
     if (pkt->meta.src.family != pkt->meta.dst.family)
         pkt->meta.src = p->local.ip;
+    tx_payload(p, pkt); /* before the headers: IPv6 sums the payload */
     mroce_dpdk_hdr_write(rte_pktmbuf_mtod(m, uint8_t *), dmac, p->mac,
                          &pkt->meta, pkt->len);
-    m->data_len = (uint16_t)(p->hdr_len + pkt->len);
-    m->pkt_len = m->data_len;
+    m->pkt_len = p->hdr_len + pkt->len;
+    if (m->nb_segs == 1)
+        m->data_len = (uint16_t)m->pkt_len;
     return true;
 }
 
@@ -227,12 +244,32 @@ static bool backlog_flush(struct mroce_dpdk *p)
     return true;
 }
 
+/* Chains (zero-copy frames) among m[0..n). */
+static uint16_t zc_count(struct rte_mbuf **m, uint16_t n)
+{
+    uint16_t k = 0;
+    for (uint16_t i = 0; i < n; i++)
+        k += m[i]->nb_segs > 1;
+    return k;
+}
+
 /* Frames the port cannot take now wait in the backlog (a drop would
- * cost the engine a retransmission); only a full backlog drops. */
+ * cost the engine a retransmission); only a full backlog drops. A
+ * zero-copy frame is flattened first: its payload reference dies at the
+ * loop's next engine call. Sent chains are counted before the send: the
+ * PMD frees them inside rte_eth_tx_burst. */
 static void tx_push(struct mroce_dp *dp, struct mroce_dpdk *p,
                     struct rte_mbuf **m, uint16_t n)
 {
+    uint16_t zc = p->zc_on ? zc_count(m, n) : 0;
     uint16_t s = backlog_flush(p) ? rte_eth_tx_burst(p->port, 0, m, n) : 0;
+    for (uint16_t i = s; zc && i < n; i++) {
+        if (m[i]->nb_segs == 1)
+            continue;
+        mroce_dpdk_zc_flatten(p, m[i]);
+        zc--;
+    }
+    p->cnt.tx_zc += zc;
     for (; s < n; s++) {
         if (p->bl_head - p->bl_tail == MROCE_DPDK_BACKLOG) {
             p->cnt.tx_ring_full += n - s;
@@ -267,6 +304,8 @@ static int tx_burst(struct mroce_dp *dp, struct mroce_dpdk *p,
         }
         tx_push(dp, p, m, k);
     }
+    if (p->zc_on)
+        mroce_dpdk_zc_check(dp, p);
     mroce_dpdk_ctl_flush(p);
     mroce_dpdk_capture_flush(p);
     return n - (int)(dp->cnt.tx_dropped - dropped);
@@ -283,6 +322,7 @@ static int dpdk_tx_burst(struct mroce_dp *dp, struct mroce_dp_pkt *pkts, int n)
 
 const struct mroce_dp_ops mroce_dp_dpdk_ops = {
     .name = "dpdk",
+    .tx_ref = true, /* payloads attached (zc.c) or copied in tx_burst */
     .open = dpdk_open,
     .close = dpdk_close,
     .rx_burst = dpdk_rx_burst,
