@@ -149,13 +149,25 @@ static struct txp *comp_release(struct mroce_conn *c, struct path_tx *pt,
 void eng_comp_resent(struct mroce_conn *c, struct path_tx *pt, uint32_t i)
 {
     uint16_t len = pt->psn_len[i];
+    struct txp *x = comp_txp(c, pt->psn_dsn[i]);
     if (!(len & ENG_PSN_RESENT)) {
-        struct txp *x = comp_txp(c, pt->psn_dsn[i]);
         eng_conn_uncharge(c, ENG_PSN_BYTES(len));
         if (x && x->copies)
             x->copies--;
         pt->psn_len[i] = (uint16_t)(len | ENG_PSN_RESENT);
     }
+    /* R-RTT-7: at most ENG_TLP_GENS times per DSN until an ACK shows the
+     * peer alive: when the peer itself is silent (a stalled process)
+     * copies cannot help, and each copy's own probe would send the next */
+    if (!x || x->state != TXP_OUT)
+        return;
+    if (x->tlp_epoch != c->alive + 1) {
+        x->tlp_epoch = c->alive + 1;
+        x->tlp_gens = 0;
+    }
+    if (x->tlp_gens >= ENG_TLP_GENS)
+        return;
+    x->tlp_gens++;
     eng_comp_lost(c, pt->psn_dsn[i]);
 }
 
@@ -243,6 +255,7 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
     pt->last_progress = now;
     pt->tlp_done = false;
     c->backoff = 0;
+    c->alive++;
     eng_path_alive(c, pt);
     eng_plane_good(c->ctx, pt->plane);
     pt->rto_at = ENG_NEVER;

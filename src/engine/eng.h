@@ -21,6 +21,7 @@
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
 #define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
 #define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
+#define ENG_TLP_GENS 3     /* tail-loss copies of a DSN per epoch (R-RTT-7) */
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -76,6 +77,8 @@ struct txp {
     uint8_t dup_due; /* R-LOSS-7: a second copy of this retransmission */
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
+    uint8_t tlp_gens;   /* R-RTT-7: tail-loss probes that sent it again in */
+    uint32_t tlp_epoch; /* ... this epoch: conn `alive` + 1, 0: never */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
     uint32_t offset, len;
     uint64_t rnr_at;
@@ -249,6 +252,7 @@ struct mroce_conn {
     uint64_t held_planes;
     uint64_t rtt_hint;    /* latest smoothed RTT of any path */
     uint8_t backoff;      /* timeout rounds since progress (R-RETRY-1) */
+    uint32_t alive;       /* ACKs that resolved a PSN as delivered (R-RTT-7) */
     uint64_t round_end;   /* timeouts before this are the same round */
     uint8_t *ack_pending; /* per path flag */
     uint16_t *ack_queue;  /* paths with an ACK to send */

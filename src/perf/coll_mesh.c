@@ -73,9 +73,6 @@ int coll_rank_expired(const struct coll_rank *k)
 static int conn_new(struct coll_rank *k, struct mroce_conn **out)
 {
     const struct perf_opts *o = k->o;
-    /* A busy host deschedules peers for milliseconds: generous RTOs and
-     * retries (RoCEv2 allows 7 at most). */
-    uint8_t retry = o->transport == MROCE_TRANSPORT_ROCEV2 ? 7 : 15;
     struct mroce_conn_attr ca = {
         .send_cq = k->cq,
         .recv_cq = k->cq,
@@ -83,8 +80,8 @@ static int conn_new(struct coll_rank *k, struct mroce_conn **out)
         .n_paths = o->paths,
         .sq_depth = COLL_QD,
         .rq_depth = COLL_QD,
-        .min_rto_ns = o->min_rto_ns ? o->min_rto_ns : 1000000,
-        .retry_cnt = o->retry_cnt ? o->retry_cnt : retry};
+        .min_rto_ns = perf_min_rto_ns(o),
+        .retry_cnt = perf_retry_cnt(o)};
     return mroce_conn_create(k->pd, &ca, out);
 }
 

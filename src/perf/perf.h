@@ -53,8 +53,8 @@ struct perf_opts {
     uint8_t transport;
     uint64_t pace_bps;
     uint32_t batch;      /* --batch: mroce_dp_attr.batch [datapath's] */
-    uint64_t min_rto_ns; /* --min-rto US [engine default] */
-    uint8_t retry_cnt;   /* --retry N [engine default] */
+    uint64_t min_rto_ns; /* --min-rto US [perf_min_rto_ns] */
+    uint8_t retry_cnt;   /* --retry N [perf_retry_cnt] */
     int timeout_s;       /* whole-run bound [120] */
     int eal_argc;
     char *eal_argv[PERF_MAX_EAL];
@@ -113,6 +113,9 @@ int perf_progress(struct mroce_dp *dp);
 /* a sleep's bound, hence a control message's delay */
 #define PERF_IDLE_SLEEP_NS 1000000u
 int perf_progress_idle(struct mroce_dp *dp, unsigned *idle);
+/* Connection defaults of mroce-perf (side.c): --min-rto, --retry. */
+uint64_t perf_min_rto_ns(const struct perf_opts *o);
+uint8_t perf_retry_cnt(const struct perf_opts *o);
 void perf_side_remote(const struct perf_side *s, struct perf_remote *r);
 
 /* Byte i of the verification pattern of side `who`. */

@@ -35,6 +35,25 @@ void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
     a->ctx.hooks.log = side_log;
 }
 
+/* A host running busy-polling peers deschedules them for milliseconds,
+ * in the guest or under it: on the 2-vCPU VM a write_lat run lost 24% of
+ * its CPU time to the hypervisor (steal) and peers went silent for up to
+ * 36 ms. The engine's 100 us / 7 rounds (a fabric's values, ~51 ms of
+ * silence before RETRY_EXC_ERR) then end live connections, so mroce-perf
+ * defaults to 1 ms and 15 rounds (RoCEv2 allows 7 at most); --min-rto and
+ * --retry override. */
+uint64_t perf_min_rto_ns(const struct perf_opts *o)
+{
+    return o->min_rto_ns ? o->min_rto_ns : 1000000;
+}
+
+uint8_t perf_retry_cnt(const struct perf_opts *o)
+{
+    if (o->retry_cnt)
+        return o->retry_cnt;
+    return o->transport == MROCE_TRANSPORT_ROCEV2 ? 7 : 15;
+}
+
 static int side_conn(struct perf_side *s, const struct perf_opts *o)
 {
     uint32_t per = (o->tx_depth + o->streams - 1) / o->streams;
@@ -52,8 +71,8 @@ static int side_conn(struct perf_side *s, const struct perf_opts *o)
                                  .sq_depth = s->depth,
                                  .rq_depth = 2 * s->depth,
                                  .max_rd = s->depth > 1024 ? 1024 : s->depth,
-                                 .min_rto_ns = o->min_rto_ns,
-                                 .retry_cnt = o->retry_cnt};
+                                 .min_rto_ns = perf_min_rto_ns(o),
+                                 .retry_cnt = perf_retry_cnt(o)};
     return mroce_conn_create(s->pd, &ca, &s->conn);
 }
 

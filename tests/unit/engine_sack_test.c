@@ -1267,6 +1267,34 @@ static void test_no_tlp_for_probe_alone(void **state)
     assert_int_equal(peer_cnt(p).tlp_pkts, 0);
 }
 
+/* R-RTT-7: a silent peer (a stalled process) gets each DSN again from
+ * tail-loss probes at most ENG_TLP_GENS times until an ACK shows it alive,
+ * however many paths there are: each copy's own probe used to send the
+ * next, 60 copies of one DSN in 0.9 ms of silence on loopback, reaching
+ * the 64-transmission cap of R-RETRY-1 and ending a live connection. */
+static void test_tlp_copies_silent_peer(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.n_paths = 32;
+    cfg.attr.min_rto_ns = 10000 * US; /* only probes in the window */
+    struct peer *p = peer_new(&cfg);
+    rtt_10us_everywhere(p);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    uint32_t dsn = p->out[0].h.dsn;
+    int copies = 0;
+    uint64_t t = p->now;
+    while (peer_fire(p) && p->now < t + 900 * US) {
+        peer_drain(p, NULL, 0);
+        copies += count_retx(p, dsn);
+    }
+    assert_true(peer_cnt(p).tlp_pkts > 3);
+    assert_in_range(copies, 3, 3 * 2); /* ENG_TLP_GENS, up to 2 copies each */
+    assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CONNECTED);
+}
+
 /* R-LOSS-7: with nothing new to send (the connection's tail), a DSN found
  * lost goes out twice, on two paths; tail_copies 1 sends it once. */
 static void tail_copies_case(uint8_t copies)
@@ -1416,6 +1444,7 @@ int main(void)
         T(test_no_tlp_behind_queue),
         T(test_no_rto_before_tlp),
         T(test_no_tlp_for_probe_alone),
+        T(test_tlp_copies_silent_peer),
         T(test_tail_copies),
         T(test_overtaken_repath),
         T(test_idle_path_first),
