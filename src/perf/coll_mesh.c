@@ -73,15 +73,14 @@ int coll_rank_expired(const struct coll_rank *k)
 static int conn_new(struct coll_rank *k, struct mroce_conn **out)
 {
     const struct perf_opts *o = k->o;
-    struct mroce_conn_attr ca = {
-        .send_cq = k->cq,
-        .recv_cq = k->cq,
-        .n_streams = k->sh.channels,
-        .n_paths = o->paths,
-        .sq_depth = COLL_QD,
-        .rq_depth = COLL_QD,
-        .min_rto_ns = perf_min_rto_ns(o),
-        .retry_cnt = perf_retry_cnt(o)};
+    struct mroce_conn_attr ca = {.send_cq = k->cq,
+                                 .recv_cq = k->cq,
+                                 .n_streams = k->sh.channels,
+                                 .n_paths = o->paths,
+                                 .sq_depth = COLL_QD,
+                                 .rq_depth = COLL_QD,
+                                 .min_rto_ns = perf_min_rto_ns(o),
+                                 .retry_cnt = perf_retry_cnt(o)};
     return mroce_conn_create(k->pd, &ca, out);
 }
 
