@@ -116,9 +116,18 @@ struct mroce_ctx_attr {
      * MetaRoCE path p is on plane p mod n_planes, a RoCEv2 QP on its source
      * port mod n_planes. 1..MROCE_MAX_PLANES; 0: 1. */
     uint32_t n_planes;
+    /* MetaRoCE only: how many data packets in a row one path may take
+     * before the round-robin moves on (R-PATH-17), while it stays the
+     * best-ranked path with room. 0 or 1: one packet per path turn, a
+     * different path for every packet (R-PATH-13). Larger runs let a UDP
+     * datapath send a run as one GSO message (15 fill 64 KiB at mtu 4096)
+     * but put more packets of a path in flight at once, which weakens
+     * loss detection across paths (R-LOSS-8). 1..MROCE_MAX_SPRAY_RUN. */
+    uint32_t spray_run;
 };
 
 #define MROCE_MAX_PLANES 64
+#define MROCE_MAX_SPRAY_RUN 256
 
 #define MROCE_MAX_SRC_PORTS 256
 
@@ -132,7 +141,8 @@ struct mroce_ctx_attr {
 #define MROCE_UDP_PORT 4797
 
 /* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
- * MROCE_MAX_SRC_PORTS source ports or a port 0 among them), ENOMEM.
+ * MROCE_MAX_SRC_PORTS source ports or a port 0 among them, spray_run above
+ * MROCE_MAX_SPRAY_RUN), ENOMEM.
  * Not thread-safe: one thread drives a context at a time. */
 int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
 /* Destroys the context and everything created from it. */

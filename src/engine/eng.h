@@ -239,6 +239,9 @@ struct mroce_conn {
     struct path_rx *prx;
     uint32_t n_alloc_paths;
     uint32_t rr_path, rr_ack;
+    /* R-PATH-17: the current run: its path, the data packets it carried
+     * and the path's next PSN when it began (run_len 0: none) */
+    uint32_t run_path, run_len, run_psn;
     uint32_t inflight; /* bytes in flight over all paths */
     /* R-RTT-7: bytes ever charged to and taken off inflight (wrapping;
      * sent_bytes - done_bytes == inflight) */
@@ -316,6 +319,8 @@ struct mroce_ctx {
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;
     uint32_t n_planes;        /* R-ENC-10: path p on plane p mod n_planes */
+    uint32_t spray_run;       /* R-PATH-17: data packets a path takes in a
+                                 row; 1: a new path for every packet */
     uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
     struct eng_plane *planes; /* R-PATH-15: [n_planes] when > 1 */
     uint32_t n_planes_down;
@@ -564,6 +569,7 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt);
 uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt);
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);
+void eng_path_run_sent(struct mroce_conn *c, uint16_t p);
 void eng_path_repath(struct mroce_conn *c, uint16_t p);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);

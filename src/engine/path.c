@@ -466,6 +466,24 @@ static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
     return true;
 }
 
+/* R-PATH-17: whether the current run may take another packet. */
+static bool path_run_open(const struct mroce_conn *c)
+{
+    return c->run_len && c->run_len < c->ctx->spray_run;
+}
+
+/* R-PATH-13 idle; R-PATH-17: the path of an open run is ranked as when
+ * the run began, its own packets not counted, so that the run goes on
+ * while no path of a better class turns up. */
+static bool path_idle(const struct mroce_conn *c, uint32_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    if (pt->una == pt->next_psn)
+        return true;
+    return p == c->run_path && path_run_open(c) &&
+           (int32_t)(pt->una - c->run_psn) >= 0;
+}
+
 static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
                      uint32_t bytes, uint64_t now)
 {
@@ -476,7 +494,7 @@ static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
         return RANK_OWN;
     if (!eng_path_fast(c, pt))
         return RANK_SLOW;
-    if (pt->una == pt->next_psn)
+    if (path_idle(c, p))
         return pt->srtt ? RANK_IDLE_KNOWN : RANK_IDLE;
     return avoid >= 0 && path_proven(c, pt, now) ? RANK_PROVEN : RANK_FAST;
 }
@@ -493,8 +511,10 @@ static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
     int best = -1, best_rank = RANK_NONE;
+    /* R-PATH-17: an open run's path is asked first, so it wins a tie */
+    uint32_t start = path_run_open(c) ? c->run_path : c->rr_path;
     for (uint32_t i = 0; i < c->n_paths && best_rank != RANK_IDLE_KNOWN; i++) {
-        uint32_t p = (c->rr_path + i) % c->n_paths;
+        uint32_t p = (start + i) % c->n_paths;
         int r = path_rank(c, p, avoid, bytes, now);
         if (r < best_rank) {
             best = (int)p;
@@ -504,6 +524,22 @@ int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
     if (best >= 0)
         c->rr_path = (uint32_t)best + 1;
     return best;
+}
+
+/* R-PATH-17: a data packet is about to take the next PSN of path p: it
+ * extends the open run on p or begins a new run. Counted here rather than
+ * at the pick, which may find nothing to send. */
+void eng_path_run_sent(struct mroce_conn *c, uint16_t p)
+{
+    if (c->ctx->spray_run <= 1)
+        return; /* one packet per turn: no run, R-PATH-13 alone */
+    if (p == c->run_path && path_run_open(c)) {
+        c->run_len++;
+        return;
+    }
+    c->run_path = p;
+    c->run_len = 1;
+    c->run_psn = c->ptx[p].next_psn;
 }
 
 /* ---- receiver bitmap (R-SACK-4, R-SACK-5) ---- */

@@ -57,6 +57,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
 {
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = eng_psn_slot(pt, pt->next_psn);
+    eng_path_run_sent(c, p);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
     if (pt->next_psn == pt->una) {

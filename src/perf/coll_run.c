@@ -302,13 +302,14 @@ static void lead_print(const struct coll_rank *k, const struct lead *l)
     printf("-----------------------------------------------------------------"
            "---------------\n"
            " mroce coll %s: %d ranks (processes), udp 127.0.0.1, %u paths, "
-           "%u channels, MTU %u%s\n"
+           "%u channels, MTU %u, spray run %u%s\n"
            "-----------------------------------------------------------------"
            "---------------\n"
            " #bytes      #iters  t_avg[usec]  t_min[usec]  algbw[Gb/s]  "
            "busbw[Gb/s]  data\n"
            " %-11zu %-7llu %-12.1f %-12.1f %-12.3f %-12.3f %s\n",
            coll_op_name(k->sh.op), k->sh.n, o->paths, k->sh.channels, o->mtu,
+           o->spray_run,
            k->sh.op != COLL_ALLREDUCE ? ""
            : k->sh.flavour            ? ", send"
                                       : ", writeimm",
@@ -337,18 +338,19 @@ static int lead_json(const struct coll_rank *k, const struct lead *l)
     double t = l->t_sum / (double)l->iters, S = (double)k->sh.bytes;
     double alg = S * 8 / t / 1e9, fac = coll_busbw_factor(&k->sh);
     const struct coll_counts *c = &l->sum;
-    fprintf(
-        f,
-        "{\"tool\":\"mroce-perf\",\"test\":\"coll\",\"op\":\"%s\","
-        "\"ranks\":%d,\"datapath\":\"udp\",\"transport\":\"%s\","
-        "\"flavour\":\"%s\",\"paths\":%u,\"channels\":%u,\"mtu\":%u,"
-        "\"loss\":%g,\"bytes\":%zu,\"iterations\":%llu,"
-        "\"t_avg_us\":%.3f,\"t_min_us\":%.3f,\"algbw_gbps\":%.4f,"
-        "\"busbw_factor\":%.4f,\"busbw_gbps\":%.4f,\"check\":\"%s\",",
-        coll_op_name(k->sh.op), k->sh.n, o->transport ? "rocev2" : "metaroce",
-        k->sh.flavour ? "send" : "writeimm", o->paths, k->sh.channels, o->mtu,
-        o->loss, k->sh.bytes, (unsigned long long)l->iters, t * 1e6,
-        l->t_min * 1e6, alg, fac, alg * fac, l->ok ? "verified" : "MISMATCH");
+    fprintf(f,
+            "{\"tool\":\"mroce-perf\",\"test\":\"coll\",\"op\":\"%s\","
+            "\"ranks\":%d,\"datapath\":\"udp\",\"transport\":\"%s\","
+            "\"flavour\":\"%s\",\"paths\":%u,\"channels\":%u,\"mtu\":%u,"
+            "\"spray_run\":%u,\"loss\":%g,\"bytes\":%zu,\"iterations\":%llu,"
+            "\"t_avg_us\":%.3f,\"t_min_us\":%.3f,\"algbw_gbps\":%.4f,"
+            "\"busbw_factor\":%.4f,\"busbw_gbps\":%.4f,\"check\":\"%s\",",
+            coll_op_name(k->sh.op), k->sh.n,
+            o->transport ? "rocev2" : "metaroce",
+            k->sh.flavour ? "send" : "writeimm", o->paths, k->sh.channels,
+            o->mtu, o->spray_run, o->loss, k->sh.bytes,
+            (unsigned long long)l->iters, t * 1e6, l->t_min * 1e6, alg, fac,
+            alg * fac, l->ok ? "verified" : "MISMATCH");
     fprintf(f,
             "\"tx_data_pkts\":%llu,\"retx_pkts\":%llu,\"rto_events\":%llu,"
             "\"tlp_pkts\":%llu,\"rnr_naks\":%llu,\"rx_ecn_ce\":%llu,"

@@ -47,6 +47,9 @@ void perf_usage(void)
             "  --gso off|on   --gro off|on   UDP offloads [on]\n"
             "  --pace GBPS    sender pacing [off]\n"
             "  --batch N      packets per datapath burst [datapath's]\n"
+            "  --spray-run N  data packets a path sends in a row before the\n"
+            "                 next path (R-PATH-17); 15 fill one 64 KiB GSO\n"
+            "                 message at MTU 4096, 1 sprays every packet [15]\n"
             "  --min-rto US   minimum retransmission timeout [1000]\n"
             "  --retry N      timeout rounds before error [15; RoCEv2 7]\n"
             "  --transport metaroce (RoCEv2: mroce-sim only)\n"
@@ -137,6 +140,8 @@ static int opt_value(struct perf_opts *o, const char *k, const char *v)
         return o->pace_bps = (uint64_t)(strtod(v, NULL) * 1e9), 0;
     if (!strcmp(k, "--batch") && num && n > 0 && n <= 1024)
         return o->batch = (uint32_t)n, 0;
+    if (!strcmp(k, "--spray-run") && num && n > 0 && n <= MROCE_MAX_SPRAY_RUN)
+        return o->spray_run = (uint32_t)n, 0;
     if (!strcmp(k, "--min-rto") && num && n > 0)
         return o->min_rto_ns = (uint64_t)n * 1000, 0;
     if (!strcmp(k, "--retry") && num && n > 0 && n < 256)
@@ -198,6 +203,7 @@ static void opt_defaults(struct perf_opts *o)
     o->paths = 16;
     o->streams = 1;
     o->mtu = 4096;
+    o->spray_run = 15; /* R-PATH-17: one GSO message at MTU 4096 */
     o->datapath = MROCE_DP_UDP;
     o->timeout_s = 120;
     o->ranks = 4;

@@ -10,11 +10,11 @@
 void perf_report_header(const struct perf_opts *o)
 {
     printf("%s\n", RULE);
-    printf("                    mroce %s (%s, %u paths, %u streams, "
-           "MTU %u%s)\n",
+    printf("                mroce %s (%s, %u paths, %u streams, "
+           "MTU %u, spray run %u%s)\n",
            perf_test_name(o->test),
            o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp", o->paths, o->streams,
-           o->mtu, o->loss > 0 ? ", impaired" : "");
+           o->mtu, o->spray_run, o->loss > 0 ? ", impaired" : "");
     if (o->loss > 0)
         printf(" impairment loss : %.4f (both directions)\n", o->loss);
     printf("%s\n", RULE);
@@ -118,11 +118,12 @@ int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
     fprintf(f,
             "{\"tool\":\"mroce-perf\",\"test\":\"%s\",\"mode\":\"%s\","
             "\"datapath\":\"%s\",\"transport\":\"%s\",\"paths\":%u,"
-            "\"streams\":%u,\"mtu\":%u,\"loss\":%g,\"gso\":%s,",
+            "\"streams\":%u,\"mtu\":%u,\"spray_run\":%u,\"loss\":%g,"
+            "\"gso\":%s,",
             perf_test_name(o->test), modes[o->mode],
             o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp",
             o->transport ? "rocev2" : "metaroce", o->paths, o->streams, o->mtu,
-            o->loss, o->no_gso ? "false" : "true");
+            o->spray_run, o->loss, o->no_gso ? "false" : "true");
     if (extra)
         fprintf(f, "%s,", extra);
     fprintf(f, "\"results\":[");

@@ -68,6 +68,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
     if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
+        a->spray_run > MROCE_MAX_SPRAY_RUN ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
         !verbs_src_ports_ok(a))
         return MROCE_EINVAL;
@@ -85,6 +86,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
     ctx->n_planes = a->n_planes ? a->n_planes : 1;
+    ctx->spray_run = a->spray_run ? a->spray_run : 1; /* R-PATH-17 */
     ctx->tx_planes = UINT64_MAX;
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,

@@ -49,8 +49,10 @@ static void peer_fill_remote(struct peer *p, const struct peer_cfg *cfg)
 
 static void peer_open_ctx(struct peer *p, const struct peer_cfg *cfg)
 {
-    struct mroce_ctx_attr a = {
-        .seed = 1, .mtu = cfg->mtu, .n_planes = cfg->n_planes};
+    struct mroce_ctx_attr a = {.seed = 1,
+                               .mtu = cfg->mtu,
+                               .n_planes = cfg->n_planes,
+                               .spray_run = cfg->spray_run};
     a.addr = peer_engine_addr;
     a.hooks.rand64 = cfg->rand64;
     a.hooks.ud = cfg->rand_ud;

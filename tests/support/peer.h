@@ -35,6 +35,7 @@
 struct peer_cfg {
     uint32_t mtu;                    /* engine context mtu */
     uint32_t n_planes;               /* engine context planes */
+    uint32_t spray_run;              /* engine context, R-PATH-17 */
     uint32_t cq_depth;               /* each of the two CQs */
     struct mroce_conn_attr attr;     /* send_cq/recv_cq are filled in */
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */

@@ -62,6 +62,7 @@ struct opts {
     size_t mem;
     uint32_t mtu;
     uint64_t pace_bps;
+    uint32_t tx_run;
 };
 
 struct fix {
@@ -95,6 +96,7 @@ static int side_open(struct side *s, const struct opts *o, int idx)
     a.impair.seed = o->imp.seed * 2 + (uint64_t)idx + 1;
     a.ctx.mtu = o->mtu;
     a.pace_bps = o->pace_bps;
+    a.tx_run = o->tx_run;
     a.ctx.seed = (uint64_t)idx + 77;
     int rc = MROCE_ESTATE;
     for (int t = 0; t < 50 && rc == MROCE_ESTATE; t++) {
@@ -459,6 +461,36 @@ static void test_impaired(void **state)
     assert_true(cc.retx_pkts > 0);
 }
 
+/* Runs (R-PATH-17, tx_run 15): every operation byte for byte, clean and
+ * under loss, reordering and duplicates; a run's packets leave as GSO
+ * messages of several packets. */
+static void test_runs(void **state)
+{
+    (void)state;
+    struct opts o = {.ip = "127.0.0.1", .n_paths = 8, .n_streams = 2};
+    o.tx_run = 15;
+    o.mem = 8 * MIB;
+    struct fix *f = fix_new(&o);
+    all_ops(f);
+    many_ops(f, 2, 8, 256 * KIB);
+    struct mroce_dp_counters a;
+    mroce_dp_get_counters(f->s[0].dp, &a);
+    assert_true(a.gso_sends > 0);
+    assert_int_equal(a.gso_fallback, 0);
+    teardown(NULL);
+    o.imp.loss = 0.05;
+    o.imp.reorder = 0.05;
+    o.imp.reorder_ns = 200000;
+    o.imp.duplicate = 0.02;
+    o.imp.seed = 11;
+    f = fix_new(&o);
+    many_ops(f, 2, 5, 128 * KIB);
+    all_ops(f);
+    struct mroce_conn_counters cc;
+    mroce_conn_get_counters(f->c[0], &cc);
+    assert_true(cc.retx_pkts > 0);
+}
+
 /* A peer that disappears: the survivor's work requests complete with an
  * error within the configured timeout (R-RETRY: retry_cnt rounds). */
 static void test_killed_peer(void **state)
@@ -745,6 +777,10 @@ static void test_create_errors(void **state)
     a.ctx.transport = MROCE_TRANSPORT_METAROCE;
     a.kind = 99;
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
+    a.kind = MROCE_DP_UDP;
+    a.tx_run = MROCE_MAX_SPRAY_RUN + 1; /* R-PATH-17 */
+    assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
+    a.tx_run = 0;
     /* a port in use */
     struct opts o = {.ip = "127.0.0.1"};
     struct side s;
@@ -1000,7 +1036,7 @@ int main(void)
         T(test_gso_only),      T(test_ops_v6),      T(test_many_paths_streams),
         T(test_impaired),      T(test_killed_peer), T(test_bad_packets),
         T(test_pacing),        T(test_thread),      T(test_tail_hold),
-        T(test_gso_refused),
+        T(test_gso_refused),   T(test_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
