@@ -214,6 +214,15 @@ static void rs_close(struct rs *r)
     perf_side_close(&r->side);
 }
 
+/* The last line of a failed run. MROCE_EPROTO is how a failed completion
+ * or a malformed control message ends a run, each reported above; its
+ * library text (a dropped packet) would mislead. */
+static const char *rs_why(int err)
+{
+    return err == MROCE_EPROTO ? "stopped by the error above"
+                               : mroce_strerror(err);
+}
+
 /* ---- Client ---- */
 
 static int cli_size(struct rs *r, size_t size, struct perf_result *res)
@@ -271,7 +280,7 @@ int perf_main_client(struct perf_opts *o)
     rs_close(&r);
     free(res);
     if (err)
-        fprintf(stderr, "mroce-perf: client: %s\n", mroce_strerror(err));
+        fprintf(stderr, "mroce-perf: client: %s\n", rs_why(err));
     return err ? 1 : 0;
 }
 
@@ -339,6 +348,6 @@ int perf_main_server(struct perf_opts *o)
         err = srv_loop(&r);
     rs_close(&r);
     if (err)
-        fprintf(stderr, "mroce-perf: server: %s\n", mroce_strerror(err));
+        fprintf(stderr, "mroce-perf: server: %s\n", rs_why(err));
     return err ? 1 : 0;
 }
