@@ -43,8 +43,10 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
             c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
             c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
             onoff(c->pfc));
-    if (c->trim == MROCE_SIM_EXP_ON || c->buf_per_port != MROCE_SIM_BUF_PER_PORT)
-        fprintf(f, "  switches   %" PRIu64 " KB of buffer per port, trimming %s\n",
+    if (c->trim == MROCE_SIM_EXP_ON ||
+        c->buf_per_port != MROCE_SIM_BUF_PER_PORT)
+        fprintf(f,
+                "  switches   %" PRIu64 " KB of buffer per port, trimming %s\n",
                 c->buf_per_port / 1024, onoff(c->trim));
     if (roce)
         fprintf(f, "  transport  %d QP(s)/connection, DCQCN %s, timeout %d\n",
