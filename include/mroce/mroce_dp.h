@@ -72,13 +72,6 @@ struct mroce_dp_attr {
     uint64_t pace_bps;    /* sender pacing, IP bytes/s * 8 [0: off] */
     uint32_t batch;       /* packets per burst [256] */
     bool no_gso, no_gro;  /* UDP: turn the offloads off */
-    /* Data packets one path sends in a row (R-PATH-17): sets
-     * ctx.spray_run; 0: ctx.spray_run as given (whose 0 means 1, a new
-     * path for every packet). The UDP datapath sends a socket's
-     * consecutive packets as one GSO message of at most 64 KiB, so runs of
-     * 64 KiB / packet size (15 at mtu 4096) fill whole messages. At most
-     * MROCE_MAX_SPRAY_RUN. */
-    uint32_t tx_run;
     struct mroce_impair impair;
     const struct mroce_dpdk_attr *dpdk; /* MROCE_DP_DPDK only */
     /* The context the datapath opens. addr, udp_port and src_ports are
@@ -89,7 +82,7 @@ struct mroce_dp_attr {
 struct mroce_dp;
 
 /* Opens the datapath and its context. Errors: EINVAL (bad attr, e.g.
- * tx_run above MROCE_MAX_SPRAY_RUN, an address that is not local, a RoCEv2
+ * ctx.spray_run above MROCE_MAX_SPRAY_RUN, an address that is not local, a RoCEv2
  * context: the RoCEv2 baseline sends from per-QP ports to UDP 4791 and
  * runs in the simulator only), ENOMEM, ESTATE
  * (the datapath cannot start: port in use, DPDK EAL failure; the log hook of

@@ -102,16 +102,13 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
         r->n_src_ports = DP_DEF_SRC_PORTS;
     if (r->batch == 0)
         r->batch = DP_DEF_BATCH;
-    if (r->n_src_ports > MROCE_MAX_SRC_PORTS || r->batch > DP_MAX_BATCH ||
-        r->tx_run > MROCE_MAX_SPRAY_RUN)
+    if (r->n_src_ports > MROCE_MAX_SRC_PORTS || r->batch > DP_MAX_BATCH)
         return MROCE_EINVAL;
     /* The RoCEv2 baseline sends from per-QP ports to UDP 4791, which a
      * datapath's sockets neither own nor bind: simulator only. */
     if (r->ctx.transport != MROCE_TRANSPORT_METAROCE)
         return MROCE_EINVAL;
     dp->ctx_attr = r->ctx;
-    if (r->tx_run) /* R-PATH-17: runs a GSO message can carry */
-        dp->ctx_attr.spray_run = r->tx_run;
     if (r->local_ip && mroce_addr_parse(r->local_ip, &dp->ctx_attr.addr))
         return MROCE_EINVAL;
     if (dp->ctx_attr.seed == 0 && !dp->ctx_attr.hooks.rand64)

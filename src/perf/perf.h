@@ -53,7 +53,7 @@ struct perf_opts {
     uint8_t transport;
     uint64_t pace_bps;
     uint32_t batch;      /* --batch: mroce_dp_attr.batch [datapath's] */
-    uint32_t spray_run;  /* --spray-run: mroce_dp_attr.tx_run [1] */
+    uint32_t spray_run;  /* --spray-run: ctx.spray_run [1] */
     uint64_t min_rto_ns; /* --min-rto US [perf_min_rto_ns] */
     uint8_t retry_cnt;   /* --retry N [perf_retry_cnt] */
     int timeout_s;       /* whole-run bound [120] */

@@ -25,7 +25,7 @@ void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
     a->n_src_ports = o->paths > 64 ? o->paths : 64;
     a->pace_bps = o->pace_bps;
     a->batch = o->batch;
-    a->tx_run = o->spray_run;
+    a->ctx.spray_run = o->spray_run; /* R-PATH-17 */
     a->no_gso = o->no_gso;
     a->no_gro = o->no_gro;
     a->impair.loss = o->loss;

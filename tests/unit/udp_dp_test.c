@@ -96,7 +96,7 @@ static int side_open(struct side *s, const struct opts *o, int idx)
     a.impair.seed = o->imp.seed * 2 + (uint64_t)idx + 1;
     a.ctx.mtu = o->mtu;
     a.pace_bps = o->pace_bps;
-    a.tx_run = o->tx_run;
+    a.ctx.spray_run = o->tx_run;
     a.ctx.seed = (uint64_t)idx + 77;
     int rc = MROCE_ESTATE;
     for (int t = 0; t < 50 && rc == MROCE_ESTATE; t++) {
@@ -461,7 +461,7 @@ static void test_impaired(void **state)
     assert_true(cc.retx_pkts > 0);
 }
 
-/* Runs (R-PATH-17, tx_run 15): every operation byte for byte, clean and
+/* Runs (R-PATH-17, spray_run 15): every operation byte for byte, clean and
  * under loss, reordering and duplicates; a run's packets leave as GSO
  * messages of several packets. */
 static void test_runs(void **state)
@@ -778,9 +778,9 @@ static void test_create_errors(void **state)
     a.kind = 99;
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
     a.kind = MROCE_DP_UDP;
-    a.tx_run = MROCE_MAX_SPRAY_RUN + 1; /* R-PATH-17 */
+    a.ctx.spray_run = MROCE_MAX_SPRAY_RUN + 1; /* R-PATH-17 */
     assert_int_equal(mroce_dp_create(&a, &dp), MROCE_EINVAL);
-    a.tx_run = 0;
+    a.ctx.spray_run = 0;
     /* a port in use */
     struct opts o = {.ip = "127.0.0.1"};
     struct side s;

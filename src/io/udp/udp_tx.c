@@ -20,7 +20,7 @@
  * copied (zero copy, below), and longer tails cost more in copies than
  * the message they save.
  *
- * Runs (R-PATH-17, mroce_dp_attr.tx_run): with runs of a message's worth
+ * Runs (R-PATH-17, mroce_ctx_attr.spray_run): with runs of a message's worth
  * (15 at mtu 4096) a path's packets come consecutive already; grouping
  * then finds one or two messages per socket and burst, whose payloads
  * lie next to each other in the memory region, and the hold joins a run
