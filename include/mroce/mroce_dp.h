@@ -82,8 +82,8 @@ struct mroce_dp_attr {
 struct mroce_dp;
 
 /* Opens the datapath and its context. Errors: EINVAL (bad attr, e.g.
- * ctx.spray_run above MROCE_MAX_SPRAY_RUN, an address that is not local, a RoCEv2
- * context: the RoCEv2 baseline sends from per-QP ports to UDP 4791 and
+ * ctx.spray_run above MROCE_MAX_SPRAY_RUN, an address that is not local, a
+ * RoCEv2 context: the RoCEv2 baseline sends from per-QP ports to UDP 4791 and
  * runs in the simulator only), ENOMEM, ESTATE
  * (the datapath cannot start: port in use, DPDK EAL failure; the log hook of
  * attr->ctx says why). Not thread-safe. */
