@@ -119,11 +119,12 @@ int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
             "{\"tool\":\"mroce-perf\",\"test\":\"%s\",\"mode\":\"%s\","
             "\"datapath\":\"%s\",\"transport\":\"%s\",\"paths\":%u,"
             "\"streams\":%u,\"mtu\":%u,\"spray_run\":%u,\"loss\":%g,"
-            "\"gso\":%s,",
+            "\"gso\":%s,\"min_rto_us\":%llu,\"retry\":%u,",
             perf_test_name(o->test), modes[o->mode],
             o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp",
             o->transport ? "rocev2" : "metaroce", o->paths, o->streams, o->mtu,
-            o->spray_run, o->loss, o->no_gso ? "false" : "true");
+            o->spray_run, o->loss, o->no_gso ? "false" : "true",
+            (unsigned long long)(perf_min_rto_ns(o) / 1000), perf_retry_cnt(o));
     if (extra)
         fprintf(f, "%s,", extra);
     fprintf(f, "\"results\":[");
