@@ -185,6 +185,8 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         return;
     }
     struct txp *x = comp_release(c, pt, slot, pt->psn_dsn[i]);
+    if (!pt->inflight)
+        eng_rack_check(c, p); /* no data left unresolved (R-LOSS-8) */
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
@@ -196,6 +198,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
     comp_advance_una(pt);
+    eng_pset_update(c, p);
 }
 
 /* ---- ACK processing ---- */
@@ -215,6 +218,11 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
     struct path_tx *pt = &c->ptx[p];
     if (!seq_lt(h->sack_high, pt->next_psn))
         return false; /* R-ACK-6: acknowledges something never sent */
+    if (pt->cum_unsampled && h->sack_high == pt->cum_psn &&
+        mroce_sack_test(h->sack, 0)) { /* R-RTT-2, R-ACK-100 */
+        pt->cum_unsampled = false;
+        sum->high_new = sum->high_data = true;
+    }
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t i = eng_psn_slot(pt, psn), back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[i];
@@ -237,13 +245,45 @@ static bool comp_sack(struct mroce_conn *c, uint16_t p,
     return true;
 }
 
-static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
+                               uint64_t now);
+
+/* R-ACK-100: a DSN that dsn_cum acknowledges and whose latest
+ * transmission is its only copy resolves that transmission as delivered;
+ * the path made progress and its controller hears of the bytes (no RTT
+ * sample: the ACK echoes another packet). Other copies (a retransmission
+ * with a second copy out, one resent by a tail-loss probe) are left to
+ * their paths' own ACKs, which the RETX flag or the probe's PROBE ask
+ * for. */
+static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
+{
+    struct txp *x = comp_txp(c, dsn);
+    if (!x || x->state != TXP_OUT || x->copies != 1)
+        return;
+    struct path_tx *pt = &c->ptx[x->last_path];
+    uint32_t psn = x->last_psn, i = eng_psn_slot(pt, psn);
+    uint16_t len = pt->psn_len[i];
+    if (!len || (len & (ENG_PSN_PROBE | ENG_PSN_RESENT)) ||
+        pt->psn_dsn[i] != dsn || seq_lt(psn, pt->una) ||
+        !seq_lt(psn, pt->next_psn))
+        return;
+    eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
+    pt->cum_psn = psn;
+    pt->cum_unsampled = true;
+    comp_path_progress(c, pt, now);
+    mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
+    eng_pset_update(c, x->last_path); /* its window */
+}
+
+static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 {
     if (seq_lt(c->snd_next, dsn_cum))
         return false;
     for (uint32_t d = c->snd_una;
-         seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++)
+         seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++) {
+        comp_cum_resolve(c, d, now);
         eng_comp_dsn_acked(c, d);
+    }
     return true;
 }
 
@@ -252,15 +292,17 @@ static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
                                uint64_t now)
 {
+    uint16_t p = (uint16_t)(pt - c->ptx);
     pt->last_progress = now;
     pt->tlp_done = false;
     c->backoff = 0;
     c->alive++;
     eng_path_alive(c, pt);
     eng_plane_good(c->ctx, pt->plane);
-    pt->rto_at = ENG_NEVER;
-    if (pt->una != pt->next_psn)
-        eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
+    pt->rto_at =
+        pt->una != pt->next_psn ? now + eng_path_rto(c, pt) : ENG_NEVER;
+    eng_rack_check(c, p);
+    eng_path_pto_arm(c, p); /* re-keys all of p's timers */
 }
 
 /* R-ACK-7: ACKs are sprayed and may arrive out of order; only an ACK that
@@ -297,7 +339,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         if (rtt) {
             eng_path_rtt_sample(c, pt, rtt);
             if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
-                eng_path_rack(c, pt, now, rtt);
+                eng_rack_delivered(c, pt->plane, now, rtt);
         }
     }
     uint16_t ce = comp_new_ce(pt, h);
@@ -325,7 +367,7 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
     bool ok = comp_sack(c, h->path, h, &sum);
-    ok &= comp_cum(c, h->dsn_cum);
+    ok &= comp_cum(c, h->dsn_cum, now);
     if (!ok)
         c->cnt.drop_bad_ack++; /* once per ACK, whatever part was bogus */
     if (sum.pkts)
@@ -333,6 +375,7 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
     comp_cc(c, pt, now, h, &sum);
+    eng_pset_update(c, h->path); /* its state, window and RTT */
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */
@@ -378,8 +421,12 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
     comp_release(c, pt, pt->psn_len[i], h->dsn);
     pt->psn_len[i] = 0;
     comp_advance_una(pt);
-    if (pt->una == pt->next_psn)
+    if (pt->una == pt->next_psn) {
         pt->rto_at = ENG_NEVER;
+        eng_ptimer_set(c, h->path);
+    }
+    eng_rack_check(c, h->path);
+    eng_pset_update(c, h->path);
 }
 
 /* R-NACK-4: the DSN must be outstanding and belong to the named message. */

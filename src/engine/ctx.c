@@ -159,6 +159,16 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
     }
 }
 
+/* WRITE and SEND data change nothing the receiver may send but its ACKs
+ * (their own set, R-ACK-9) and what the responder readies itself (a READ
+ * started behind them, a PROBE of R-ACK-8): the connection is not made
+ * ready for them, which spares an empty transmit attempt per packet. */
+static bool ctx_plain_data(uint8_t op)
+{
+    return op == MROCE_OP_WRITE || op == MROCE_OP_WRITE_IMM ||
+           op == MROCE_OP_SEND || op == MROCE_OP_SEND_IMM;
+}
+
 /* R-RX-1, R-RX-2: decode, find the connection, check the source and the
  * path, then dispatch. */
 int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
@@ -187,7 +197,9 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         return MROCE_EPROTO;
     }
     ctx_dispatch(c, now, meta, &h);
-    eng_sched_ready(c); /* whatever it changed may let c send */
+    eng_conn_update_deadline(c); /* its timers moved */
+    if (!ctx_plain_data(h.opcode))
+        eng_sched_ready(c); /* whatever it changed may let c send */
     return 0;
 }
 
@@ -196,6 +208,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 static int ctx_count_tx(struct mroce_conn *c, int n)
 {
     if (n > 0) {
+        eng_conn_update_deadline(c); /* sending moves its timers */
         c->ver++; /* a packet sent changes what c may send next */
         c->ctx->cnt.tx_pkts++;
         c->cnt.tx_pkts++;

@@ -28,7 +28,6 @@ static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
 
 static void resp_ack_now(struct mroce_conn *c, uint16_t p)
 {
-    c->prx[p].ack_at = 0;
     if (c->ack_pending[p])
         return;
     c->ack_pending[p] = 1;
@@ -36,20 +35,25 @@ static void resp_ack_now(struct mroce_conn *c, uint16_t p)
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
 }
 
-static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
-                            bool urgent)
+/* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
+ * whichever ACK of the connection goes next (R-ACK-100): one for every
+ * ack_every such packets, else once they have waited the hold time. */
+static void resp_ack_coalesce(struct mroce_conn *c, uint64_t now, uint16_t p)
 {
-    struct path_rx *pr = &c->prx[p];
-    if (urgent || ++pr->unacked >= c->attr.ack_every)
+    c->ack_path = p; /* the latest: its ACK gives a fresh RTT sample */
+    if (++c->ack_count >= c->attr.ack_every) {
         resp_ack_now(c, p);
-    else if (pr->ack_at == ENG_NEVER)
-        eng_conn_arm(c, pr->ack_at = now + c->attr.ack_delay_ns);
+        return;
+    }
+    /* the hold the sender expects: from the hint it last heard from us */
+    if (c->ack_at == ENG_NEVER)
+        eng_conn_arm(c, c->ack_at = now + eng_ack_hold(c, c->ack_mbps));
 }
 
-/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7), then
- * applies the ACK policy (R-ACK-1). */
-static void resp_record(struct mroce_conn *c, uint64_t now,
-                        const struct mroce_pkt_meta *meta,
+/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
+ * true when that alone calls for an ACK of its path at once (R-ACK-1
+ * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). */
+static bool resp_record(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
                         const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
@@ -57,14 +61,15 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
     pr->rx_count++;
     pr->plane = meta->plane < c->ctx->n_planes ? meta->plane : 0;
-    if (meta->ecn == MROCE_ECN_CE) {
+    bool ce = meta->ecn == MROCE_ECN_CE;
+    if (ce) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
     }
     if (!dup && !stale && pr->high == h->psn)
         pr->echo_ts = h->ts;
-    resp_ack_policy(c, now, h->path,
-                    (h->flags & MROCE_HF_ACKREQ) || dup || gap || stale);
+    return (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) || ce || dup || gap ||
+           stale;
 }
 
 /* ---- DSN dedup window (R-DSN-2) ---- */
@@ -305,6 +310,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
         if (mr) /* the region stays registered while we read it */
             mr->refs++;
         c->n_resp++;
+        eng_sched_ready(c); /* it has a response to send */
         return 1;
     }
     return 0;
@@ -443,10 +449,12 @@ static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
     if (via->state != PATH_ACTIVE)
         return;
     via->state = PATH_SUSPECT;
+    eng_pset_update(c, c->prx[p].ack_via);
     if (!via->probe_due) {
         via->probe_due = true;
         c->n_probe_due++;
     }
+    eng_sched_ready(c); /* the PROBE goes out */
 }
 
 static void resp_data(struct mroce_conn *c, uint64_t now,
@@ -476,14 +484,23 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         eng_conn_error(c, 0, 0, 0);
         return;
     }
-    resp_record(c, now, meta, h);
+    bool now_ack = resp_record(c, meta, h);
     if (v == RV_DUP) {
         c->cnt.rx_dup_pkts++;
         if (h->flags & MROCE_HF_RETX)
             resp_ack_route_suspect(c, h->path);
+        resp_ack_now(c, h->path); /* R-ACK-1 case 1 */
         return;
     }
+    uint32_t cum = c->rcv_cum;
     resp_dsn_mark(c, h->dsn);
+    /* R-ACK-1 case 2: above a hole (dsn_cum does not cover it), or it
+     * filled one (dsn_cum moved past DSNs accepted before it) */
+    now_ack |= c->rcv_cum - cum != 1;
+    if (now_ack)
+        resp_ack_now(c, h->path);
+    else
+        resp_ack_coalesce(c, now, h->path);
     resp_after(c, now, h);
 }
 
@@ -514,7 +531,8 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
             break;
         if (h->flags & MROCE_HF_RETX) /* its sender hears nothing */
             resp_ack_route_suspect(c, h->path);
-        resp_record(c, now, meta, h);
+        resp_record(c, meta, h);
+        resp_ack_now(c, h->path); /* ACKREQ (R-PATH-7) */
         break;
     default:
         resp_data(c, now, meta, h);
@@ -604,8 +622,9 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                           .ce_count = pr->ce_count,
                           .rx_count = pr->rx_count};
     memcpy(h.sack, pr->bits, sizeof(h.sack));
-    pr->unacked = 0;
-    pr->ack_at = ENG_NEVER;
+    c->ack_count = 0; /* its dsn_cum covers all in-order data (R-ACK-100) */
+    c->ack_mbps = h.rate_mbps;
+    c->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);
     c->cnt.tx_acks++;
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
@@ -621,10 +640,11 @@ int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Delayed ACKs that are due (R-ACK-1). */
+/* A coalesced ACK that is due (R-ACK-1 case 3). */
 void eng_resp_timers(struct mroce_conn *c, uint64_t now)
 {
-    for (uint32_t p = 0; p < c->n_paths; p++)
-        if (c->prx[p].ack_at <= now && c->prx[p].ack_at != 0)
-            resp_ack_now(c, (uint16_t)p);
+    if (c->ack_at > now)
+        return;
+    c->ack_at = ENG_NEVER;
+    resp_ack_now(c, c->ack_path);
 }

@@ -28,6 +28,7 @@ void peer_default_cfg(struct peer_cfg *cfg)
     cfg->attr.rq_depth = 8;
     cfg->attr.dsn_window = 64;
     cfg->attr.tail_copies = 1; /* one copy per loss unless a test asks */
+    cfg->attr.ack_every = 1;   /* an ACK per packet unless a test asks */
 }
 
 /* The peer's side of the exchange: mirror the engine unless told. */
