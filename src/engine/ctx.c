@@ -19,18 +19,13 @@ void eng_free(struct mroce_ctx *ctx, void *p)
         ctx->hooks.free(ctx->hooks.ud, p);
 }
 
-/* The hook, or splitmix64 over the context's seed when there is none. */
+/* R-SEC-7: the source mroce_ctx_open chose (a CSPRNG unless the
+ * application asked for a deterministic run). */
 uint64_t eng_rand(struct mroce_ctx *ctx)
 {
-    if (ctx->hooks.rand64)
-        return ctx->hooks.rand64(ctx->hooks.ud);
-    uint64_t z = (ctx->rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return ctx->rng(ctx->rng_ud);
 }
 
-/* R-ENC-3: source ports come from the dynamic range 49152..65535. */
 /* R-ENC-3: uniform over 49152-65535, or over the datapath's set. */
 uint16_t eng_rand_port(struct mroce_ctx *ctx)
 {

@@ -111,6 +111,7 @@ static struct rp *rp_create(const struct rp_cfg *cfg)
     const struct mroce_ep_ops *ops[2] = {&roce_ops, &roce_ops};
     for (int i = 0; i < 2; i++) {
         struct mroce_ctx_attr ca = {
+            .deterministic = 1,
             .seed = 7 + (uint64_t)i,
             .addr = {.family = MROCE_AF_INET,
                      .ip = {10, 0, 0, (uint8_t)(i + 1)}}};
