@@ -69,9 +69,14 @@ const char *mroce_strerror(int err);
 #define MROCE_LOG_INFO 1
 #define MROCE_LOG_DEBUG 2
 
-/* Any NULL member gets a default (malloc/free, a splitmix64 generator
- * seeded from mroce_ctx_attr.seed, no logging). The engine calls alloc
- * only when objects are created, never per packet. */
+/* Any NULL member gets a default: malloc/free, no logging, and for
+ * rand64 the kernel's CSPRNG (getrandom(2), read 256 bytes at a time), or
+ * with mroce_ctx_attr.deterministic a generator seeded from
+ * mroce_ctx_attr.seed. The engine calls alloc only when objects are
+ * created, never per packet. A rand64 hook supplied outside simulation
+ * and tests MUST be a cryptographically secure generator: connection ids,
+ * memory keys and initial sequence numbers are drawn from it, and nothing
+ * about the connection must let a host predict them (R-SEC-2, R-SEC-7). */
 struct mroce_hooks {
     void *ud;
     void *(*alloc)(void *ud, size_t size); /* zeroed memory or NULL */
@@ -90,7 +95,14 @@ struct mroce_conn;
 
 struct mroce_ctx_attr {
     struct mroce_hooks hooks;
-    uint64_t seed;           /* for the default rand64 */
+    /* Simulation and tests only (R-SEC-7): 1 makes the default rand64 a
+     * fixed generator (splitmix64) over `seed`, so that a run is repeated
+     * exactly; its ids, keys and initial sequence numbers are then
+     * predictable by anyone who knows or guesses the seed. 0 (default):
+     * the kernel's CSPRNG, and `seed` is ignored. Ignored when
+     * hooks.rand64 is set. */
+    uint8_t deterministic;
+    uint64_t seed;           /* with deterministic = 1 */
     struct mroce_addr addr;  /* this endpoint's IP address */
     uint16_t udp_port;       /* 0: MROCE_UDP_PORT (4797) */
     uint32_t mtu;            /* payload bytes per packet; 0: 4096 */
@@ -141,8 +153,9 @@ struct mroce_ctx_attr {
 #define MROCE_UDP_PORT 4797
 
 /* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
- * MROCE_MAX_SRC_PORTS source ports or a port 0 among them, spray_run above
- * MROCE_MAX_SPRAY_RUN), ENOMEM.
+ * MROCE_MAX_SRC_PORTS source ports, a port 0 or the same port twice among
+ * them, spray_run above MROCE_MAX_SPRAY_RUN), ENOMEM, ENOENT (the default
+ * rand64 found no secure source: neither getrandom(2) nor /dev/urandom).
  * Not thread-safe: one thread drives a context at a time. */
 int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
 /* Destroys the context and everything created from it. */
@@ -364,6 +377,11 @@ struct mroce_conn_attr {
 /* What the two sides exchange out of band before connecting (R-CONN-3). */
 struct mroce_conn_params {
     uint32_t conn_id;
+    /* MetaRoCE: where the announcing side's sequence numbers start
+     * (R-CONN-5): every path's first PSN is init_psn, the first DSN
+     * init_dsn, every stream's first MSN init_msn. Random per connection
+     * (R-SEC-7); any 32-bit value is valid. */
+    uint32_t init_psn, init_dsn, init_msn;
     struct mroce_addr addr;
     uint16_t udp_port;
     uint16_t n_paths;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/fault.h"
 
 #define DEF(v, d) ((v) ? (v) : (d))
 
@@ -41,18 +42,28 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     return 0;
 }
 
+/* The smallest power of two >= v (v <= 65536). */
+static uint32_t conn_pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
 static int conn_alloc_streams(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
     c->streams = eng_alloc(ctx, c->attr.n_streams * sizeof(*c->streams));
     if (!c->streams)
         return MROCE_ENOMEM;
+    uint32_t sq = c->sq_mask + 1, rq = c->rq_mask + 1;
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
-        s->sq = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->sq));
-        s->rq = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq));
-        s->rq_mr = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq_mr));
-        s->in = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->in));
+        s->sq = eng_alloc(ctx, sq * sizeof(*s->sq));
+        s->rq = eng_alloc(ctx, rq * sizeof(*s->rq));
+        s->rq_mr = eng_alloc(ctx, rq * sizeof(*s->rq_mr));
+        s->in = eng_alloc(ctx, sq * sizeof(*s->in));
         if (!s->sq || !s->rq || !s->rq_mr || !s->in)
             return MROCE_ENOMEM;
     }
@@ -64,6 +75,8 @@ static int conn_alloc_streams(struct mroce_conn *c)
 static int conn_alloc(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
+    c->sq_mask = conn_pow2_ceil(c->attr.sq_depth) - 1;
+    c->rq_mask = conn_pow2_ceil(c->attr.rq_depth) - 1;
     c->rcv_bits = eng_alloc(ctx, c->attr.dsn_window / 8 + 8);
     c->resp = eng_alloc(ctx, c->attr.max_rd * sizeof(*c->resp));
     if (!c->rcv_bits || !c->resp)
@@ -129,6 +142,11 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
         conn_free(c);
         return MROCE_ENOMEM;
     }
+    /* R-CONN-5, R-SEC-7: where this side's sequence numbers start, each
+     * its own draw of the context's random source */
+    c->local.init_psn = (uint32_t)eng_rand(ctx);
+    c->local.init_dsn = (uint32_t)eng_rand(ctx);
+    c->local.init_msn = (uint32_t)eng_rand(ctx);
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
@@ -141,6 +159,9 @@ void eng_conn_get_params(const struct mroce_conn *c,
 {
     const struct eng_params *l = &c->local;
     *out = (struct mroce_conn_params){.conn_id = l->conn_id,
+                                      .init_psn = l->init_psn,
+                                      .init_dsn = l->init_dsn,
+                                      .init_msn = l->init_msn,
                                       .addr = l->addr,
                                       .udp_port = l->udp_port,
                                       .n_paths = l->n_paths,
@@ -149,6 +170,17 @@ void eng_conn_get_params(const struct mroce_conn *c,
                                       .dsn_window = l->dsn_window,
                                       .msg_window = l->msg_window,
                                       .max_rd = l->max_rd};
+}
+
+int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
+                            uint32_t msn)
+{
+    if (c->state != MROCE_CONN_INIT)
+        return MROCE_ESTATE;
+    c->local.init_psn = psn;
+    c->local.init_dsn = dsn;
+    c->local.init_msn = msn;
+    return 0;
 }
 
 static uint32_t conn_min(uint32_t a, uint32_t b)
@@ -167,6 +199,19 @@ static bool conn_params_ok(const struct mroce_conn_params *r)
             r->addr.family == MROCE_AF_INET6);
 }
 
+/* R-CONN-5: each direction's sequence numbers start where its sender
+ * announced: ours at local.init_*, the peer's at remote.init_*. */
+static void conn_init_seq(struct mroce_conn *c)
+{
+    c->snd_una = c->snd_next = c->local.init_dsn;
+    c->rcv_cum = c->remote.init_dsn;
+    for (uint32_t i = 0; i < c->attr.n_streams; i++) {
+        struct stream *s = &c->streams[i];
+        s->sq_head = s->sq_next = s->sq_tail = s->msn_una = c->local.init_msn;
+        s->in_base = c->remote.init_msn;
+    }
+}
+
 /* R-CONN-3: effective values are the minimum of both sides, except the
  * message window: each side announces what it accepts (R-MSG-14). */
 int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
@@ -180,6 +225,9 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     if (eng_mem_connect(c, n_paths, dsn_window, c->attr.path_window))
         return MROCE_ENOMEM;
     c->remote = (struct eng_params){.conn_id = r->conn_id,
+                                    .init_psn = r->init_psn,
+                                    .init_dsn = r->init_dsn,
+                                    .init_msn = r->init_msn,
                                     .addr = r->addr,
                                     .udp_port = r->udp_port,
                                     .n_paths = r->n_paths,
@@ -195,6 +243,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
+    conn_init_seq(c);
     for (uint16_t p = 0; p < c->n_paths; p++)
         eng_path_init(c, p);
     struct cc_params prm = {
@@ -228,9 +277,8 @@ void eng_conn_get_counters(const struct mroce_conn *c,
 static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               uint16_t sid, uint32_t bad_msn, uint8_t status)
 {
-    uint32_t d = c->attr.sq_depth;
     for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-        struct sq_slot *q = &s->sq[m % d];
+        struct sq_slot *q = eng_sq(c, s, m);
         struct mroce_wc wc = {.wr_id = q->wr.wr_id, .conn = c, .stream = sid};
         wc.status = (status && m == bad_msn) ? status : MROCE_WC_WR_FLUSH_ERR;
         wc.opcode = q->op == MROCE_OP_READ_REQ ? MROCE_WC_RDMA_READ
@@ -243,7 +291,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
     }
     s->sq_head = s->sq_next = s->sq_tail;
     for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-        uint32_t i = n % c->attr.rq_depth;
+        uint32_t i = eng_rq(c, n);
         struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
                               .conn = c,
                               .stream = sid,
@@ -307,13 +355,13 @@ static void conn_release(struct mroce_conn *c)
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
         for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-            struct sq_slot *q = &s->sq[m % c->attr.sq_depth];
+            struct sq_slot *q = eng_sq(c, s, m);
             if (q->mr)
                 q->mr->refs--;
             c->scq->pending--;
         }
         for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-            struct mroce_mr *mr = s->rq_mr[n % c->attr.rq_depth];
+            struct mroce_mr *mr = s->rq_mr[eng_rq(c, n)];
             if (mr)
                 mr->refs--;
             c->rcq->pending--;
