@@ -53,6 +53,23 @@ static int verbs_transport(struct mroce_ctx *ctx,
     return roce_dev_create(ctx, &ra, &ctx->roce);
 }
 
+/* R-ENC-10: every plane's address is of addr's family. */
+static bool verbs_planes_ok(const struct mroce_ctx_attr *a)
+{
+    uint32_t n = a->n_planes ? a->n_planes : 1;
+    for (uint32_t i = 0; a->plane_addrs && i < n && n <= MROCE_MAX_PLANES; i++)
+        if (a->plane_addrs[i].family != a->addr.family)
+            return false;
+    return true;
+}
+
+static void verbs_plane_addrs(struct mroce_ctx *ctx,
+                              const struct mroce_ctx_attr *a)
+{
+    for (uint32_t i = 0; i < ctx->n_planes; i++)
+        ctx->plane_addr[i] = a->plane_addrs ? a->plane_addrs[i] : a->addr;
+}
+
 static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
 {
     if (a->n_src_ports > MROCE_MAX_SRC_PORTS ||
@@ -70,7 +87,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
         a->spray_run > MROCE_MAX_SPRAY_RUN ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
-        !verbs_src_ports_ok(a))
+        !verbs_src_ports_ok(a) || !verbs_planes_ok(a))
         return MROCE_EINVAL;
     void *(*alloc)(void *, size_t) =
         a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
@@ -86,6 +103,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
     ctx->n_planes = a->n_planes ? a->n_planes : 1;
+    verbs_plane_addrs(ctx, a);
     ctx->spray_run = a->spray_run ? a->spray_run : 1; /* R-PATH-17 */
     ctx->tx_planes = UINT64_MAX;
     if (a->n_src_ports)
