@@ -91,7 +91,7 @@ static void conn_free(struct mroce_conn *c)
 static void conn_init_local(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
-    c->local.addr = ctx->addr;
+    c->local.addr = ctx->dev.addr;
     c->local.udp_port = ctx->udp_port;
     c->local.n_paths = c->attr.n_paths;
     c->local.n_streams = c->attr.n_streams;
@@ -107,9 +107,10 @@ static void conn_init_local(struct mroce_conn *c)
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                     struct mroce_conn **out)
 {
-    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
     struct mroce_conn_attr a = *attr;
-    if (conn_fill_attr(&a) || a.send_cq->ctx != ctx || a.recv_cq->ctx != ctx ||
+    if (conn_fill_attr(&a) || a.send_cq->dev != pd->dev ||
+        a.recv_cq->dev != pd->dev ||
         (ctx->n_src_ports && a.n_paths > ctx->n_src_ports)) /* R-ENC-3 */
         return MROCE_EINVAL;
     struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
@@ -160,10 +161,10 @@ void eng_conn_get_params(const struct mroce_conn *c,
     const struct mroce_ctx *ctx = c->ctx;
     memset(out, 0, sizeof(*out));
     out->conn_id = l->conn_id;
-    out->addr = ctx->plane_addr[0];
-    out->n_planes = (uint8_t)ctx->n_planes;
-    memcpy(out->plane_addr, ctx->plane_addr,
-           ctx->n_planes * sizeof(*ctx->plane_addr));
+    out->addr = ctx->dev.plane_addr[0];
+    out->n_planes = (uint8_t)ctx->dev.n_planes;
+    memcpy(out->plane_addr, ctx->dev.plane_addr,
+           ctx->dev.n_planes * sizeof(*ctx->dev.plane_addr));
     out->udp_port = l->udp_port;
     out->n_paths = l->n_paths;
     out->n_streams = l->n_streams;
@@ -190,7 +191,7 @@ static bool conn_planes_ok(const struct mroce_conn *c,
 {
     if (!r->n_planes)
         return conn_af_ok(r->addr.family);
-    if (r->n_planes != c->ctx->n_planes)
+    if (r->n_planes != c->ctx->dev.n_planes)
         return false;
     for (uint32_t i = 0; i < r->n_planes; i++)
         if (!conn_af_ok(r->plane_addr[i].family) ||
@@ -228,7 +229,7 @@ static bool conn_params_ok(const struct mroce_conn *c,
 static void conn_set_peer_addrs(struct mroce_conn *c,
                                 const struct mroce_conn_params *r)
 {
-    for (uint32_t i = 0; i < c->ctx->n_planes; i++)
+    for (uint32_t i = 0; i < c->ctx->dev.n_planes; i++)
         c->peer_addr[i] = r->n_planes ? r->plane_addr[i] : r->addr;
 }
 
@@ -308,7 +309,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                         : MROCE_WC_RDMA_WRITE;
         if (q->mr)
             q->mr->refs--;
-        eng_cq_push(c->scq, &wc);
+        dev_cq_push(c->scq, &wc);
     }
     s->sq_head = s->sq_next = s->sq_tail;
     for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
@@ -320,7 +321,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               .status = MROCE_WC_WR_FLUSH_ERR};
         if (s->rq_mr[i])
             s->rq_mr[i]->refs--;
-        eng_cq_push(c->rcq, &wc);
+        dev_cq_push(c->rcq, &wc);
     }
     s->rq_head = s->rq_tail;
 }

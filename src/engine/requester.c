@@ -6,7 +6,7 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
     uint8_t plane = c->ptx[path].plane;
-    meta->src = c->ctx->plane_addr[plane]; /* R-ENC-10 */
+    meta->src = c->ctx->dev.plane_addr[plane]; /* R-ENC-10 */
     meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
