@@ -38,6 +38,7 @@ struct mroce_dev {
     uint32_t mr_cap, mr_count;
     uint32_t n_planes;      /* R-ENC-10: ports of the NIC, >= 1 */
     struct mroce_addr addr; /* this endpoint's IP address */
+    struct mroce_addr plane_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
 };
 
 struct mroce_mr {

@@ -359,7 +359,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         x->tx_count--;
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
-    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
 }

@@ -20,9 +20,10 @@
 #define ENG_PSN_RESENT 0x4000
 #define ENG_DRAIN_UNKNOWN UINT32_MAX /* sent before any rate hint */
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
-#define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
-#define ENG_TLP_GENS 3     /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
+#define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -196,8 +197,10 @@ struct mroce_conn {
      * 2^32 is a multiple of the ring size, so the index stays continuous
      * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
     uint32_t sq_mask, rq_mask;
-    struct mroce_conn *next, *prev; /* ctx list */
-    struct mroce_conn *hnext;       /* id hash chain */
+    uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+    struct mroce_conn *next, *prev;                /* ctx list */
+    struct mroce_conn *hnext;                      /* id hash chain */
 
     struct stream *streams;
     uint32_t rr_stream;

@@ -132,7 +132,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
     /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
      * queue is where p's packets wait now, while PROBEs (served ahead of
      * data) may have kept p's SRTT near the fabric's base RTT */

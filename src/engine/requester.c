@@ -5,12 +5,13 @@
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
-    meta->src = c->ctx->dev.addr;
-    meta->dst = c->remote.addr;
+    uint8_t plane = c->ptx[path].plane;
+    meta->src = c->ctx->dev.plane_addr[plane]; /* R-ENC-10 */
+    meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0;       /* R-ENC-6 */
-    meta->plane = c->ptx[path].plane; /* R-ENC-10 */
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->plane = plane;
 }
 
 static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)

@@ -465,7 +465,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        resp_nak(c, h, MROCE_NAK_RNR, 100);
+        resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
     }
     if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */

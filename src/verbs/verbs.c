@@ -157,6 +157,8 @@ static void verbs_dev(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
     dev_init(&ctx->dev, &h);
     ctx->dev.addr = a->addr;
     ctx->dev.n_planes = a->n_planes ? a->n_planes : 1;
+    for (uint32_t i = 0; i < ctx->dev.n_planes; i++) /* R-ENC-10 */
+        ctx->dev.plane_addr[i] = a->plane_addrs ? a->plane_addrs[i] : a->addr;
 }
 
 /* A RoCEv2 context gets a device of the baseline engine (src/roce). */
@@ -173,6 +175,17 @@ static int verbs_transport(struct mroce_ctx *ctx,
                                .no_icrc_tx = a->no_icrc};
     return roce_dev_create(&ctx->dev, &ra, &ctx->roce);
 }
+
+/* R-ENC-10: every plane's address is of addr's family. */
+static bool verbs_planes_ok(const struct mroce_ctx_attr *a)
+{
+    uint32_t n = a->n_planes ? a->n_planes : 1;
+    for (uint32_t i = 0; a->plane_addrs && i < n && n <= MROCE_MAX_PLANES; i++)
+        if (a->plane_addrs[i].family != a->addr.family)
+            return false;
+    return true;
+}
+
 
 /* R-ENC-3: distinct nonzero ports. A port listed twice would count as
  * two in the paths-per-port limit, and a path looking for a port no
@@ -198,7 +211,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
         a->spray_run > MROCE_MAX_SPRAY_RUN ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
-        !verbs_src_ports_ok(a))
+        !verbs_src_ports_ok(a) || !verbs_planes_ok(a))
         return MROCE_EINVAL;
     void *(*alloc)(void *, size_t) =
         a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
