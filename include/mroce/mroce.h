@@ -420,9 +420,6 @@ struct mroce_conn_params {
     uint8_t retry_cnt;   /* its timeout rounds before ERROR (< 16) */
     uint8_t rnr_retry;   /* its RNR retries, 7 = unlimited */
     uint32_t rnr_max_us; /* the longest RNR delay it asks for */
-    /* First PSN of each path, DSN and MSN of each stream that it sends
-     * (R-CONN-5). */
-    uint32_t init_psn, init_dsn, init_msn;
     uint16_t n_qps; /* RoCEv2: QP numbers and first PSNs */
     uint32_t qpn[MROCE_MAX_QPS];
     uint32_t psn[MROCE_MAX_QPS];
