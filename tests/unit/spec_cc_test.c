@@ -100,7 +100,7 @@ static void test_hint_cap_factor(void **state)
     struct cc_conn conn;
     struct cc_path path;
     cc->init(&conn, &path, 1, &prm);
-    uint64_t t = 1000000, rtt = 100000; /* 100 us */
+    uint64_t t = 1000000, rtt = 100000;     /* 100 us */
     cc->on_rate_hint(&conn, 10000, rtt, t); /* BDP 125 kB */
     assert_int_equal(conn.cwnd, 2 * 125000);
     cc->on_ack(&conn, &path, 1000, true, 0, t);
