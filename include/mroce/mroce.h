@@ -72,11 +72,15 @@ const char *mroce_strerror(int err);
 /* Any NULL member gets a default: malloc/free, no logging, and for
  * rand64 the kernel's CSPRNG (getrandom(2), read 256 bytes at a time), or
  * with mroce_ctx_attr.deterministic a generator seeded from
- * mroce_ctx_attr.seed. The engine calls alloc only when objects are
- * created, never per packet. A rand64 hook supplied outside simulation
- * and tests MUST be a cryptographically secure generator: connection ids,
+ * mroce_ctx_attr.seed. A rand64 hook supplied outside simulation and
+ * tests MUST be a cryptographically secure generator: connection ids,
  * memory keys and initial sequence numbers are drawn from it, and nothing
- * about the connection must let a host predict them (R-SEC-2, R-SEC-7). */
+ * about the connection must let a host predict them (R-SEC-2, R-SEC-7).
+ * The engine calls alloc when objects are created and when a connection's
+ * rings grow: its DSN ring, retransmit FIFO and per-path PSN rings start
+ * small at connect and double while what is in flight fills them, up to
+ * the negotiated windows (a few times per connection, not per packet). A
+ * failed growth holds the sending back as a full window would. */
 struct mroce_hooks {
     void *ud;
     void *(*alloc)(void *ud, size_t size); /* zeroed memory or NULL */
@@ -172,9 +176,13 @@ void mroce_ctx_close(struct mroce_ctx *ctx);
 /* Largest UDP payload this context emits (size of tx buffers). */
 size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx);
 
-/* Feeds one received UDP payload. buf stays the caller's. Returns 0 if
- * accepted, or MROCE_EPROTO if dropped (counted by reason in
- * mroce_ctx_counters). Never writes outside registered memory. */
+/* Feeds one received UDP payload. buf stays the caller's. Returns
+ * MROCE_EPROTO if the packet is dropped before a connection takes it:
+ * malformed, unknown connection or wrong source (counted by reason in
+ * mroce_ctx_counters) or a path id out of range (drop_bad_path of the
+ * connection). Returns 0 once a connection took it, even if it then drops
+ * or refuses it (counted in mroce_conn_counters). Never writes outside
+ * registered memory. */
 int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len);
@@ -301,7 +309,9 @@ int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
                  struct mroce_mr **out);
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
 uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
-/* Errors: EBUSY while a posted work request refers to it. */
+/* Errors: EBUSY while a posted work request or receive refers to it, or
+ * while a READ response is served from it (until its last packet is
+ * acknowledged or the connection is flushed, R-MSG-17). */
 int mroce_dereg_mr(struct mroce_mr *mr);
 
 /* ---- Completion queues ---- */
@@ -506,7 +516,8 @@ struct mroce_conn_counters {
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
     uint64_t drop_bad_msg; /* inconsistent message fields */
-    uint64_t drop_state;   /* data while closed/in error */
+    uint64_t drop_state;   /* data, ACK or NACK its state does not take:
+                              outside CONNECTED (R-CONN-7) */
     uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
     uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
     uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */

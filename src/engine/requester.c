@@ -266,10 +266,21 @@ static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
     return x->offset / c->mtu + 1 >= n;
 }
 
+/* R-CC-4: until the connection's first ACK arrives, at most
+ * init_cwnd_pkts data packets in all. The paths' byte windows alone allow
+ * more: each path may always send one packet (256 paths, 256 packets)
+ * and packets shorter than the mtu fit more per window. */
+static bool req_first_window_full(const struct mroce_conn *c)
+{
+    return !c->cnt.rx_acks && c->cnt.tx_data_pkts >= c->attr.init_cwnd_pkts;
+}
+
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
+        return 0;
+    if (req_first_window_full(c))
         return 0;
     if (c->inflight >= c->cc.cwnd || !req_has_new(c))
         return 0; /* cheap checks first: idle connections skip the path scan */
