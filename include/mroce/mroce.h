@@ -394,7 +394,7 @@ struct mroce_conn_attr {
 #define MROCE_MAX_RNR_US 1000000u
 
 /* What the two sides exchange out of band before connecting (R-CONN-3;
- * on the wire: the CM's HELLO, R-CM-6). mroce_conn_get_params fills every
+ * on the wire: the CM's HELLO, R-CONN-15). mroce_conn_get_params fills every
  * field. A caller that builds the peer's values by hand may leave the
  * plane and timing fields 0 ("not announced"); mroce_conn_connect checks
  * every announced value (R-CONN-4). */
@@ -430,7 +430,7 @@ struct mroce_conn_params {
     uint8_t retry_cnt;   /* its timeout rounds before ERROR (< 16) */
     uint8_t rnr_retry;   /* its RNR retries, 7 = unlimited */
     uint32_t rnr_max_us; /* the longest RNR delay it asks for */
-    uint16_t n_qps; /* RoCEv2: QP numbers and first PSNs */
+    uint16_t n_qps;      /* RoCEv2: QP numbers and first PSNs */
     uint32_t qpn[MROCE_MAX_QPS];
     uint32_t psn[MROCE_MAX_QPS];
 };

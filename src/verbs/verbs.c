@@ -186,7 +186,6 @@ static bool verbs_planes_ok(const struct mroce_ctx_attr *a)
     return true;
 }
 
-
 /* R-ENC-3: distinct nonzero ports. A port listed twice would count as
  * two in the paths-per-port limit, and a path looking for a port no
  * other path uses would then search forever. */
