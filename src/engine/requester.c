@@ -5,17 +5,18 @@
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
-    meta->src = c->ctx->dev.addr;
-    meta->dst = c->remote.addr;
+    uint8_t plane = c->ptx[path].plane;
+    meta->src = c->ctx->dev.plane_addr[plane]; /* R-ENC-10 */
+    meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0;       /* R-ENC-6 */
-    meta->plane = c->ptx[path].plane; /* R-ENC-10 */
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->plane = plane;
 }
 
 static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)
 {
-    return &c->streams[x->stream].sq[x->msn % c->attr.sq_depth];
+    return eng_sq(c, &c->streams[x->stream], x->msn);
 }
 
 /* Fills the DXH and the opcode's own headers; returns the payload. */
@@ -211,14 +212,14 @@ static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
         return false;
     if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-MSG-14 */
         return false;
-    const struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    const struct sq_slot *q = eng_sq(c, s, s->sq_next);
     return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
 }
 
 static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
 {
     struct stream *s = &c->streams[sid];
-    struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    struct sq_slot *q = eng_sq(c, s, s->sq_next);
     uint32_t n = q->op == MROCE_OP_READ_REQ
                      ? 0
                      : req_chunk(c, q->wr.sge.length, q->sent_bytes);
