@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/fault.h"
 
 #define DEF(v, d) ((v) ? (v) : (d))
 
@@ -42,18 +43,28 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     return 0;
 }
 
+/* The smallest power of two >= v (v <= 65536). */
+static uint32_t conn_pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
 static int conn_alloc_streams(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
     c->streams = eng_alloc(ctx, c->attr.n_streams * sizeof(*c->streams));
     if (!c->streams)
         return MROCE_ENOMEM;
+    uint32_t sq = c->sq_mask + 1, rq = c->rq_mask + 1;
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
-        s->sq = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->sq));
-        s->rq = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq));
-        s->rq_mr = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq_mr));
-        s->in = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->in));
+        s->sq = eng_alloc(ctx, sq * sizeof(*s->sq));
+        s->rq = eng_alloc(ctx, rq * sizeof(*s->rq));
+        s->rq_mr = eng_alloc(ctx, rq * sizeof(*s->rq_mr));
+        s->in = eng_alloc(ctx, sq * sizeof(*s->in));
         if (!s->sq || !s->rq || !s->rq_mr || !s->in)
             return MROCE_ENOMEM;
     }
@@ -65,6 +76,8 @@ static int conn_alloc_streams(struct mroce_conn *c)
 static int conn_alloc(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
+    c->sq_mask = conn_pow2_ceil(c->attr.sq_depth) - 1;
+    c->rq_mask = conn_pow2_ceil(c->attr.rq_depth) - 1;
     c->rcv_bits = eng_alloc(ctx, c->attr.dsn_window / 8 + 8);
     c->resp = eng_alloc(ctx, c->attr.max_rd * sizeof(*c->resp));
     if (!c->rcv_bits || !c->resp)
@@ -130,6 +143,11 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
         conn_free(c);
         return MROCE_ENOMEM;
     }
+    /* R-CONN-5, R-SEC-7: where this side's sequence numbers start, each
+     * its own draw of the context's random source */
+    c->local.init_psn = (uint32_t)eng_rand(ctx);
+    c->local.init_dsn = (uint32_t)eng_rand(ctx);
+    c->local.init_msn = (uint32_t)eng_rand(ctx);
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
@@ -161,6 +179,9 @@ void eng_conn_get_params(const struct mroce_conn *c,
     const struct mroce_ctx *ctx = c->ctx;
     memset(out, 0, sizeof(*out));
     out->conn_id = l->conn_id;
+    out->init_psn = l->init_psn;
+    out->init_dsn = l->init_dsn;
+    out->init_msn = l->init_msn;
     out->addr = ctx->dev.plane_addr[0];
     out->n_planes = (uint8_t)ctx->dev.n_planes;
     memcpy(out->plane_addr, ctx->dev.plane_addr,
@@ -173,6 +194,17 @@ void eng_conn_get_params(const struct mroce_conn *c,
     out->msg_window = l->msg_window;
     out->max_rd = l->max_rd;
     conn_get_timing(c, out);
+}
+
+int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
+                            uint32_t msn)
+{
+    if (c->state != MROCE_CONN_INIT)
+        return MROCE_ESTATE;
+    c->local.init_psn = psn;
+    c->local.init_dsn = dsn;
+    c->local.init_msn = msn;
+    return 0;
 }
 
 static uint32_t conn_min(uint32_t a, uint32_t b)
@@ -233,6 +265,19 @@ static void conn_set_peer_addrs(struct mroce_conn *c,
         c->peer_addr[i] = r->n_planes ? r->plane_addr[i] : r->addr;
 }
 
+/* R-CONN-5: each direction's sequence numbers start where its sender
+ * announced: ours at local.init_*, the peer's at remote.init_*. */
+static void conn_init_seq(struct mroce_conn *c)
+{
+    c->snd_una = c->snd_next = c->local.init_dsn;
+    c->rcv_cum = c->remote.init_dsn;
+    for (uint32_t i = 0; i < c->attr.n_streams; i++) {
+        struct stream *s = &c->streams[i];
+        s->sq_head = s->sq_next = s->sq_tail = s->msn_una = c->local.init_msn;
+        s->in_base = c->remote.init_msn;
+    }
+}
+
 /* R-CONN-3: effective values are the minimum of both sides, except the
  * message window: each side announces what it accepts (R-MSG-14). */
 int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
@@ -250,6 +295,9 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->peer_ack_delay_ns =
         r->ack_delay_ns ? r->ack_delay_ns : c->attr.ack_delay_ns;
     c->remote = (struct eng_params){.conn_id = r->conn_id,
+                                    .init_psn = r->init_psn,
+                                    .init_dsn = r->init_dsn,
+                                    .init_msn = r->init_msn,
                                     .addr = c->peer_addr[0],
                                     .udp_port = r->udp_port,
                                     .n_paths = r->n_paths,
@@ -265,6 +313,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
+    conn_init_seq(c);
     for (uint16_t p = 0; p < c->n_paths; p++)
         eng_path_init(c, p);
     struct cc_params prm = {
@@ -298,9 +347,8 @@ void eng_conn_get_counters(const struct mroce_conn *c,
 static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               uint16_t sid, uint32_t bad_msn, uint8_t status)
 {
-    uint32_t d = c->attr.sq_depth;
     for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-        struct sq_slot *q = &s->sq[m % d];
+        struct sq_slot *q = eng_sq(c, s, m);
         struct mroce_wc wc = {.wr_id = q->wr.wr_id, .conn = c, .stream = sid};
         wc.status = (status && m == bad_msn) ? status : MROCE_WC_WR_FLUSH_ERR;
         wc.opcode = q->op == MROCE_OP_READ_REQ ? MROCE_WC_RDMA_READ
@@ -313,7 +361,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
     }
     s->sq_head = s->sq_next = s->sq_tail;
     for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-        uint32_t i = n % c->attr.rq_depth;
+        uint32_t i = eng_rq(c, n);
         struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
                               .conn = c,
                               .stream = sid,
@@ -377,13 +425,13 @@ static void conn_release(struct mroce_conn *c)
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
         for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-            struct sq_slot *q = &s->sq[m % c->attr.sq_depth];
+            struct sq_slot *q = eng_sq(c, s, m);
             if (q->mr)
                 q->mr->refs--;
             c->scq->pending--;
         }
         for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-            struct mroce_mr *mr = s->rq_mr[n % c->attr.rq_depth];
+            struct mroce_mr *mr = s->rq_mr[eng_rq(c, n)];
             if (mr)
                 mr->refs--;
             c->rcq->pending--;

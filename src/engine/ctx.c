@@ -15,12 +15,13 @@ void eng_free(struct mroce_ctx *ctx, void *p)
     dev_free(&ctx->dev, p);
 }
 
+/* R-SEC-7: the source mroce_ctx_open chose (a CSPRNG unless the
+ * application asked for a deterministic run). */
 uint64_t eng_rand(struct mroce_ctx *ctx)
 {
     return dev_rand(&ctx->dev);
 }
 
-/* R-ENC-3: source ports come from the dynamic range 49152..65535. */
 /* R-ENC-3: uniform over 49152-65535, or over the datapath's set. */
 uint16_t eng_rand_port(struct mroce_ctx *ctx)
 {
