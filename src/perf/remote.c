@@ -256,8 +256,9 @@ static void rs_close(struct rs *r)
  * library text (a dropped packet) would mislead. */
 static const char *rs_why(int err)
 {
-    return err == MROCE_EPROTO ? "stopped by the error above"
-                               : mroce_strerror(err);
+    return err == MROCE_EPROTO || err == MROCE_EACCES
+               ? "stopped by the error above"
+               : mroce_strerror(err);
 }
 
 /* ---- Client ---- */
@@ -375,31 +376,37 @@ static int srv_loop(struct rs *r)
     }
 }
 
+enum srv_outcome { SRV_DONE, SRV_FAILED, SRV_REFUSED };
+
 /* One client from set-up to QUIT, on its own copy of the options (its
- * CONFIG replaces the test, sizes and counts). */
+ * CONFIG replaces the test, sizes and counts). SRV_REFUSED: the set-up
+ * exchange refused it (R-CM-8: its CONFIG asked for too much, say). */
 static int srv_session(const struct perf_opts *base, struct mroce_cm *cm)
 {
     struct perf_opts o = *base;
     struct rs r = {.o = &o, .cm = cm};
     int err = rs_open(&r);
+    bool up = mroce_cm_security(cm, NULL, NULL) >= 0;
     if (!err)
         err = srv_loop(&r);
     rs_close(&r);
     if (err)
         fprintf(stderr, "mroce-perf: server: %s\n", rs_why(err));
-    return err;
+    return !up ? SRV_REFUSED : err ? SRV_FAILED : SRV_DONE;
 }
 
 static void srv_summary(const struct perf_opts *o,
-                        const struct mroce_cm_listener *l, int served)
+                        const struct mroce_cm_listener *l, int served,
+                        int refused)
 {
     struct mroce_cm_listener_counters c;
     mroce_cm_listener_get_counters(l, &c);
     if (o->quiet)
         return;
     printf("mroce-perf: served %d client(s); connectors dropped: %llu "
-           "refused, %llu not CM, %llu silent, %llu closed, %llu evicted\n",
-           served, (unsigned long long)c.rejected,
+           "refused, %d refused in set-up, %llu not CM, %llu silent, %llu "
+           "closed, %llu evicted\n",
+           served, (unsigned long long)c.rejected, refused,
            (unsigned long long)c.dropped, (unsigned long long)c.timeouts,
            (unsigned long long)c.closed, (unsigned long long)c.evicted);
 }
@@ -424,7 +431,7 @@ int perf_main_server(struct perf_opts *o)
         printf("mroce-perf: waiting for a client on TCP port %u\n",
                mroce_cm_listener_port(l));
     fflush(stdout);
-    int served = 0, failed = 0;
+    int served = 0, failed = 0, refused = 0;
     while (!o->clients || served < o->clients) {
         struct mroce_cm *cm;
         err = mroce_cm_accept(l, o->clients ? o->timeout_s * 1000 : -1, &cm);
@@ -433,11 +440,13 @@ int perf_main_server(struct perf_opts *o)
             failed++;
             break;
         }
-        failed += srv_session(o, cm) != 0;
-        served++;
+        int out = srv_session(o, cm);
+        refused += out == SRV_REFUSED;
+        failed += out == SRV_FAILED;
+        served += out != SRV_REFUSED;
         fflush(stdout);
     }
-    srv_summary(o, l, served);
+    srv_summary(o, l, served, refused);
     mroce_cm_listener_close(l);
     return failed ? 1 : 0;
 }

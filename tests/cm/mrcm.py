@@ -184,10 +184,12 @@ def decode_hello(body):
 
 
 def hello_v1(conn_id=1, addr=b"\x7f\0\0\1", udp_port=4798, blob=b""):
-    """A HELLO of CM version 1 (mroce before the normative exchange)."""
+    """A HELLO of CM version 1 (mroce before the normative exchange, in its
+    last form: 60 fixed bytes ending with the initial sequence numbers)."""
     body = struct.pack(">IBBH", conn_id, 0, 4, udp_port) + addr.ljust(16,
                                                                      b"\0")
-    body += struct.pack(">HHIIIIHH", 16, 1, 4096, 4096, 64, 16, 0, len(blob))
+    body += struct.pack(">HHIIIIHHIII", 16, 1, 4096, 4096, 64, 16, 0,
+                        len(blob), 0, 0, 0)
     return struct.pack(">IBBHI", MAGIC, 1, HELLO, 0, len(body) + len(blob)) \
         + body + blob
 
@@ -251,6 +253,20 @@ def read_req(conn, path, psn, dsn, stream, msn, length, va, rkey, ts=0):
     p += struct.pack(">IHHIII", dsn, stream, 0, msn, length, 0)
     p += struct.pack(">QI", va, rkey)
     return p + struct.pack(">I", crc32c(p))
+
+
+def write_pkt(conn, path, psn, dsn, stream, msn, msg_len, offset, va, rkey,
+              payload, ts=0):
+    """A WRITE packet (MTH, DXH, RETH, payload, ICRC; R-HDR-4)."""
+    p = struct.pack(">BBHIII", 0x18, 0x01, path, conn, psn, ts)
+    p += struct.pack(">IHHIII", dsn, stream, 0, msn, msg_len, offset)
+    p += struct.pack(">QI", va, rkey) + payload
+    return p + struct.pack(">I", crc32c(p))
+
+
+def perf_pattern(who, i):
+    """mroce-perf's verification pattern (src/perf/perf.h)."""
+    return ((i * 131 + (i >> 12) * 7 + who * 89) ^ 0x5A) & 0xFF
 
 
 PERF_MAGIC = 0x4D505246  # "MPRF"

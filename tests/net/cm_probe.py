@@ -186,9 +186,26 @@ def reflect(args):
         (got, 4 * len(pkt)))
 
 
+def fill_buffer(cl, addr, rkey, length):
+    """WRITEs of the client's pattern over the server's whole buffer, so
+    that its check compares equal up to the buffer's end."""
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((HOST, 0))
+    mtu, dsn = 4096, 0
+    for off in range(0, length, mtu):
+        data = bytes(mrcm.perf_pattern(0, off + i) for i in range(mtu))
+        pkt = mrcm.write_pkt(cl.conn_id, 0, dsn, dsn, 0, 0, length, off,
+                             addr, rkey, data)
+        u.sendto(pkt, (HOST, cl.udp_port))
+        dsn += 1
+    time.sleep(0.3)
+
+
 def runsize(args):
-    """CONFIG with one size, then a RUN of another; END says it sent two
-    messages, so the server verifies two slots of the RUN's size."""
+    """CONFIG with one size (write_bw, --check), then a RUN of another; the
+    client writes its pattern over the server's whole buffer, and END says
+    it sent two messages, so the server checks two slots of the RUN's
+    size."""
     cfg = perf_config(0, args.size, 1, check=True, depth=1)  # write_bw
     cl = Client(args.port, args.v1, bytes([127, 0, 0, 1]), cfg, 4798)
     if cl.rejected:
@@ -197,12 +214,14 @@ def runsize(args):
     log("runsize: HELLO accepted")
     cmd, v = cl.recv_app()
     assert cmd == mrcm.PERF_MR
+    addr, rkey, length = v[0], v[1], v[2]
     cl.app(mrcm.perf_ctl(mrcm.PERF_MR, 0x1000, 1, 1 << 40))
     cl.app(mrcm.perf_ctl(mrcm.PERF_RUN, args.run))
     try:
         cmd, v = cl.recv_app()
         log("runsize: server answered %d to RUN %d" % (cmd, args.run))
         if cmd == mrcm.PERF_GO:
+            fill_buffer(cl, addr, rkey, length)
             cl.app(mrcm.perf_ctl(mrcm.PERF_END, 2))
             cmd, v = cl.recv_app()
             log("runsize: server answered %d to END" % cmd)
