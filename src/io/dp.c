@@ -347,7 +347,8 @@ static int dp_engine_tx(struct mroce_dp *dp, uint64_t now,
     p->pay = ref.payload;
     p->pay_len = ref.payload_len;
     p->hdr_len = ref.hdr_len;
-    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.icrc, MROCE_TX_ICRC_LEN);
+    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.trailer,
+           ref.trailer_len);
     return len;
 }
 
