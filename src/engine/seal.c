@@ -54,7 +54,7 @@ static void seal_wipe(void *p, size_t n)
 /* ---- key schedule (R-AEAD-6, R-AEAD-7) ---- */
 
 /* HKDF-Expand(prk, label || context, out_len). */
-static int seal_expand(struct mroce_ctx *ctx, const uint8_t *prk,
+static int seal_expand(const struct mroce_crypto *cr, const uint8_t *prk,
                        const char *label, const uint8_t *context, size_t n_ctx,
                        uint8_t *out, size_t out_len)
 {
@@ -63,17 +63,24 @@ static int seal_expand(struct mroce_ctx *ctx, const uint8_t *prk,
     memcpy(info, label, l);
     if (n_ctx)
         memcpy(info + l, context, n_ctx);
-    return ctx->crypto.hkdf_expand(ctx->crypto.ud, prk, MROCE_SECRET_LEN, info,
-                                   l + n_ctx, out, out_len);
+    return cr->hkdf_expand(cr->ud, prk, MROCE_SECRET_LEN, info, l + n_ctx, out,
+                           out_len);
+}
+
+/* key(e) and iv(e) of the epoch whose secret is ds. */
+static int seal_key_iv(const struct mroce_crypto *cr, const uint8_t *ds,
+                       uint8_t *key, uint8_t *iv)
+{
+    int rc = seal_expand(cr, ds, "mroce key", NULL, 0, key, MROCE_AEAD_KEY_LEN);
+    return rc ? rc
+              : seal_expand(cr, ds, "mroce iv", NULL, 0, iv, MROCE_AEAD_IV_LEN);
 }
 
 static int seal_key_make(struct mroce_ctx *ctx, const uint8_t *ds,
                          struct aead_key *k)
 {
     uint8_t key[MROCE_AEAD_KEY_LEN];
-    int rc = seal_expand(ctx, ds, "mroce key", NULL, 0, key, sizeof(key));
-    if (!rc)
-        rc = seal_expand(ctx, ds, "mroce iv", NULL, 0, k->iv, sizeof(k->iv));
+    int rc = seal_key_iv(&ctx->crypto, ds, key, k->iv);
     if (!rc && !(k->k = ctx->crypto.key_new(ctx->crypto.ud, key)))
         rc = MROCE_ENOMEM;
     seal_wipe(key, sizeof(key));
@@ -89,10 +96,10 @@ static void seal_key_drop(struct mroce_ctx *ctx, struct aead_key *k)
 }
 
 /* D(e+1) = HKDF-Expand(D(e), "mroce ku", 32), in place. */
-static int seal_ku(struct mroce_ctx *ctx, uint8_t *ds)
+static int seal_ku(const struct mroce_crypto *cr, uint8_t *ds)
 {
     uint8_t n[MROCE_SECRET_LEN];
-    int rc = seal_expand(ctx, ds, "mroce ku", NULL, 0, n, sizeof(n));
+    int rc = seal_expand(cr, ds, "mroce ku", NULL, 0, n, sizeof(n));
     if (!rc)
         memcpy(ds, n, sizeof(n));
     seal_wipe(n, sizeof(n));
@@ -101,15 +108,30 @@ static int seal_ku(struct mroce_ctx *ctx, uint8_t *ds)
 
 /* D(0) of the direction whose packets carry conn id dst, sent by the
  * endpoint whose own id is src. */
-static int seal_dir(struct mroce_conn *c, uint32_t dst, uint32_t src,
+static int seal_dir(const struct mroce_crypto *cr, int mode,
+                    const uint8_t *secret, uint32_t dst, uint32_t src,
                     uint8_t *out)
 {
     uint8_t x[9];
-    x[0] = c->aead->mode;
+    x[0] = (uint8_t)mode;
     mroce_be32_put(x + 1, dst);
     mroce_be32_put(x + 5, src);
-    return seal_expand(c->ctx, c->aead->secret, "mroce dir", x, sizeof(x), out,
+    return seal_expand(cr, secret, "mroce dir", x, sizeof(x), out,
                        MROCE_SECRET_LEN);
+}
+
+int eng_seal_derive(const struct mroce_crypto *cr, int mode,
+                    const uint8_t *secret, uint32_t dst, uint32_t src,
+                    uint32_t epoch, uint8_t *key, uint8_t *iv)
+{
+    uint8_t ds[MROCE_SECRET_LEN];
+    int rc = seal_dir(cr, mode, secret, dst, src, ds);
+    for (uint32_t e = 0; !rc && e < epoch; e++)
+        rc = seal_ku(cr, ds);
+    if (!rc)
+        rc = seal_key_iv(cr, ds, key, iv);
+    seal_wipe(ds, sizeof(ds));
+    return rc;
 }
 
 static void seal_keys_drop(struct mroce_conn *c)
@@ -128,16 +150,17 @@ static void seal_keys_drop(struct mroce_conn *c)
 static int seal_keys_make(struct mroce_conn *c, uint32_t remote_id)
 {
     struct eng_aead *a = c->aead;
+    const struct mroce_crypto *cr = &c->ctx->crypto;
     uint32_t local_id = c->local.conn_id;
-    int rc = seal_dir(c, remote_id, local_id, a->tx_ds);
+    int rc = seal_dir(cr, a->mode, a->secret, remote_id, local_id, a->tx_ds);
     if (!rc)
         rc = seal_key_make(c->ctx, a->tx_ds, &a->tx);
     if (!rc)
-        rc = seal_dir(c, local_id, remote_id, a->rx_ds);
+        rc = seal_dir(cr, a->mode, a->secret, local_id, remote_id, a->rx_ds);
     if (!rc)
         rc = seal_key_make(c->ctx, a->rx_ds, &a->rx_cur);
     if (!rc)
-        rc = seal_ku(c->ctx, a->rx_ds);
+        rc = seal_ku(cr, a->rx_ds);
     if (!rc)
         rc = seal_key_make(c->ctx, a->rx_ds, &a->rx_next);
     return rc;
@@ -231,7 +254,7 @@ static void seal_tx_update(struct mroce_conn *c)
     struct aead_key k = {0};
     uint8_t ds[MROCE_SECRET_LEN];
     memcpy(ds, a->tx_ds, sizeof(ds));
-    if (!seal_ku(c->ctx, ds) && !seal_key_make(c->ctx, ds, &k)) {
+    if (!seal_ku(&c->ctx->crypto, ds) && !seal_key_make(c->ctx, ds, &k)) {
         seal_key_drop(c->ctx, &a->tx);
         a->tx = k;
         memcpy(a->tx_ds, ds, sizeof(ds));
@@ -333,7 +356,7 @@ static void seal_rx_advance(struct mroce_conn *c)
     struct aead_key k = {0};
     uint8_t ds[MROCE_SECRET_LEN];
     memcpy(ds, a->rx_ds, sizeof(ds));
-    if (!seal_ku(c->ctx, ds) && !seal_key_make(c->ctx, ds, &k)) {
+    if (!seal_ku(&c->ctx->crypto, ds) && !seal_key_make(c->ctx, ds, &k)) {
         seal_key_drop(c->ctx, &a->rx_prev);
         a->rx_prev = a->rx_cur;
         a->has_prev = true;

@@ -50,6 +50,13 @@ size_t eng_seal(struct mroce_conn *c, uint8_t *buf, size_t hl,
 int eng_open(struct mroce_conn *c, const uint8_t *buf, size_t len,
              struct mroce_hdr *h);
 
+/* R-AEAD-6, R-AEAD-7: key(epoch) and iv(epoch) of the direction whose
+ * packets carry conn id dst, sent by the endpoint with id src: the
+ * schedule seal.c follows step by step, in one call (test vectors). */
+int eng_seal_derive(const struct mroce_crypto *cr, int mode,
+                    const uint8_t *secret, uint32_t dst, uint32_t src,
+                    uint32_t epoch, uint8_t *key, uint8_t *iv);
+
 /* Test hook (not public API): packets per key before an update, and how
  * many the current transmit key has sealed already, to force updates
  * without sealing 2^23 packets. */
