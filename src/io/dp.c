@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mroce/mroce_crypto.h>
+
 #include "io/impair.h"
 
 #define DP_DEF_SRC_PORTS 64
@@ -113,6 +115,9 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
         return MROCE_EINVAL;
     if (dp->ctx_attr.seed == 0 && !dp->ctx_attr.hooks.rand64)
         dp->ctx_attr.seed = dp_seed();
+    /* the secure modes (R-AEAD-12): the best crypto backend here */
+    if (!dp->ctx_attr.crypto)
+        dp->ctx_attr.crypto = mroce_crypto_default();
     return 0;
 }
 
