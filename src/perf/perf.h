@@ -57,6 +57,7 @@ struct perf_opts {
     uint64_t min_rto_ns; /* --min-rto US [perf_min_rto_ns] */
     uint8_t retry_cnt;   /* --retry N [perf_retry_cnt] */
     int timeout_s;       /* whole-run bound [120] */
+    int sec_mode;        /* --auth, --encrypt: MROCE_SEC_* [NONE] */
     int eal_argc;
     char *eal_argv[PERF_MAX_EAL];
     /* collectives */
