@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/secure_vs_plain.sh: what the secure modes cost (docs/spec.md
-# section 3.12, issue 15). write_bw with 4 MiB messages and a 4096-byte
+# section 3.14, issue 15). write_bw with 4 MiB messages and a 4096-byte
 # mtu between two processes (tools/mroce-dpdk-perf, the write_bw loop of
 # bench/dpdk_vs_raw.sh), plain, authenticated (--auth) and encrypted
 # (--encrypt), alternated in one run:

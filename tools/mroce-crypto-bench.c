@@ -1,5 +1,5 @@
 /* mroce-crypto-bench: the crypto provider's AES-128-GCM, per backend, in
- * the shapes the secure modes use (docs/spec.md section 3.12), in GB/s of
+ * the shapes the secure modes use (docs/spec.md section 3.14), in GB/s of
  * payload on one core. Prints numbers only; never passes or fails on
  * speed (docs/datapath.md, "Secure modes", has a run).
  *

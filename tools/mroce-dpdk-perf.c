@@ -19,7 +19,7 @@
  * instead of attaching it where the port allows (docs/dpdk.md).
  *
  * --auth, --encrypt: the connection runs in the authenticated or the
- * encrypted mode (docs/spec.md section 3.12) under a random 32-byte
+ * encrypted mode (docs/spec.md section 3.14) under a random 32-byte
  * secret. Both sides must say the same. This tool has no connection
  * manager: the server draws the secret and hands it to the client in its
  * parameter file, which only suits a test on one host (mroce-perf's

@@ -1,4 +1,4 @@
-/* The secure modes (docs/spec.md section 3.12, R-AEAD-*): every packet of
+/* The secure modes (docs/spec.md section 3.14, R-AEAD-*): every packet of
  * an authenticated or encrypted connection is sealed with AES-128-GCM
  * under its direction's current key, and every packet it receives is
  * opened, and checked against a replay window, before anything else

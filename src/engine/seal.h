@@ -1,4 +1,4 @@
-/* The secure modes of a connection (docs/spec.md section 3.12,
+/* The secure modes of a connection (docs/spec.md section 3.14,
  * R-AEAD-*): key schedule, sealing on transmit, opening and replay
  * windows on receive. Sans-I/O: AES-GCM and HKDF come through the
  * context's crypto provider (mroce_ctx_attr.crypto). */

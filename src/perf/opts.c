@@ -58,7 +58,7 @@ void perf_usage(void)
             "  --json FILE    write the results as JSON\n"
             "  --timeout S    bound on the whole run [120]\n"
             "  --auth         authenticated mode: AES-128-GCM tag on every\n"
-            "                 packet (spec 3.12); --encrypt: payloads\n"
+            "                 packet (spec 3.14); --encrypt: payloads\n"
             "                 encrypted too. --loopback: a random secret;\n"
             "                 two processes: the CM's key (--psk)\n"
             "  -N RANKS       coll: processes [4]\n"

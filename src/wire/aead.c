@@ -1,4 +1,4 @@
-/* AEAD framing of sealed packets (docs/spec.md section 3.12). */
+/* AEAD framing of sealed packets (docs/spec.md section 3.14). */
 #include "wire/aead.h"
 
 #include "wire/be.h"

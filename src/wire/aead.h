@@ -1,4 +1,4 @@
-/* AEAD framing of the secure modes (docs/spec.md section 3.12, R-AEAD-*):
+/* AEAD framing of the secure modes (docs/spec.md section 3.14, R-AEAD-*):
  * which header bits and fields a sealed packet uses, its nonce, and where
  * its tag lies. Pure functions over packet bytes; the cipher itself is
  * the caller's (the engine's crypto provider). */

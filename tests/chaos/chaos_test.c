@@ -651,6 +651,7 @@ static void pair_cfg(const struct scen *sc, struct mroce_twloop_pair_cfg *c)
     for (size_t i = 0; i < sizeof(c->secret); i++)
         c->secret[i] = (uint8_t)(sc->seed >> (8 * (i % 8))) ^ (uint8_t)i;
     for (int s = 0; s < 2; s++) {
+        c->ctx[s].deterministic = 1;
         c->ctx[s].seed = sc->seed * 2 + (uint64_t)s + 1;
         c->ctx[s].mtu = sc->mtu[s];
         struct mroce_conn_attr *a = &c->conn[s];

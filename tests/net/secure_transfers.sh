@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The secure modes (docs/spec.md section 3.12) between two processes:
+# The secure modes (docs/spec.md section 3.14) between two processes:
 # mroce-dpdk-perf --verify (WRITE then READ checked by the client; SEND,
 # SEND_IMM, WRITE_IMM by the server) with --auth and with --encrypt, over
 # UDP sockets on 127.0.0.1 and, when mroce has DPDK, over net_memif

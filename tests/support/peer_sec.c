@@ -1,5 +1,5 @@
 /* The test peer's key schedule and sealing (see peer_sec.h), from the
- * text of docs/spec.md section 3.12 (R-AEAD-1..R-AEAD-7). */
+ * text of docs/spec.md section 3.14 (R-AEAD-1..R-AEAD-7). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

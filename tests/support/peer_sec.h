@@ -1,4 +1,4 @@
-/* The test peer in the secure modes (docs/spec.md section 3.12): the
+/* The test peer in the secure modes (docs/spec.md section 3.14): the
  * peer's own key schedule, written from the spec apart from the engine's
  * (src/engine/seal.c), over OpenSSL's backend of the provider (the
  * engine's context normally uses intel-ipsec-mb): every packet the peer

@@ -1,5 +1,5 @@
 /* The Wireshark dissector (tools/wireshark/mroce.lua) on sealed packets
- * (docs/spec.md section 3.12): the three vectors of spec 12.14-12.16 and
+ * (docs/spec.md section 3.14): the three vectors of spec 12.44-12.46 and
  * a sealed packet of every opcode in both modes, written to a pcap file;
  * tshark must show SEAL, the key phase, a control packet's CSN, the
  * protection byte, the payload in clear or as ciphertext, the 16-byte tag
@@ -35,7 +35,7 @@ static const uint8_t all_ops[N_OPS] = {
     MROCE_OP_CLOSE,    MROCE_OP_CLOSE_ACK,
 };
 
-/* Spec 12.14, the authenticated WRITE (tests/vectors/aead_vectors.py). */
+/* Spec 12.44, the authenticated WRITE (tests/vectors/aead_vectors.py). */
 static const uint8_t vec_auth_write[72] = {
     0x1a, 0x01, 0x00, 0x03, 0x1a, 0x2b, 0x3c, 0x4d, 0x00, 0x00, 0x03, 0xe8,
     0x07, 0x5b, 0xcd, 0x15, 0x00, 0x0a, 0x1b, 0x2c, 0x00, 0x01, 0x00, 0x00,

@@ -1,4 +1,4 @@
-/* The secure modes against a hostile peer (docs/spec.md section 3.12,
+/* The secure modes against a hostile peer (docs/spec.md section 3.14,
  * R-AEAD-*): the engine on one side, the test on the other with its own
  * key schedule (support/peer_sec.c). Every tampered, forged, unsealed or
  * replayed packet is dropped, counted by reason, changes no memory and

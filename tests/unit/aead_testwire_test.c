@@ -1,4 +1,4 @@
-/* The secure modes end to end (docs/spec.md section 3.12): two engines
+/* The secure modes end to end (docs/spec.md section 3.14): two engines
  * over the lossy test wire (loss, duplication, reordering, jitter) move
  * every operation -- WRITE, WRITE_IMM, SEND, SEND_IMM, READ and a
  * zero-length WRITE -- in the authenticated and the encrypted mode; the

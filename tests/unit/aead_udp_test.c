@@ -1,4 +1,4 @@
-/* The secure modes (docs/spec.md section 3.12) over the UDP datapath on
+/* The secure modes (docs/spec.md section 3.14) over the UDP datapath on
  * real sockets: two datapaths in this process on 127.0.0.1 (and ::1),
  * their contexts given the default crypto provider by the datapath. Every
  * operation (WRITE, WRITE_IMM, SEND, SEND_IMM, READ) in the authenticated

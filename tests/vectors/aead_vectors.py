@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Independent generator of the secure-mode test vectors of docs/spec.md
-(sections 12.13-12.16, rules R-AEAD-*).
+(sections 12.43-12.46, rules R-AEAD-*).
 
 Written from the spec text alone, with the Python standard library only:
 AES-128 and GCM (NIST SP 800-38D) are implemented here, bit by bit and
 slowly, HKDF-Expand (RFC 5869) with hmac/hashlib. Nothing is shared with
 mroce's C code, which uses intel-ipsec-mb or OpenSSL.
 
-  aead_vectors.py            print the spec text of sections 12.13-12.16
+  aead_vectors.py            print the spec text of sections 12.43-12.46
   aead_vectors.py --c        print the vectors as C arrays (tests/unit)
   aead_vectors.py --check F  exit 1 unless file F holds that spec text
 """
@@ -267,7 +267,7 @@ def nonce_of(mode, epoch, pkt, dst, src):
 def spec_text():
     v = dict(vectors())
     t = []
-    t.append("### 12.13 Secure modes: key schedule\n")
+    t.append("### 12.43 Secure modes: key schedule\n")
     t.append("The connection secret of these vectors is the 32 bytes "
              "`00 01 02 ... 1f`;\nA's connection id is 0x00C0FFEE and B's "
              "0x1A2B3C4D, as above. D(e) is the\nsecret of key epoch e of "
@@ -275,7 +275,7 @@ def spec_text():
              "(R-AEAD-6, R-AEAD-7):\n")
     t.append(schedule_table() + "\n")
     w = v["auth_write"]
-    t.append("### 12.14 WRITE (A to B), authenticated mode, key epoch 0\n")
+    t.append("### 12.44 WRITE (A to B), authenticated mode, key epoch 0\n")
     t.append("The WRITE of 12.2 on an authenticated connection: byte 0 is "
              "0x1a (ACKREQ,\nSEAL, key phase 0), DXH byte 6 is 0 (payload "
              "in clear);\nnonce = iv(0) XOR (0, path 3, 0, PSN 1000) =\n"
@@ -284,7 +284,7 @@ def spec_text():
              % (nonce_of(AUTH, 0, w, B_ID, A_ID), len(w)))
     t.append("```\n" + hexdump(w) + "\n```\n")
     w = v["enc_write"]
-    t.append("### 12.15 WRITE (A to B), encrypted mode, key epoch 1\n")
+    t.append("### 12.45 WRITE (A to B), encrypted mode, key epoch 1\n")
     t.append("The same WRITE on an encrypted connection after one key "
              "update: byte 0 is\n0x1b (ACKREQ, SEAL, key phase 1), DXH "
              "byte 6 is 0x01 (payload encrypted);\nnonce = iv(1) XOR "
@@ -294,7 +294,7 @@ def spec_text():
              % (nonce_of(ENCRYPT, 1, w, B_ID, A_ID), len(w)))
     t.append("```\n" + hexdump(w) + "\n```\n")
     a = v["enc_ack"]
-    t.append("### 12.16 ACK (B to A), encrypted mode, CSN 5\n")
+    t.append("### 12.46 ACK (B to A), encrypted mode, CSN 5\n")
     t.append("The ACK of 12.8 on the encrypted connection, B's sixth "
              "control packet: byte 0\nis 0x12 (SEAL, key phase 0), MTH ts "
              "carries CSN 5 in place of a clock\nvalue; nonce = iv(0) of "

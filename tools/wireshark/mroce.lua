@@ -3,7 +3,7 @@
 -- Decodes the MetaRoCE transport header (MTH), the extension headers of
 -- each opcode (DXH, RETH, SNH, IMM, AKH, NKH), the payload length, and
 -- verifies the CRC32C trailer (ICRC). A sealed packet of the authenticated
--- or encrypted mode (SEAL flag, docs/spec.md section 3.12) ends in a
+-- or encrypted mode (SEAL flag, docs/spec.md section 3.14) ends in a
 -- 16-byte AES-GCM tag instead, shown but not verified (the dissector has
 -- no keys); its key phase, its control sequence number (the MTH ts of a
 -- control packet) and whether its payload is encrypted are decoded.
