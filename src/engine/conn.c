@@ -290,7 +290,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         return MROCE_EINVAL;
     uint32_t n_paths = conn_min(c->attr.n_paths, r->n_paths);
     uint32_t dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
-    int rc = eng_seal_connect(c, r->conn_id, n_paths); /* R-AEAD-6 */
+    int rc = eng_seal_connect(c, r, n_paths); /* R-AEAD-6 */
     if (rc)
         return rc;
     if (eng_mem_connect(c, n_paths, dsn_window, c->attr.path_window))

@@ -18,10 +18,10 @@ struct aead_key {
 };
 
 /* R-AEAD-9: the 256 sequence numbers up to the highest authenticated
- * one; bit i (mroce_sack_test layout) = high - i seen. */
+ * one; bit i (mroce_sack_test layout) = high - i seen. It starts just
+ * before the space's first number, with everything before it "seen". */
 struct aead_win {
     uint32_t high;
-    bool any;
     uint64_t bits[4];
 };
 
@@ -166,9 +166,19 @@ static int seal_keys_make(struct mroce_conn *c, uint32_t remote_id)
     return rc;
 }
 
-int eng_seal_connect(struct mroce_conn *c, uint32_t remote_id, uint32_t n_paths)
+/* R-AEAD-9: a window whose next new number is first. */
+static struct aead_win seal_win_at(uint32_t first)
+{
+    struct aead_win w = {.high = first - 1};
+    memset(w.bits, 0xFF, sizeof(w.bits));
+    return w;
+}
+
+int eng_seal_connect(struct mroce_conn *c, const struct mroce_conn_params *r,
+                     uint32_t n_paths)
 {
     struct eng_aead *a = c->aead;
+    uint32_t remote_id = r->conn_id;
     if (!a)
         return 0;
     /* R-AEAD-6: equal ids would give both directions one key */
@@ -179,10 +189,12 @@ int eng_seal_connect(struct mroce_conn *c, uint32_t remote_id, uint32_t n_paths)
     if (!a->psn_win)
         return MROCE_ENOMEM;
     a->n_win = n_paths;
+    for (uint32_t p = 0; p < n_paths; p++)
+        a->psn_win[p] = seal_win_at(r->init_psn); /* R-CONN-5 */
     a->tx_epoch = a->rx_epoch = a->csn = 0;
     a->tx_used = 0;
     a->has_prev = false;
-    a->csn_win = (struct aead_win){0};
+    a->csn_win = seal_win_at(0);
     int rc = seal_keys_make(c, remote_id);
     if (rc)
         seal_keys_drop(c);
@@ -331,11 +343,6 @@ static void win_shift(uint64_t b[4], uint32_t d)
 static bool win_take(struct aead_win *w, uint32_t seq)
 {
     uint32_t ahead = seq - w->high;
-    if (!w->any) {
-        *w = (struct aead_win){.high = seq, .any = true};
-        mroce_sack_set(w->bits, 0);
-        return true;
-    }
     if (ahead && ahead < 0x80000000u) {
         win_shift(w->bits, ahead);
         w->high = seq;

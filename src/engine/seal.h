@@ -25,10 +25,10 @@ int eng_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
                         size_t len);
 int eng_conn_sec_mode(const struct mroce_conn *c);
 /* At connect: derives both directions' first keys (R-AEAD-6) from the
- * secret and the two ids, allocates the n_paths replay windows and
- * forgets the secret. EINVAL if the ids are equal, ENOMEM, or the
- * provider's error. No-op for a plain connection. */
-int eng_seal_connect(struct mroce_conn *c, uint32_t remote_id,
+ * secret and the two ids, and sets up the n_paths replay windows just
+ * before the peer's first PSN (R-AEAD-9). EINVAL if the ids are equal,
+ * ENOMEM, or the provider's error. No-op for a plain connection. */
+int eng_seal_connect(struct mroce_conn *c, const struct mroce_conn_params *r,
                      uint32_t n_paths);
 /* After a successful connect: wipes the secret (R-AEAD-6). */
 void eng_seal_connected(struct mroce_conn *c);

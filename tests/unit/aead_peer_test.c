@@ -275,6 +275,14 @@ static void test_replayed_data(void **state)
     assert_int_equal(peer_rx_raw(p, buf, n), MROCE_EPROTO);
     assert_int_equal(peer_cnt(p).drop_replay, s.c.drop_replay + 1);
     assert_quiet_drop(p, &s);
+    /* authentic, never sent before, but before the path's first PSN
+     * (R-CONN-5): the window starts there, so it is refused too */
+    struct mroce_hdr old = peer_hdr(p, MROCE_OP_PROBE, 2, p->psn[2] - 3);
+    n = peer_sec_seal(p->sec, &old, NULL, 0, buf);
+    s = snap_of(p);
+    assert_int_equal(peer_rx_raw(p, buf, n), MROCE_EPROTO);
+    assert_int_equal(peer_cnt(p).drop_replay, s.c.drop_replay + 1);
+    assert_quiet_drop(p, &s);
     peer_check_alive(p);
 }
 
