@@ -1,0 +1,4 @@
+/* Test cases: placeholder. */
+#include "conform/cf.h"
+
+const struct cf_test cf_t_ack[] = {{0}};

@@ -1,0 +1,111 @@
+/* Checks many tests share: the connection still works, the IUT said
+ * nothing, a counter moved, a completion has a status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "conform/cf.h"
+
+struct cum_arg {
+    uint32_t dsn;
+};
+
+static bool tlib_cum_past(const struct cf_pkt *pk, const void *arg)
+{
+    const struct cum_arg *c = arg;
+    return !pk->derr && pk->h.opcode == MROCE_OP_ACK &&
+           (int32_t)(pk->h.dsn_cum - c->dsn) > 0;
+}
+
+bool cf_wait_cum(struct cf_t *t, uint32_t dsn, int ms)
+{
+    struct cum_arg c = {dsn};
+    return cf_wait(t, tlib_cum_past, &c, ms) != NULL;
+}
+
+bool cf_alive(struct cf_t *t)
+{
+    static uint32_t seed = 1;
+    uint8_t data[64], got[64];
+    cf_pattern(data, sizeof(data), seed++);
+    uint32_t off = CF_IUT_MR_LEN - 4096;
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .roff = off,
+                       .data = data,
+                       .len = sizeof(data),
+                       .path = 0};
+    cf_send_msg(t, &m);
+    if (!cf_wait_cum(t, m.first_dsn, 2000))
+        return cf_fail(t, "the connection no longer works: a valid WRITE "
+                          "(DSN %u) was not acknowledged",
+                       m.first_dsn);
+    cf_iut_read(t, off, got, sizeof(got));
+    return CF_CHECK(t, !memcmp(got, data, sizeof(data)),
+                    "the connection no longer works: a valid WRITE did not "
+                    "land");
+}
+
+int cf_replies_since(struct cf_t *t, int from, bool *barrier_ok)
+{
+    *barrier_ok = cf_barrier(t, 0, 1000);
+    int n = t->p->n_log - from - (*barrier_ok ? 1 : 0);
+    return n < 0 ? 0 : n;
+}
+
+bool cf_silent(struct cf_t *t, int from, const char *what)
+{
+    bool ok;
+    int n = cf_replies_since(t, from, &ok);
+    if (!ok)
+        return cf_fail(t, "no ACK for a PROBE after %s", what);
+    if (n) {
+        const struct cf_pkt *pk = t->p->log[from];
+        return cf_fail(t, "%d packet(s) answered %s, the first %s", n, what,
+                       pk->derr ? "undecodable"
+                                : mroce_wire_op_name(pk->h.opcode));
+    }
+    return true;
+}
+
+bool cf_delta(struct cf_t *t, const char *scope, const char *name,
+              int64_t before, int64_t want)
+{
+    if (before < 0)
+        cf_skip(t, "the agent does not report the %s counter %s", scope, name);
+    int64_t now = cf_counter(t, scope, name);
+    return CF_CHECK(t, now - before == want,
+                    "counter %s moved by %lld, expected %lld", name,
+                    (long long)(now - before), (long long)want);
+}
+
+bool cf_wc_is(struct cf_t *t, const struct cf_wc *w, uint64_t wr_id,
+              const char *status)
+{
+    if (!w)
+        return cf_fail(t, "no completion for wr %llu",
+                       (unsigned long long)wr_id);
+    return CF_CHECK(t, !strcmp(w->status, status),
+                    "wr %llu completed %s, expected %s",
+                    (unsigned long long)wr_id, w->status, status);
+}
+
+bool cf_state_is(struct cf_t *t, const char *want)
+{
+    char st[32];
+    const char *s = cf_state(t, st, sizeof(st));
+    if (!s) {
+        cf_note(t, "the agent does not report the connection state");
+        return true;
+    }
+    return CF_CHECK(t, !strcmp(s, want), "connection is %s, expected %s", s,
+                    want);
+}
+
+const struct cf_pkt *cf_wait_op(struct cf_t *t, uint8_t op, int ms)
+{
+    return cf_wait(t, cf_is_op, &op, ms);
+}
+
+int cf_ms(const struct cf_t *t, int ms)
+{
+    return (int)(ms * t->scale);
+}
