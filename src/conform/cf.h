@@ -419,6 +419,11 @@ bool cf_is_op(const struct cf_pkt *pk, const void *opcode);
 bool cf_is_data(const struct cf_pkt *pk, const void *unused);
 bool cf_is_ack_for(const struct cf_pkt *pk, const void *path16);
 
+/* The receiver's path state of R-SACK-5 and R-SACK-7, as written: the
+ * suite's model of a conforming receiver. Returns the classification. */
+enum { CF_RX_IN_ORDER, CF_RX_GAP, CF_RX_LATE, CF_RX_DUP_PSN, CF_RX_TOO_OLD };
+int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn);
+
 /* The suite's receiver: an ACK for path now (R-ACK-2). */
 void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h);
 void cf_send_ack(struct cf_t *t, uint16_t path);
@@ -495,6 +500,9 @@ void cf_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
 /* Waits for an ACK whose dsn_cum is past dsn. */
 bool cf_wait_cum(struct cf_t *t, uint32_t dsn, int ms);
+/* Sends CLOSE and waits for its CLOSE_ACK: a barrier that works in every
+ * state but INIT (it closes a CONNECTED connection). */
+bool cf_barrier_close(struct cf_t *t, int ms);
 /* A valid WRITE is acknowledged and lands: the connection still works. */
 bool cf_alive(struct cf_t *t);
 /* Sends a barrier PROBE on path 0 and counts the packets that arrived
@@ -509,8 +517,22 @@ bool cf_wc_is(struct cf_t *t, const struct cf_wc *w, uint64_t wr_id,
               const char *status);
 bool cf_state_is(struct cf_t *t, const char *want);
 const struct cf_pkt *cf_wait_op(struct cf_t *t, uint8_t op, int ms);
-/* ms scaled by --slow. */
+/* ms scaled by --slow; as ns. */
 int cf_ms(const struct cf_t *t, int ms);
+uint64_t cf_ms_ns(const struct cf_t *t, double ms);
+/* Another region at the IUT with the access rights listed (space
+ * separated: local_write remote_write remote_read). */
+struct cf_mr {
+    int mr;
+    uint64_t va;
+    uint32_t rkey, lkey;
+};
+bool cf_iut_mr(struct cf_t *t, uint32_t len, const char *access,
+               struct cf_mr *out);
+const struct cf_pkt *cf_wait_nack(struct cf_t *t, int ms);
+/* pk is a NACK with syndrome code (fails otherwise, also when NULL). */
+bool cf_nack_is(struct cf_t *t, const struct cf_pkt *pk, uint8_t code,
+                const char *what);
 
 /* ---- the wire monitor (mon.c) ---- */
 

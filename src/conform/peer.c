@@ -64,30 +64,43 @@ static void peer_shift(uint64_t b[4], uint32_t d)
 }
 
 /* R-SACK-5 as written: high starts at 0xFFFFFFFF (the PSN before 0). */
-static void peer_record(struct cf_peer *p, const struct cf_pkt *pk)
+int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn)
 {
-    struct cf_rxpath *r = &p->rx[pk->h.path];
+    int res;
     if (!r->any) {
         r->any = true;
         r->high = 0xFFFFFFFFu;
     }
-    uint32_t d = pk->h.psn - r->high;
+    uint32_t d = psn - r->high;
     if (d > 0 && d < 0x80000000u) {
         if (d >= 256)
             memset(r->bits, 0, sizeof(r->bits));
         else
             peer_shift(r->bits, d);
         mroce_sack_set(r->bits, 0);
-        r->high = pk->h.psn;
-        r->echo = pk->h.ts;
+        r->high = psn;
+        r->echo = ts;
+        res = d == 1 ? CF_RX_IN_ORDER : CF_RX_GAP;
     } else {
-        uint32_t i = r->high - pk->h.psn;
+        uint32_t i = r->high - psn;
+        if (i > 255)
+            res = CF_RX_TOO_OLD;
+        else if (mroce_sack_test(r->bits, i))
+            res = CF_RX_DUP_PSN;
+        else
+            res = CF_RX_LATE;
         if (i <= 255)
             mroce_sack_set(r->bits, i);
     }
     r->rx_count++;
-    if (pk->ecn == 3)
+    if (ecn == 3)
         r->ce_count++;
+    return res;
+}
+
+static void peer_record(struct cf_peer *p, const struct cf_pkt *pk)
+{
+    cf_rx_model(&p->rx[pk->h.path], pk->h.psn, pk->h.ts, pk->ecn);
 }
 
 void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h)
@@ -246,8 +259,14 @@ static int peer_place(struct cf_t *t, const struct cf_pkt *pk)
     struct cf_peer *p = t->p;
     const struct mroce_hdr *h = &pk->h;
     switch (h->opcode) {
-    case MROCE_OP_WRITE:
     case MROCE_OP_WRITE_IMM:
+        if (h->stream >= CF_MAX_STREAMS || h->ssn >= CF_RECV_SLOTS ||
+            !p->recv[h->stream][h->ssn].posted) {
+            peer_nak(t, pk, MROCE_NAK_RNR, p->rnr_info); /* R-MSG-8 */
+            return -1;
+        }
+        /* fall through */
+    case MROCE_OP_WRITE:
         if (h->msg_len &&
             !peer_in_mem(p, h->va + h->offset, h->payload_len, h->rkey)) {
             peer_nak(t, pk, MROCE_NAK_REMOTE_ACCESS, 0);

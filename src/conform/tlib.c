@@ -19,7 +19,17 @@ static bool tlib_cum_past(const struct cf_pkt *pk, const void *arg)
 bool cf_wait_cum(struct cf_t *t, uint32_t dsn, int ms)
 {
     struct cum_arg c = {dsn};
+    const struct cf_peer *p = t->p;
+    if (p->got_ack && (int32_t)(p->iut_cum - dsn) > 0)
+        return true; /* an ACK already handled said so */
     return cf_wait(t, tlib_cum_past, &c, ms) != NULL;
+}
+
+bool cf_barrier_close(struct cf_t *t, int ms)
+{
+    struct mroce_hdr h = cf_hdr(t, MROCE_OP_CLOSE, 0);
+    cf_send(t, &h, NULL, 0);
+    return cf_wait_op(t, MROCE_OP_CLOSE_ACK, ms) != NULL;
 }
 
 bool cf_alive(struct cf_t *t)
@@ -108,4 +118,49 @@ const struct cf_pkt *cf_wait_op(struct cf_t *t, uint8_t op, int ms)
 int cf_ms(const struct cf_t *t, int ms)
 {
     return (int)(ms * t->scale);
+}
+
+bool cf_iut_mr(struct cf_t *t, uint32_t len, const char *access,
+               struct cf_mr *out)
+{
+    json_t *acc = json_array();
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", access);
+    for (char *s = strtok(buf, " "); s; s = strtok(NULL, " "))
+        json_array_append_new(acc, json_string(s));
+    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:I, s:o}", "cmd", "mr_reg",
+                                       "ctx", t->iut.ctx, "len",
+                                       (json_int_t)len, "access", acc));
+    bool ok = cf_reply_ok(rep, NULL, 0);
+    if (ok) {
+        out->mr = (int)json_integer_value(json_object_get(rep, "mr"));
+        out->va = (uint64_t)json_integer_value(json_object_get(rep, "va"));
+        out->rkey =
+            (uint32_t)json_integer_value(json_object_get(rep, "rkey"));
+        out->lkey =
+            (uint32_t)json_integer_value(json_object_get(rep, "lkey"));
+    }
+    json_decref(rep);
+    return ok;
+}
+
+const struct cf_pkt *cf_wait_nack(struct cf_t *t, int ms)
+{
+    return cf_wait_op(t, MROCE_OP_NACK, ms);
+}
+
+bool cf_nack_is(struct cf_t *t, const struct cf_pkt *pk, uint8_t code,
+                const char *what)
+{
+    if (!pk)
+        return cf_fail(t, "no NACK for %s", what);
+    return CF_CHECK(t, pk->h.nak_code == code, "%s NACKed with syndrome %u (%s), "
+                    "expected %u (%s)",
+                    what, pk->h.nak_code, mroce_wire_nak_name(pk->h.nak_code),
+                    code, mroce_wire_nak_name(code));
+}
+
+uint64_t cf_ms_ns(const struct cf_t *t, double ms)
+{
+    return (uint64_t)(ms * t->scale * 1e6);
 }
