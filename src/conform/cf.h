@@ -246,7 +246,7 @@ struct cf_peer {
     bool auto_ack, auto_place, auto_close_ack, auto_read;
     uint32_t rnr_info; /* info of the RNR NACKs the suite sends [100] */
     uint32_t rate_mbps; /* hint in the suite's ACKs [0] */
-    uint8_t ack_ce_extra;
+    bool no_rtt; /* ACKs echo a ts from the future: no RTT samples */
     cf_drop_fn drop;
     void *drop_ud;
     /* every packet received in this test */
@@ -533,6 +533,17 @@ const struct cf_pkt *cf_wait_nack(struct cf_t *t, int ms);
 /* pk is a NACK with syndrome code (fails otherwise, also when NULL). */
 bool cf_nack_is(struct cf_t *t, const struct cf_pkt *pk, uint8_t code,
                 const char *what);
+
+/* A drop rule: the first `times` transmissions of dsn are lost. */
+struct cf_drop_dsn {
+    uint32_t dsn;
+    int times;
+    int seen;
+};
+bool cf_drop_dsn_fn(struct cf_t *t, const struct cf_pkt *pk, void *ud);
+/* The i-th transmission of dsn in the log; how many there are. */
+const struct cf_pkt *cf_nth_tx(struct cf_t *t, uint32_t dsn, int i);
+int cf_count_dsn(struct cf_t *t, uint32_t dsn);
 
 /* ---- the wire monitor (mon.c) ---- */
 

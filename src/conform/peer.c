@@ -111,7 +111,9 @@ void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h)
     h->sack_high = r->high;
     memcpy(h->sack, r->bits, sizeof(h->sack));
     h->dsn_cum = p->dsn_cum;
-    h->echo_ts = r->echo;
+    /* no_rtt: an echo from the future is no RTT sample (R-RTT-1), so the
+     * IUT has no estimate and no tail-loss probe (R-RTT-7) */
+    h->echo_ts = p->no_rtt ? r->echo + 0x80000000u : r->echo;
     h->rate_mbps = p->rate_mbps;
     h->ce_count = r->ce_count;
     h->rx_count = r->rx_count;

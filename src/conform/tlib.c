@@ -164,3 +164,31 @@ uint64_t cf_ms_ns(const struct cf_t *t, double ms)
 {
     return (uint64_t)(ms * t->scale * 1e6);
 }
+
+bool cf_drop_dsn_fn(struct cf_t *t, const struct cf_pkt *pk, void *ud)
+{
+    (void)t;
+    struct cf_drop_dsn *d = ud;
+    if (!cf_is_data(pk, NULL) || pk->h.dsn != d->dsn || d->seen >= d->times)
+        return false;
+    d->seen++;
+    return true;
+}
+
+const struct cf_pkt *cf_nth_tx(struct cf_t *t, uint32_t dsn, int i)
+{
+    for (int k = 0; k < t->p->n_log; k++) {
+        const struct cf_pkt *pk = t->p->log[k];
+        if (cf_is_data(pk, NULL) && pk->h.dsn == dsn && i-- == 0)
+            return pk;
+    }
+    return NULL;
+}
+
+int cf_count_dsn(struct cf_t *t, uint32_t dsn)
+{
+    int n = 0;
+    for (int k = 0; k < t->p->n_log; k++)
+        n += cf_is_data(t->p->log[k], NULL) && t->p->log[k]->h.dsn == dsn;
+    return n;
+}
