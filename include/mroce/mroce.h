@@ -69,9 +69,18 @@ const char *mroce_strerror(int err);
 #define MROCE_LOG_INFO 1
 #define MROCE_LOG_DEBUG 2
 
-/* Any NULL member gets a default (malloc/free, a splitmix64 generator
- * seeded from mroce_ctx_attr.seed, no logging). The engine calls alloc
- * only when objects are created, never per packet. */
+/* Any NULL member gets a default: malloc/free, no logging, and for
+ * rand64 the kernel's CSPRNG (getrandom(2), read 256 bytes at a time), or
+ * with mroce_ctx_attr.deterministic a generator seeded from
+ * mroce_ctx_attr.seed. A rand64 hook supplied outside simulation and
+ * tests MUST be a cryptographically secure generator: connection ids,
+ * memory keys and initial sequence numbers are drawn from it, and nothing
+ * about the connection must let a host predict them (R-SEC-2, R-SEC-7).
+ * The engine calls alloc when objects are created and when a connection's
+ * rings grow: its DSN ring, retransmit FIFO and per-path PSN rings start
+ * small at connect and double while what is in flight fills them, up to
+ * the negotiated windows (a few times per connection, not per packet). A
+ * failed growth holds the sending back as a full window would. */
 struct mroce_hooks {
     void *ud;
     void *(*alloc)(void *ud, size_t size); /* zeroed memory or NULL */
@@ -90,7 +99,14 @@ struct mroce_conn;
 
 struct mroce_ctx_attr {
     struct mroce_hooks hooks;
-    uint64_t seed;           /* for the default rand64 */
+    /* Simulation and tests only (R-SEC-7): 1 makes the default rand64 a
+     * fixed generator (splitmix64) over `seed`, so that a run is repeated
+     * exactly; its ids, keys and initial sequence numbers are then
+     * predictable by anyone who knows or guesses the seed. 0 (default):
+     * the kernel's CSPRNG, and `seed` is ignored. Ignored when
+     * hooks.rand64 is set. */
+    uint8_t deterministic;
+    uint64_t seed;           /* with deterministic = 1 */
     struct mroce_addr addr;  /* this endpoint's IP address */
     uint16_t udp_port;       /* 0: MROCE_UDP_PORT (4797) */
     uint32_t mtu;            /* payload bytes per packet; 0: 4096 */
@@ -124,6 +140,11 @@ struct mroce_ctx_attr {
      * but put more packets of a path in flight at once, which weakens
      * loss detection across paths (R-LOSS-8). 1..MROCE_MAX_SPRAY_RUN. */
     uint32_t spray_run;
+    /* R-ENC-10: the address of each plane, in plane order (n_planes
+     * entries, each of addr's family): announced to peers and the source
+     * of every packet sent on that plane. Copied at open. NULL: addr on
+     * every plane. */
+    const struct mroce_addr *plane_addrs;
 };
 
 #define MROCE_MAX_PLANES 64
@@ -141,8 +162,10 @@ struct mroce_ctx_attr {
 #define MROCE_UDP_PORT 4797
 
 /* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
- * MROCE_MAX_SRC_PORTS source ports or a port 0 among them, spray_run above
- * MROCE_MAX_SPRAY_RUN), ENOMEM.
+ * MROCE_MAX_SRC_PORTS source ports, a port 0 or the same port twice among
+ * them, spray_run above MROCE_MAX_SPRAY_RUN, a plane address of another
+ * family than addr), ENOMEM, ENOENT (the default rand64 found no secure
+ * source: neither getrandom(2) nor /dev/urandom).
  * Not thread-safe: one thread drives a context at a time. */
 int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
 /* Destroys the context and everything created from it. */
@@ -153,9 +176,13 @@ void mroce_ctx_close(struct mroce_ctx *ctx);
 /* Largest UDP payload this context emits (size of tx buffers). */
 size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx);
 
-/* Feeds one received UDP payload. buf stays the caller's. Returns 0 if
- * accepted, or MROCE_EPROTO if dropped (counted by reason in
- * mroce_ctx_counters). Never writes outside registered memory. */
+/* Feeds one received UDP payload. buf stays the caller's. Returns
+ * MROCE_EPROTO if the packet is dropped before a connection takes it:
+ * malformed, unknown connection or wrong source (counted by reason in
+ * mroce_ctx_counters) or a path id out of range (drop_bad_path of the
+ * connection). Returns 0 once a connection took it, even if it then drops
+ * or refuses it (counted in mroce_conn_counters). Never writes outside
+ * registered memory. */
 int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len);
@@ -282,7 +309,9 @@ int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
                  struct mroce_mr **out);
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
 uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
-/* Errors: EBUSY while a posted work request refers to it. */
+/* Errors: EBUSY while a posted work request or receive refers to it, or
+ * while a READ response is served from it (until its last packet is
+ * acknowledged or the connection is flushed, R-MSG-17). */
 int mroce_dereg_mr(struct mroce_mr *mr);
 
 /* ---- Completion queues ---- */
@@ -344,8 +373,8 @@ struct mroce_conn_attr {
     uint32_t max_rd;             /* outstanding READs [16] */
     uint8_t retry_cnt;           /* timeout rounds before ERROR [7] */
     uint8_t rnr_retry;           /* RNR retries, 7 = unlimited [7] */
-    uint64_t min_rto_ns;         /* [100000] */
-    uint64_t max_rto_ns;         /* [100000000] */
+    uint64_t min_rto_ns;         /* >= 1000 [100000] */
+    uint64_t max_rto_ns;         /* <= MROCE_MAX_RTO_NS [100000000] */
     uint32_t ack_every;          /* ACK every n packets per path [1] */
     uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
     uint32_t init_cwnd_pkts;     /* per connection, split over the paths
@@ -360,11 +389,29 @@ struct mroce_conn_attr {
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
+/* R-CONN-3: largest announced max_rto_ns and RNR delay */
+#define MROCE_MAX_RTO_NS 120000000000ull
+#define MROCE_MAX_RNR_US 1000000u
 
-/* What the two sides exchange out of band before connecting (R-CONN-3). */
+/* What the two sides exchange out of band before connecting (R-CONN-3;
+ * on the wire: the CM's HELLO, R-CM-6). mroce_conn_get_params fills every
+ * field. A caller that builds the peer's values by hand may leave the
+ * plane and timing fields 0 ("not announced"); mroce_conn_connect checks
+ * every announced value (R-CONN-4). */
 struct mroce_conn_params {
     uint32_t conn_id;
-    struct mroce_addr addr;
+    /* MetaRoCE: where the announcing side's sequence numbers start
+     * (R-CONN-5): every path's first PSN is init_psn, the first DSN
+     * init_dsn, every stream's first MSN init_msn. Random per connection
+     * (R-SEC-7); any 32-bit value is valid. */
+    uint32_t init_psn, init_dsn, init_msn;
+    struct mroce_addr addr; /* plane 0's; every plane's when n_planes = 0 */
+    /* R-ENC-10: the address of each plane, in plane order. 0: addr on
+     * every plane. Otherwise it must equal the local context's n_planes,
+     * packets must come from the plane's address (R-RX-2) and addr is
+     * ignored (mroce_conn_get_params sets it to plane_addr[0]). */
+    uint8_t n_planes;
+    struct mroce_addr plane_addr[MROCE_MAX_PLANES];
     uint16_t udp_port;
     uint16_t n_paths;
     uint16_t n_streams;
@@ -373,7 +420,17 @@ struct mroce_conn_params {
     uint32_t msg_window; /* messages in flight per stream it accepts */
     uint32_t max_rd;
     uint8_t transport; /* MROCE_TRANSPORT_*; both sides must agree */
-    uint16_t n_qps;    /* RoCEv2: QP numbers and first PSNs */
+    /* The announcing side's own settings, which its peer's behaviour
+     * depends on (R-CONN-3); 0: not announced. */
+    uint16_t path_window;  /* PSNs it keeps in flight per path */
+    uint16_t ack_every;    /* it ACKs every n packets of a path */
+    uint32_t ack_delay_ns; /* its delayed-ACK bound (below the peer's
+                              min_rto_ns) */
+    uint64_t min_rto_ns, max_rto_ns;
+    uint8_t retry_cnt;   /* its timeout rounds before ERROR (< 16) */
+    uint8_t rnr_retry;   /* its RNR retries, 7 = unlimited */
+    uint32_t rnr_max_us; /* the longest RNR delay it asks for */
+    uint16_t n_qps; /* RoCEv2: QP numbers and first PSNs */
     uint32_t qpn[MROCE_MAX_QPS];
     uint32_t psn[MROCE_MAX_QPS];
 };
@@ -392,8 +449,10 @@ int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
                            struct mroce_conn_params *out);
-/* Errors: ESTATE (not INIT), EINVAL (params out of range), ENOMEM (paths
- * and send rings are allocated here, for the negotiated values). */
+/* Errors: ESTATE (not INIT), EINVAL (params out of range, a plane count
+ * other than the context's, an ack_delay_ns not below this connection's
+ * min_rto_ns), ENOMEM (paths and send rings are allocated here, for the
+ * negotiated values). */
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
 /* Abortive close: flushes every outstanding work request and posted
@@ -457,7 +516,8 @@ struct mroce_conn_counters {
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
     uint64_t drop_bad_msg; /* inconsistent message fields */
-    uint64_t drop_state;   /* data while closed/in error */
+    uint64_t drop_state;   /* data, ACK or NACK its state does not take:
+                              outside CONNECTED (R-CONN-7) */
     uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
     uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
     uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */

@@ -110,6 +110,9 @@ static void hello_put_params(uint8_t *b, const struct mroce_conn_params *p)
     mroce_be32_put(b + 36, p->msg_window);
     mroce_be32_put(b + 40, p->max_rd);
     mroce_be16_put(b + 44, p->n_qps);
+    mroce_be32_put(b + 48, p->init_psn); /* R-CONN-5 */
+    mroce_be32_put(b + 52, p->init_dsn);
+    mroce_be32_put(b + 56, p->init_msn);
 }
 
 int cm_encode_hello(const struct mroce_conn_params *p, const void *blob,
@@ -151,6 +154,9 @@ static void hello_get_params(const uint8_t *b, struct mroce_conn_params *p)
     p->msg_window = mroce_be32_get(b + 36);
     p->max_rd = mroce_be32_get(b + 40);
     p->n_qps = mroce_be16_get(b + 44);
+    p->init_psn = mroce_be32_get(b + 48);
+    p->init_dsn = mroce_be32_get(b + 52);
+    p->init_msn = mroce_be32_get(b + 56);
 }
 
 int cm_decode_hello(const uint8_t *body, size_t len,

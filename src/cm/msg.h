@@ -15,7 +15,7 @@
 
 #define CM_MAGIC 0x4D52434Du /* "MRCM" */
 #define CM_HDR_LEN 12
-#define CM_HELLO_FIXED 48 /* HELLO body before qpn/psn arrays and blob */
+#define CM_HELLO_FIXED 60 /* HELLO body before qpn/psn arrays and blob */
 
 enum cm_type {
     CM_HELLO = 1,  /* conn params + blob */

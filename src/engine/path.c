@@ -33,13 +33,15 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     pt->src_port = path_new_port(c);
-    pt->plane = (uint8_t)(p % c->ctx->n_planes); /* R-ENC-10 */
+    pt->plane = (uint8_t)(p % c->ctx->dev.n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)
         pt->rto = c->attr.max_rto_ns;
     pt->rto_at = pt->probe_at = ENG_NEVER;
     pt->drain_ns = ENG_DRAIN_UNKNOWN;
+    pt->next_psn = pt->una = c->local.init_psn; /* R-CONN-5 */
+    c->prx[p].high = c->remote.init_psn - 1;    /* R-SACK-4 */
     c->prx[p].ack_at = ENG_NEVER;
 }
 
@@ -130,7 +132,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
     /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
      * queue is where p's packets wait now, while PROBEs (served ahead of
      * data) may have kept p's SRTT near the fabric's base RTT */
@@ -562,10 +564,10 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale)
 {
     if (!pr->any) {
+        *gap = psn != pr->high + 1; /* high starts just before init_psn */
         pr->any = true;
         pr->high = psn;
         mroce_sack_set(pr->bits, 0);
-        *gap = psn != 0;
         return;
     }
     if (seq_lt(pr->high, psn)) {

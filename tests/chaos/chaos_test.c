@@ -637,6 +637,7 @@ static void pair_cfg(const struct scen *sc, struct mroce_twloop_pair_cfg *c)
     memset(c, 0, sizeof(*c));
     c->wire = sc->wire;
     for (int s = 0; s < 2; s++) {
+        c->ctx[s].deterministic = 1;
         c->ctx[s].seed = sc->seed * 2 + (uint64_t)s + 1;
         c->ctx[s].mtu = sc->mtu[s];
         struct mroce_conn_attr *a = &c->conn[s];

@@ -1339,7 +1339,7 @@ static void run_record(int kind, struct rd *r)
 
 static void fz_open(void)
 {
-    struct mroce_ctx_attr a = {.seed = 1, .mtu = CTX_MTU};
+    struct mroce_ctx_attr a = {.deterministic = 1, .seed = 1, .mtu = CTX_MTU};
     a.hooks.alloc = fz_alloc;
     a.hooks.free = fz_free;
     a.addr = (struct mroce_addr){.family = MROCE_AF_INET, .ip = {10, 0, 0, 1}};

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/fault.h"
 #include "support/peer.h"
 
 static const struct mroce_addr peer_engine_addr = {.family = MROCE_AF_INET,
@@ -45,11 +46,20 @@ static void peer_fill_remote(struct peer *p, const struct peer_cfg *cfg)
     r->dsn_window = DEF(r->dsn_window, p->local.dsn_window);
     r->msg_window = DEF(r->msg_window, p->local.msg_window);
     r->max_rd = DEF(r->max_rd, p->local.max_rd);
+    /* the peer's own sequence numbers start where it announced (R-CONN-5;
+     * 0 unless the test chose others) */
+    for (int i = 0; i < 256; i++)
+        p->psn[i] = r->init_psn;
+    p->dsn = r->init_dsn;
+    for (int i = 0; i < PEER_MAX_STREAMS; i++)
+        p->msn[i] = r->init_msn;
+    p->rx_cum = p->local.init_dsn; /* the engine's first DSN */
 }
 
 static void peer_open_ctx(struct peer *p, const struct peer_cfg *cfg)
 {
-    struct mroce_ctx_attr a = {.seed = 1,
+    struct mroce_ctx_attr a = {.deterministic = 1,
+                               .seed = 1,
                                .mtu = cfg->mtu,
                                .n_planes = cfg->n_planes,
                                .spray_run = cfg->spray_run};
@@ -98,6 +108,10 @@ struct peer *peer_new_unconnected(const struct peer_cfg *cfg)
     attr.send_cq = p->scq;
     attr.recv_cq = p->rcq;
     assert_int_equal(mroce_conn_create(p->pd, &attr, &p->conn), 0);
+    if (cfg->fixed_init)
+        assert_int_equal(mroce_conn_set_init_seq(p->conn, cfg->init_psn,
+                                                 cfg->init_dsn, cfg->init_msn),
+                         0);
     mroce_conn_get_params(p->conn, &p->local);
     peer_fill_remote(p, cfg);
     return p;

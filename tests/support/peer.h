@@ -41,6 +41,10 @@ struct peer_cfg {
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */
     uint64_t (*rand64)(void *ud);    /* optional rand hook */
     void *rand_ud;
+    /* the engine's own first PSN, DSN and MSN (R-CONN-5): its random
+     * draws, or with fixed_init these (mroce_conn_set_init_seq) */
+    bool fixed_init;
+    uint32_t init_psn, init_dsn, init_msn;
 };
 
 /* One packet the engine emitted, decoded. h.payload points into buf, so
@@ -87,6 +91,21 @@ struct peer {
 
     struct peer *live_next; /* every peer not yet freed (peer_free_all) */
 };
+
+/* The engine's own sequence numbers start at its announced init values
+ * (R-CONN-5): its k-th PSN of a path, k-th DSN and k-th MSN of a stream. */
+static inline uint32_t peer_tpsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_psn + k;
+}
+static inline uint32_t peer_tdsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_dsn + k;
+}
+static inline uint32_t peer_tmsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_msn + k;
+}
 
 void peer_default_cfg(struct peer_cfg *cfg);
 /* Creates the engine side and connects it to the peer. cfg may be NULL. */

@@ -357,7 +357,10 @@ static int twl_open_ctx(struct mroce_twloop_pair *p,
         a.addr.ip[0] = 10;
         a.addr.ip[3] = (uint8_t)(i + 1);
     }
-    /* Distinct default seeds: the two sides must not draw the same ids. */
+    /* The test wire repeats runs exactly (R-SEC-7: deterministic contexts
+     * are for tests and benchmarks only), with distinct default seeds:
+     * the two sides must not draw the same ids. */
+    a.deterministic = 1;
     if (a.seed == 0)
         a.seed = (cfg->wire.seed + 1) * 0x9e3779b97f4a7c15ull + (uint64_t)i;
     p->addr[i] = a.addr;
