@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "engine/fault.h"
 
 /* ---- parameter blocks (R-CONN-3) ---- */
 
@@ -22,17 +23,40 @@ static void agent_addr_str(const struct mroce_addr *a, char *out, size_t cap)
     snprintf(out, cap, "%u.%u.%u.%u", a->ip[0], a->ip[1], a->ip[2], a->ip[3]);
 }
 
+static json_t *agent_addrs_json(const struct mroce_conn_params *p)
+{
+    json_t *arr = json_array();
+    char addr[64];
+    int n = p->n_planes ? p->n_planes : 1;
+    for (int i = 0; i < n; i++) {
+        agent_addr_str(p->n_planes ? &p->plane_addr[i] : &p->addr, addr,
+                       sizeof(addr));
+        json_array_append_new(arr, json_string(addr));
+    }
+    return arr;
+}
+
+/* R-CONN-3: every value an endpoint announces. */
 json_t *agent_params_json(const struct mroce_conn_params *p)
 {
-    char addr[64];
-    agent_addr_str(&p->addr, addr, sizeof(addr));
-    return json_pack("{s:i, s:I, s:[s], s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
-                     "version", 1, "conn_id", (json_int_t)p->conn_id, "addrs",
-                     addr, "udp_port", p->udp_port, "n_paths", p->n_paths,
-                     "n_streams", p->n_streams, "mtu", (json_int_t)p->mtu,
-                     "dsn_window", (json_int_t)p->dsn_window, "msg_window",
-                     (json_int_t)p->msg_window, "max_rd",
-                     (json_int_t)p->max_rd);
+    json_t *o = json_pack(
+        "{s:i, s:I, s:I, s:I, s:I, s:o, s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
+        "version", 1, "conn_id", (json_int_t)p->conn_id, "init_psn",
+        (json_int_t)p->init_psn, "init_dsn", (json_int_t)p->init_dsn,
+        "init_msn", (json_int_t)p->init_msn, "addrs", agent_addrs_json(p),
+        "udp_port", p->udp_port, "n_paths", p->n_paths, "n_streams",
+        p->n_streams, "mtu", (json_int_t)p->mtu, "dsn_window",
+        (json_int_t)p->dsn_window, "msg_window", (json_int_t)p->msg_window,
+        "max_rd", (json_int_t)p->max_rd);
+    json_t *tm = json_pack(
+        "{s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:I}", "path_window",
+        p->path_window, "ack_every", p->ack_every, "ack_delay_ns",
+        (json_int_t)p->ack_delay_ns, "min_rto_ns", (json_int_t)p->min_rto_ns,
+        "max_rto_ns", (json_int_t)p->max_rto_ns, "retry_cnt", p->retry_cnt,
+        "rnr_retry", p->rnr_retry, "rnr_max_us", (json_int_t)p->rnr_max_us);
+    json_object_update(o, tm);
+    json_decref(tm);
+    return o;
 }
 
 static bool agent_u32(json_t *j, const char *k, uint32_t *out)
@@ -44,23 +68,68 @@ static bool agent_u32(json_t *j, const char *k, uint32_t *out)
     return true;
 }
 
-/* Fields the engine cannot represent (a version other than 1, several
- * addresses) make the block invalid: R-CONN-4 refuses to connect. */
+/* A value that may be absent (0: not announced). */
+static bool agent_opt_u64(json_t *j, const char *k, uint64_t max,
+                          uint64_t *out)
+{
+    return agent_get_u64(j, k, 0, out) && *out <= max;
+}
+
+static bool agent_addrs_parse(json_t *j, struct mroce_conn_params *p)
+{
+    json_t *addrs = json_object_get(j, "addrs");
+    size_t n = json_array_size(addrs);
+    if (!json_is_array(addrs) || n < 1 || n > MROCE_MAX_PLANES)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (mroce_addr_parse(json_string_value(json_array_get(addrs, i)),
+                             &p->plane_addr[i]))
+            return false;
+    p->addr = p->plane_addr[0];
+    p->n_planes = (uint8_t)n;
+    return true;
+}
+
+static bool agent_timing_parse(json_t *j, struct mroce_conn_params *p)
+{
+    uint64_t v[8];
+    static const char *const keys[] = {
+        "path_window", "ack_every", "ack_delay_ns", "min_rto_ns",
+        "max_rto_ns",  "retry_cnt", "rnr_retry",    "rnr_max_us"};
+    static const uint64_t max[] = {65535,      65535, UINT32_MAX, UINT64_MAX,
+                                   UINT64_MAX, 255,   255,        UINT32_MAX};
+    for (int i = 0; i < 8; i++)
+        if (!agent_opt_u64(j, keys[i], max[i], &v[i]))
+            return false;
+    p->path_window = (uint16_t)v[0];
+    p->ack_every = (uint16_t)v[1];
+    p->ack_delay_ns = (uint32_t)v[2];
+    p->min_rto_ns = v[3];
+    p->max_rto_ns = v[4];
+    p->retry_cnt = (uint8_t)v[5];
+    p->rnr_retry = (uint8_t)v[6];
+    p->rnr_max_us = (uint32_t)v[7];
+    return true;
+}
+
+/* Fields the engine cannot represent (a version other than 1, values
+ * beyond their fields) make the block invalid: R-CONN-4 refuses. */
 bool agent_params_parse(json_t *j, struct mroce_conn_params *p)
 {
     memset(p, 0, sizeof(*p));
-    uint32_t v[9];
+    uint32_t v[12];
     static const char *const keys[] = {
-        "conn_id", "udp_port",   "n_paths",    "n_streams", "mtu",
-        "dsn_window", "msg_window", "max_rd", "version"};
-    for (int i = 0; i < 9; i++)
-        if (!agent_u32(j, keys[i], &v[i]))
+        "conn_id",    "udp_port",   "n_paths",  "n_streams",
+        "mtu",        "dsn_window", "msg_window", "max_rd",
+        "version",    "init_psn",   "init_dsn", "init_msn"};
+    for (int i = 0; i < 12; i++) {
+        if (i >= 9 && !json_object_get(j, keys[i]))
+            v[i] = 0; /* an initial sequence number not given: 0 */
+        else if (!agent_u32(j, keys[i], &v[i]))
             return false;
-    json_t *addrs = json_object_get(j, "addrs");
-    if (!json_is_array(addrs) || json_array_size(addrs) != 1 || v[8] != 1 ||
-        v[1] > 65535 || v[2] > 65535 || v[3] > 65535 ||
-        mroce_addr_parse(json_string_value(json_array_get(addrs, 0)),
-                         &p->addr))
+    }
+    if (v[8] != 1 || v[1] > 65535 || v[2] > 65535 || v[3] > 65535 ||
+        !agent_addrs_parse(j, p) || !agent_timing_parse(j, p))
         return false;
     p->conn_id = v[0];
     p->udp_port = (uint16_t)v[1];
@@ -70,6 +139,9 @@ bool agent_params_parse(json_t *j, struct mroce_conn_params *p)
     p->dsn_window = v[5];
     p->msg_window = v[6];
     p->max_rd = v[7];
+    p->init_psn = v[9];
+    p->init_dsn = v[10];
+    p->init_msn = v[11];
     return true;
 }
 
@@ -133,6 +205,19 @@ static json_t *agent_timers(const struct mroce_conn_attr *at)
                      "max_tx_per_dsn", 64);
 }
 
+/* Test hook (capability conn.init_seq): fixed initial sequence numbers
+ * instead of random ones, for wrap tests. */
+static void agent_init_seq(struct mroce_conn *c, json_t *req)
+{
+    uint64_t psn, dsn, msn;
+    if (!json_object_get(req, "init_psn") ||
+        !agent_get_u64(req, "init_psn", 0, &psn) ||
+        !agent_get_u64(req, "init_dsn", 0, &dsn) ||
+        !agent_get_u64(req, "init_msn", 0, &msn))
+        return;
+    mroce_conn_set_init_seq(c, (uint32_t)psn, (uint32_t)dsn, (uint32_t)msn);
+}
+
 static int agent_cqs(struct agent_ctx *x, struct agent_conn *c, int64_t depth)
 {
     int rc = mroce_cq_create(x->ctx, (uint32_t)depth, &c->scq);
@@ -167,6 +252,7 @@ json_t *agent_cmd_conn_create(struct agent *a, json_t *req)
             mroce_cq_destroy(c->scq);
             mroce_cq_destroy(c->rcq);
         } else {
+            agent_init_seq(c->conn, req);
             mroce_conn_get_params(c->conn, &p);
         }
     }
@@ -262,6 +348,11 @@ static json_t *agent_conn_cnt_json(const struct mroce_conn_counters *k)
     CNT(o, "repaths", k->repaths);
     CNT(o, "msgs_tx", k->msgs_tx);
     CNT(o, "msgs_rx", k->msgs_rx);
+    CNT(o, "lost_sack", k->lost_sack);
+    CNT(o, "lost_rack", k->lost_rack);
+    CNT(o, "lost_pto", k->lost_pto);
+    CNT(o, "lost_rto", k->lost_rto);
+    CNT(o, "lost_rnr", k->lost_rnr);
     return o;
 }
 

@@ -91,15 +91,26 @@ int cf_send_raw(struct cf_t *t, const void *buf, size_t len,
     return cf_sock_send(s, p->iut_ip, p->iut_port, buf, len, x->ecn);
 }
 
+/* What the suite sent on a path, for the monitor's R-ACK-5 check. */
+static void build_note_psn(struct cf_peer *p, const struct mroce_hdr *h)
+{
+    bool rec = (h->opcode >= MROCE_OP_WRITE && h->opcode <= MROCE_OP_READ_RESP) ||
+               h->opcode == MROCE_OP_PROBE;
+    if (!rec || h->path >= CF_MAX_PATHS)
+        return;
+    if (!p->tx_any[h->path] || (int32_t)(h->psn - p->tx_high[h->path]) > 0)
+        p->tx_high[h->path] = h->psn;
+    p->tx_any[h->path] = true;
+}
+
 int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
               uint32_t len, const struct cf_tx *x)
 {
     static uint8_t buf[CF_PKT_MAX + 256];
     int n = build_pkt(h, payload, len, x, buf, sizeof(buf));
     CF_REQUIRE(t, n > 0, "cannot encode opcode 0x%02x", h->opcode);
-    struct cf_tx y = *x;
-    y.trunc = x->trunc;
-    cf_send_raw(t, buf, (size_t)n, &y);
+    build_note_psn(t->p, h);
+    cf_send_raw(t, buf, (size_t)n, x);
     return x->trunc > 0 && x->trunc < n ? x->trunc : n;
 }
 

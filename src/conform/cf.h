@@ -130,9 +130,14 @@ bool cf_parse_ip(const char *s, int *family, uint8_t ip[16]);
 
 struct cf_params {
     uint32_t version, conn_id;
+    uint32_t init_psn, init_dsn, init_msn; /* R-CONN-5 */
     char addr[64];
     uint16_t udp_port, n_paths, n_streams;
     uint32_t mtu, dsn_window, msg_window, max_rd;
+    /* the announcing side's timing (R-CONN-3; 0: not announced) */
+    uint32_t path_window, ack_every, ack_delay_ns;
+    uint64_t min_rto_ns, max_rto_ns;
+    uint32_t retry_cnt, rnr_retry, rnr_max_us;
 };
 
 /* What the agent says about the IUT's own timing (docs/conformance.md). */
@@ -146,6 +151,7 @@ struct cf_timers {
 
 struct cf_rxpath { /* R-SACK-4, receiving the IUT's packets */
     bool any;
+    uint32_t init_psn; /* the sender's: high starts at init_psn - 1 */
     uint32_t high, echo;
     uint64_t bits[4];
     uint16_t rx_count, ce_count;
@@ -198,11 +204,11 @@ struct cf_mondsn {
 #define CF_MON_MSGS 256
 
 struct cf_mon {
+    uint8_t *new_dsn; /* [CF_MON_DSNS]: first sightings since init_dsn */
+    uint32_t max_new;  /* 1 + the highest of them, from init_dsn */
     struct cf_monpath path[CF_MAX_PATHS];
     struct cf_monmsg msg[CF_MAX_STREAMS][CF_MON_MSGS];
     uint32_t next_msn[CF_MAX_STREAMS], next_ssn[CF_MAX_STREAMS];
-    bool any_dsn;
-    uint32_t next_dsn;
     struct cf_mondsn *dsn; /* [CF_MON_DSNS], by DSN mod */
     bool unreliable; /* the kernel dropped packets: skip sequence checks */
 };
@@ -218,6 +224,7 @@ struct cf_peer {
     int iut_family;
     uint16_t iut_port;
     uint32_t my_id, iut_id;
+    uint32_t iut_init_psn, iut_init_dsn, iut_init_msn; /* R-CONN-5 */
     /* effective values (R-CONN-3) */
     uint16_t n_paths, n_streams;
     uint32_t mtu, dsn_window;
@@ -254,6 +261,9 @@ struct cf_peer {
     int n_log, cap_log;
     struct cf_mon mon;
     uint64_t sent_pkts;
+    /* the highest PSN the suite sent per path (data and PROBEs) */
+    bool tx_any[CF_MAX_PATHS];
+    uint32_t tx_high[CF_MAX_PATHS];
 };
 
 /* ---- one test (iut.c, peer.c, build.c) ---- */
@@ -275,6 +285,12 @@ struct cf_open {
     uint16_t my_paths, my_streams;
     uint32_t my_mtu, my_dsn_window, my_msg_window, my_max_rd;
     bool no_connect; /* leave the IUT's connection in INIT */
+    /* the suite's own initial sequence numbers (R-CONN-5) [0, 0, 0] */
+    uint32_t my_init_psn, my_init_dsn, my_init_msn;
+    /* the IUT's, through the agent's test hook conn.init_seq (else its
+     * own random draws) */
+    bool iut_init;
+    uint32_t iut_init_psn, iut_init_dsn, iut_init_msn;
     bool no_mr;      /* no default region at the IUT */
 };
 
@@ -496,6 +512,20 @@ int cf_resend(struct cf_t *t, struct cf_msg *m, uint32_t i, uint16_t path);
 /* Test data: deterministic bytes. */
 void cf_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
+/* The IUT's k-th DSN, its first PSN, its stream's k-th MSN. */
+static inline uint32_t cf_iut_dsn(const struct cf_t *t, uint32_t k)
+{
+    return t->iut.params.init_dsn + k;
+}
+static inline uint32_t cf_iut_psn(const struct cf_t *t, uint32_t k)
+{
+    return t->iut.params.init_psn + k;
+}
+static inline uint32_t cf_iut_msn(const struct cf_t *t, uint32_t k)
+{
+    return t->iut.params.init_msn + k;
+}
+
 /* ---- checks tests share (tlib.c) ---- */
 
 /* Waits for an ACK whose dsn_cum is past dsn. */
@@ -557,6 +587,8 @@ struct cf_mon_rule {
 
 void cf_mon_reset(struct cf_mon *m);
 void cf_mon_packet(struct cf_t *t, struct cf_pkt *pk);
+/* Checks at the end of a test (DSNs skipped). */
+void cf_mon_finish(struct cf_t *t);
 /* The tallies over the whole run. */
 struct cf_mon_rule *cf_mon_rules(int *n);
 struct cf_mon_rule *cf_mon_get(const char *rule);

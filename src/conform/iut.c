@@ -137,19 +137,41 @@ static void iut_params_read(json_t *j, struct cf_params *p)
     p->dsn_window = (uint32_t)iut_u64(j, "dsn_window");
     p->msg_window = (uint32_t)iut_u64(j, "msg_window");
     p->max_rd = (uint32_t)iut_u64(j, "max_rd");
+    p->init_psn = (uint32_t)iut_u64(j, "init_psn");
+    p->init_dsn = (uint32_t)iut_u64(j, "init_dsn");
+    p->init_msn = (uint32_t)iut_u64(j, "init_msn");
+    p->path_window = (uint32_t)iut_u64(j, "path_window");
+    p->ack_every = (uint32_t)iut_u64(j, "ack_every");
+    p->ack_delay_ns = (uint32_t)iut_u64(j, "ack_delay_ns");
+    p->min_rto_ns = iut_u64(j, "min_rto_ns");
+    p->max_rto_ns = iut_u64(j, "max_rto_ns");
+    p->retry_cnt = (uint32_t)iut_u64(j, "retry_cnt");
+    p->rnr_retry = (uint32_t)iut_u64(j, "rnr_retry");
+    p->rnr_max_us = (uint32_t)iut_u64(j, "rnr_max_us");
 }
 
 static json_t *iut_params_json(const struct cf_params *p)
 {
-    return json_pack("{s:I, s:I, s:[s], s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                     "version", (json_int_t)p->version, "conn_id",
-                     (json_int_t)p->conn_id, "addrs", p->addr, "udp_port",
-                     (json_int_t)p->udp_port, "n_paths",
-                     (json_int_t)p->n_paths, "n_streams",
-                     (json_int_t)p->n_streams, "mtu", (json_int_t)p->mtu,
-                     "dsn_window", (json_int_t)p->dsn_window, "msg_window",
-                     (json_int_t)p->msg_window, "max_rd",
-                     (json_int_t)p->max_rd);
+    json_t *o = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:[s], s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        "version", (json_int_t)p->version, "conn_id", (json_int_t)p->conn_id,
+        "init_psn", (json_int_t)p->init_psn, "init_dsn",
+        (json_int_t)p->init_dsn, "init_msn", (json_int_t)p->init_msn, "addrs",
+        p->addr, "udp_port", (json_int_t)p->udp_port, "n_paths",
+        (json_int_t)p->n_paths, "n_streams", (json_int_t)p->n_streams, "mtu",
+        (json_int_t)p->mtu, "dsn_window", (json_int_t)p->dsn_window,
+        "msg_window", (json_int_t)p->msg_window, "max_rd",
+        (json_int_t)p->max_rd);
+    json_t *tm = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path_window",
+        (json_int_t)p->path_window, "ack_every", (json_int_t)p->ack_every,
+        "ack_delay_ns", (json_int_t)p->ack_delay_ns, "min_rto_ns",
+        (json_int_t)p->min_rto_ns, "max_rto_ns", (json_int_t)p->max_rto_ns,
+        "retry_cnt", (json_int_t)p->retry_cnt, "rnr_retry",
+        (json_int_t)p->rnr_retry, "rnr_max_us", (json_int_t)p->rnr_max_us);
+    json_object_update(o, tm);
+    json_decref(tm);
+    return o;
 }
 
 static void iut_timers_read(json_t *j, struct cf_timers *tm)
@@ -213,6 +235,11 @@ static json_t *iut_conn_req(const struct cf_t *t, const struct cf_open *o)
     if (o->rnr_retry > 0)
         SETI("rnr_retry", o->rnr_retry);
 #undef SETI
+    if (o->iut_init) {
+        json_object_set_new(r, "init_psn", json_integer(o->iut_init_psn));
+        json_object_set_new(r, "init_dsn", json_integer(o->iut_init_dsn));
+        json_object_set_new(r, "init_msn", json_integer(o->iut_init_msn));
+    }
     return r;
 }
 
@@ -271,6 +298,22 @@ void cf_my_params(struct cf_t *t, struct cf_params *out)
         .dsn_window = o->my_dsn_window ? o->my_dsn_window : r->dsn_window,
         .msg_window = o->my_msg_window ? o->my_msg_window : 64,
         .max_rd = o->my_max_rd ? o->my_max_rd : 16,
+        .init_psn = o->my_init_psn,
+        .init_dsn = o->my_init_dsn,
+        .init_msn = o->my_init_msn,
+        /* the suite acknowledges at once, but it may be descheduled on a
+         * busy host: half a millisecond of delayed-ACK bound keeps the
+         * IUT's tail-loss probes from firing at every stall (R-RTT-7) */
+        .path_window = 256,
+        .ack_every = 1,
+        .ack_delay_ns = (uint32_t)(r->min_rto_ns / 2 < 500000
+                                       ? r->min_rto_ns / 2
+                                       : 500000),
+        .min_rto_ns = 1000000,
+        .max_rto_ns = 100000000,
+        .retry_cnt = 7,
+        .rnr_retry = 7,
+        .rnr_max_us = 1000000,
     };
     snprintf(out->addr, sizeof(out->addr), "%s", t->ip);
 }
@@ -291,6 +334,23 @@ static void iut_effective(struct cf_t *t, const struct cf_params *mine)
     p->dsn_window = iut_min(mine->dsn_window, r->dsn_window);
     p->iut_msg_window = r->msg_window;
     p->my_msg_window = mine->msg_window;
+    /* R-CONN-5: where each direction's sequence numbers start */
+    for (int i = 0; i < CF_MAX_PATHS; i++) {
+        p->psn[i] = mine->init_psn;
+        p->rx[i] = (struct cf_rxpath){.init_psn = r->init_psn};
+    }
+    for (int i = 0; i < CF_MAX_STREAMS; i++) {
+        p->msn[i] = mine->init_msn;
+        p->ssn[i] = 0;
+        p->mon.next_msn[i] = r->init_msn;
+        p->mon.next_ssn[i] = 0;
+        p->in_base[i] = r->init_msn;
+    }
+    p->dsn = mine->init_dsn;
+    p->dsn_cum = r->init_dsn;
+    p->iut_init_psn = r->init_psn;
+    p->iut_init_dsn = r->init_dsn;
+    p->iut_init_msn = r->init_msn;
     free(p->acc);
     p->acc = calloc(p->dsn_window ? p->dsn_window : 1, 1);
     if (!p->acc)
@@ -340,6 +400,8 @@ void cf_open(struct cf_t *t, const struct cf_open *o)
 
 void cf_close(struct cf_t *t)
 {
+    if (t->p)
+        cf_mon_finish(t);
     if (t->opened && t->agent->fd >= 0)
         json_decref(cf_agent_call(t->agent, json_pack("{s:s, s:i}", "cmd",
                                                       "ctx_close", "ctx",

@@ -21,7 +21,9 @@ struct cf_peer *cf_peer_new(struct cf_t *t)
         return NULL;
     p->mem = calloc(1, CF_MEM_LEN);
     p->mon.dsn = calloc(CF_MON_DSNS, sizeof(*p->mon.dsn));
-    if (!p->mem || !p->mon.dsn || cf_sock_open(&p->s, t->ip, 0) < 0) {
+    p->mon.new_dsn = calloc(CF_MON_DSNS, 1);
+    if (!p->mem || !p->mon.dsn || !p->mon.new_dsn ||
+        cf_sock_open(&p->s, t->ip, 0) < 0) {
         cf_peer_free(p);
         return NULL;
     }
@@ -47,6 +49,7 @@ void cf_peer_free(struct cf_peer *p)
     free(p->mem);
     free(p->acc);
     free(p->mon.dsn);
+    free(p->mon.new_dsn);
     free(p);
 }
 
@@ -63,13 +66,13 @@ static void peer_shift(uint64_t b[4], uint32_t d)
     }
 }
 
-/* R-SACK-5 as written: high starts at 0xFFFFFFFF (the PSN before 0). */
+/* R-SACK-5 as written: high starts at init_psn - 1 (R-SACK-4). */
 int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn)
 {
     int res;
     if (!r->any) {
         r->any = true;
-        r->high = 0xFFFFFFFFu;
+        r->high = r->init_psn - 1;
     }
     uint32_t d = psn - r->high;
     if (d > 0 && d < 0x80000000u) {

@@ -190,9 +190,11 @@ static void ack_rotation(struct cf_t *t)
 {
     cf_open(t, NULL);
     int from = t->p->n_log;
-    for (int i = 0; i < 16; i++)
+    uint16_t path = 0;
+    for (int i = 0; i < 16; i++) { /* one at a time: no ACK covers two */
         ack_write(t, 0, MROCE_HF_ACKREQ);
-    cf_pump(t, 20);
+        cf_wait(t, cf_is_ack_for, &path, cf_ms(t, 200));
+    }
     uint16_t seen[16];
     int n = 0;
     for (int i = from; i < t->p->n_log; i++) {
@@ -205,8 +207,9 @@ static void ack_rotation(struct cf_t *t)
         if (!dup && n < 16)
             seen[n++] = pk->sport;
     }
-    CF_CHECK(t, n >= 4, "16 ACKs came from %d source port(s), 4 paths ACTIVE",
-             n);
+    CF_CHECK(t, n >= 4,
+             "16 ACKs came from %d source port(s) (%u...), 4 paths ACTIVE", n,
+             n ? seen[0] : 0);
 }
 
 /* ---- the sender's side (R-ACK-4, R-ACK-6) ---- */
@@ -241,10 +244,10 @@ static void ack_reordered(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 1});
     ack_iut_writes(t, 6);
     struct mroce_hdr a[6];
-    struct cf_rxpath m = {0};
+    struct cf_rxpath m = {.init_psn = cf_iut_psn(t, 0)};
     uint32_t cum0 = t->p->dsn_cum - 6;
     for (int i = 0; i < 6; i++) {
-        cf_rx_model(&m, (uint32_t)i, 0, 2);
+        cf_rx_model(&m, cf_iut_psn(t, (uint32_t)i), 0, 2);
         cf_ack_fill(t, 0, &a[i]);
         a[i].sack_high = m.high;
         memcpy(a[i].sack, m.bits, sizeof(m.bits));
@@ -278,7 +281,7 @@ static void ack_old_after_new(struct cf_t *t)
     struct mroce_hdr all, old;
     cf_ack_fill(t, 0, &all);
     old = all;
-    old.sack_high = 1;
+    old.sack_high = cf_iut_psn(t, 1);
     memset(old.sack, 0, sizeof(old.sack));
     mroce_sack_set(old.sack, 0); /* PSN 1 yes, PSN 0 no */
     old.dsn_cum = all.dsn_cum - 4;
@@ -300,7 +303,7 @@ static void ack_bogus_sack(struct cf_t *t)
     ack_iut_writes(t, 1);
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    a.sack_high = 40; /* only PSN 0 was sent */
+    a.sack_high = cf_iut_psn(t, 40); /* only its first PSN was sent */
     memset(a.sack, 0xFF, sizeof(a.sack));
     a.dsn_cum = t->p->dsn_cum - 1; /* nothing by dsn_cum */
     cf_send(t, &a, NULL, 0);
@@ -318,8 +321,9 @@ static void ack_bogus_cum(struct cf_t *t)
     ack_iut_writes(t, 2);
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    a.sack_high = 0;
-    memset(a.sack, 0, sizeof(a.sack)); /* PSN 0 not received */
+    a.sack_high = cf_iut_psn(t, 0) - 1; /* before its first: resolves none */
+    memset(a.sack, 0, sizeof(a.sack));
+    mroce_sack_set(a.sack, 0);
     a.rx_count = 0;
     a.dsn_cum += 1000; /* far past anything sent */
     cf_send(t, &a, NULL, 0);
@@ -338,7 +342,7 @@ static void ack_bogus_rest(struct cf_t *t)
     ack_iut_writes(t, 1);
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    a.sack_high = 77; /* bogus SACK part */
+    a.sack_high = cf_iut_psn(t, 77); /* bogus SACK part */
     cf_send(t, &a, NULL, 0);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
 }
@@ -350,7 +354,7 @@ static void ack_bogus_counted(struct cf_t *t)
     int64_t before = cf_counter(t, "conn", "bad_ack");
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    a.sack_high = 40;
+    a.sack_high = cf_iut_psn(t, 40);
     a.dsn_cum = t->p->dsn_cum - 1;
     cf_send(t, &a, NULL, 0);
     cf_pump(t, 10);
@@ -367,9 +371,9 @@ static void ack_ce_newer(struct cf_t *t)
     json_decref(pi);
     ack_iut_writes(t, 3);
     struct mroce_hdr a[3];
-    struct cf_rxpath m = {0};
+    struct cf_rxpath m = {.init_psn = cf_iut_psn(t, 0)};
     for (int i = 0; i < 3; i++) {
-        cf_rx_model(&m, (uint32_t)i, t->p->log[0]->h.ts, 2);
+        cf_rx_model(&m, cf_iut_psn(t, (uint32_t)i), t->p->log[0]->h.ts, 2);
         cf_ack_fill(t, 0, &a[i]);
         a[i].sack_high = m.high;
         memcpy(a[i].sack, m.bits, sizeof(m.bits));

@@ -191,9 +191,11 @@ static void conn_eff_window(struct cf_t *t)
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64 * 1024});
     cf_pump(t, 50);
     uint32_t max = 0;
-    for (int i = 0; i < t->p->n_log; i++)
-        if (cf_is_data(t->p->log[i], NULL) && t->p->log[i]->h.dsn + 1 > max)
-            max = t->p->log[i]->h.dsn + 1;
+    for (int i = 0; i < t->p->n_log; i++) {
+        uint32_t k = t->p->log[i]->h.dsn - cf_iut_dsn(t, 0);
+        if (cf_is_data(t->p->log[i], NULL) && k + 1 > max)
+            max = k + 1;
+    }
     CF_CHECK(t, max > 0 && max <= 16,
              "DSNs up to %u sent, nothing acknowledged, window 16", max - 1);
 }
@@ -204,9 +206,9 @@ static int conn_distinct_msns(struct cf_t *t, uint8_t op)
     int n = 0;
     for (int i = 0; i < t->p->n_log; i++) {
         const struct cf_pkt *pk = t->p->log[i];
-        if (!pk->derr && pk->h.opcode == op && pk->h.msn < 256 &&
-            !seen[pk->h.msn]) {
-            seen[pk->h.msn] = true;
+        uint32_t k = pk->h.msn - cf_iut_msn(t, 0);
+        if (!pk->derr && pk->h.opcode == op && k < 256 && !seen[k]) {
+            seen[k] = true;
             n++;
         }
     }
@@ -259,15 +261,16 @@ static void conn_start(struct cf_t *t)
         if (first_dsn == UINT32_MAX)
             first_dsn = pk->h.dsn;
         if (!path_seen[pk->h.path])
-            CF_CHECK(t, pk->h.psn == 0, "path %u starts at PSN %u",
-                     pk->h.path, pk->h.psn);
+            CF_CHECK(t, pk->h.psn == cf_iut_psn(t, 0),
+                     "path %u starts at PSN %u", pk->h.path, pk->h.psn);
         path_seen[pk->h.path] = true;
         if (pk->h.opcode == MROCE_OP_SEND)
-            CF_CHECK(t, pk->h.ssn == 0 && pk->h.msn == 1,
+            CF_CHECK(t, pk->h.ssn == 0 && pk->h.msn == cf_iut_msn(t, 1),
                      "stream 1's first SEND has SSN %u MSN %u", pk->h.ssn,
                      pk->h.msn);
     }
-    CF_CHECK(t, first_dsn == 0, "the first DSN is %u", first_dsn);
+    CF_CHECK(t, first_dsn == cf_iut_dsn(t, 0), "the first DSN is %u, init_dsn %u",
+             first_dsn, cf_iut_dsn(t, 0));
     struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16, .data = "0123456789abcdef"};
     cf_send_msg(t, &m);
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn, cf_ms(t, 2000)),
@@ -551,12 +554,12 @@ static void conn_error(struct cf_t *t)
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 3, .stream = 1,
                                .len = 64});
     const struct cf_pkt *pk = cf_wait(t, cf_is_data, NULL, cf_ms(t, 2000));
-    CF_REQUIRE(t, pk && pk->h.stream == 0 && pk->h.msn == 0,
+    CF_REQUIRE(t, pk && pk->h.stream == 0 && pk->h.msn == cf_iut_msn(t, 0),
                "the first WRITE is not stream 0 MSN 0");
     struct mroce_hdr n = cf_hdr(t, MROCE_OP_NACK, pk->h.path);
     n.psn = pk->h.psn;
     n.dsn = pk->h.dsn;
-    n.msn = 0;
+    n.msn = pk->h.msn;
     n.nak_code = MROCE_NAK_REMOTE_ACCESS;
     cf_send(t, &n, NULL, 0);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "REM_ACCESS_ERR");

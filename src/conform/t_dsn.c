@@ -190,8 +190,9 @@ static void dsn_ack_by_cum(struct cf_t *t)
     CF_REQUIRE(t, a && b && a->h.path != b->h.path,
                "the two WRITEs did not go on two paths");
     cf_send_ack(t, b->h.path); /* SACK for b only; dsn_cum covers a too */
-    cf_wc_is(t, cf_wait_wc(t, "send", a->h.dsn == 0 ? 1 : 2, cf_ms(t, 1000)),
-             a->h.dsn == 0 ? 1 : 2, "SUCCESS");
+    cf_wc_is(t, cf_wait_wc(t, "send", a->h.dsn == cf_iut_dsn(t, 0) ? 1 : 2,
+                        cf_ms(t, 1000)),
+             a->h.dsn == cf_iut_dsn(t, 0) ? 1 : 2, "SUCCESS");
 }
 
 static void dsn_ack_by_sack(struct cf_t *t)

@@ -38,12 +38,15 @@ static const struct cf_pkt *hdr_iut_data(struct cf_t *t, const struct cf_wr *w)
 static void hdr_dxh(struct cf_t *t, const struct cf_pkt *pk, uint16_t stream,
                     uint32_t msg_len)
 {
-    CF_CHECK(t, BE32(pk, 16) == pk->h.dsn && pk->h.dsn == 0,
-             "first DSN %u, expected 0", BE32(pk, 16));
+    CF_CHECK(t, BE32(pk, 16) == cf_iut_dsn(t, 0),
+             "first DSN %u, expected init_dsn %u", BE32(pk, 16),
+             cf_iut_dsn(t, 0));
     CF_CHECK(t, BE16(pk, 20) == stream, "stream %u, expected %u", BE16(pk, 20),
              stream);
     CF_CHECK(t, BE16(pk, 22) == 0, "DXH reserved 0x%04x", BE16(pk, 22));
-    CF_CHECK(t, BE32(pk, 24) == 0, "first MSN %u, expected 0", BE32(pk, 24));
+    CF_CHECK(t, BE32(pk, 24) == cf_iut_msn(t, 0),
+             "first MSN %u, expected init_msn %u", BE32(pk, 24),
+             cf_iut_msn(t, 0));
     CF_CHECK(t, BE32(pk, 28) == msg_len, "msg_len %u, expected %u",
              BE32(pk, 28), msg_len);
     CF_CHECK(t, BE32(pk, 32) == 0, "offset %u, expected 0", BE32(pk, 32));
@@ -174,9 +177,9 @@ static void hdr_read_resp(struct cf_t *t)
         r[i] = cf_wait(t, cf_is_op, &op, cf_ms(t, 2000));
         CF_REQUIRE(t, r[i], "READ_RESP %d of 3 missing", i);
         hdr_mth(t, r[i], MROCE_OP_READ_RESP);
-        CF_CHECK(t, BE32(r[i], 16) == (uint32_t)i,
-                 "READ_RESP DSN %u, expected %d (the responder's own DSNs)",
-                 BE32(r[i], 16), i);
+        CF_CHECK(t, BE32(r[i], 16) == cf_iut_dsn(t, (uint32_t)i),
+                 "READ_RESP DSN %u, expected %u (the responder's own DSNs)",
+                 BE32(r[i], 16), cf_iut_dsn(t, (uint32_t)i));
         CF_CHECK(t, BE16(r[i], 20) == 1 && BE32(r[i], 24) == m.msn &&
                         BE32(r[i], 28) == sizeof(d) && BE16(r[i], 22) == 0,
                  "READ_RESP stream %u msn %u msg_len %u", BE16(r[i], 20),

@@ -44,13 +44,13 @@ static void retry_rounds(struct cf_t *t)
 static void retry_tx_cap(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 2, .min_rto_ns = 20000000});
-    struct cf_drop_dsn d = {.dsn = 0, .times = 1000};
+    struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 0), .times = 1000};
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
     const struct cf_wc *w = cf_wait_wc(t, "send", 1, cf_ms(t, 8000));
     cf_wc_is(t, w, 1, "RETRY_EXC_ERR");
-    int n = cf_count_dsn(t, 0);
+    int n = cf_count_dsn(t, d.dsn);
     CF_CHECK(t, n <= 64, "DSN 0 sent %d times, at most 64 allowed", n);
     CF_CHECK(t, n >= 60, "gave up after %d transmissions of 64", n);
 }

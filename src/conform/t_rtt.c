@@ -122,7 +122,7 @@ static void rtt_only_new_high(struct cf_t *t)
 static void rtt_initial_rto(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 10000000});
-    struct cf_drop_dsn d = {.dsn = 0, .times = 1};
+    struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 0), .times = 1};
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
@@ -149,7 +149,7 @@ static void rtt_tlp(struct cf_t *t)
         cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
                                    .len = 64});
     cf_wait_wc(t, "send", 4, cf_ms(t, 1000)); /* RTT samples now */
-    uint32_t dsn = 4;
+    uint32_t dsn = cf_iut_dsn(t, 4);
     struct cf_drop_dsn d = {.dsn = dsn, .times = 1};
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;

@@ -228,8 +228,8 @@ static void sack_psn_window(struct cf_t *t)
                          pk->h.opcode != MROCE_OP_PROBE))
             continue;
         n++;
-        if (pk->h.psn + 1 > max)
-            max = pk->h.psn + 1;
+        if (pk->h.psn - cf_iut_psn(t, 0) + 1 > max)
+            max = pk->h.psn - cf_iut_psn(t, 0) + 1;
     }
     CF_CHECK(t, n > 0 && max <= 256,
              "PSNs 0..%u sent with none resolved (at most 256 may be)",
