@@ -110,6 +110,8 @@ int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
     int n = build_pkt(h, payload, len, x, buf, sizeof(buf));
     CF_REQUIRE(t, n > 0, "cannot encode opcode 0x%02x", h->opcode);
     build_note_psn(t->p, h);
+    if (t->trace)
+        cf_trace_pkt(">", h, (size_t)n, 0);
     cf_send_raw(t, buf, (size_t)n, x);
     return x->trunc > 0 && x->trunc < n ? x->trunc : n;
 }
@@ -129,6 +131,21 @@ static bool build_consumes(uint8_t op)
            op == MROCE_OP_SEND_IMM;
 }
 
+/* The suite's READ: its response lands in the READ area of its memory. */
+static void build_read_slot(struct cf_peer *p, const struct cf_msg *m)
+{
+    struct cf_rd *r = &p->rd[m->msn % 64];
+    if (p->rd_off + m->len > CF_MEM_LEN)
+        p->rd_off = CF_MEM_LEN / 2;
+    *r = (struct cf_rd){.used = true,
+                        .stream = m->stream,
+                        .msn = m->msn,
+                        .len = m->len,
+                        .off = p->rd_off,
+                        .npkts = m->npkts};
+    p->rd_off += m->len;
+}
+
 static void build_msg_fields(struct cf_t *t, struct cf_msg *m)
 {
     struct cf_peer *p = t->p;
@@ -145,6 +162,8 @@ static void build_msg_fields(struct cf_t *t, struct cf_msg *m)
                    : (m->len - 1) / p->mtu + 1;
     m->first_dsn = p->dsn;
     p->dsn += m->npkts;
+    if (m->op == MROCE_OP_READ_REQ)
+        build_read_slot(p, m);
 }
 
 static struct mroce_hdr build_msg_pkt(struct cf_t *t, const struct cf_msg *m,

@@ -327,6 +327,7 @@ struct cf_t {
     struct cf_iut iut;
     struct cf_peer *p;
     bool opened;
+    bool trace; /* print every packet (-vv) */
     struct cf_wc wc[CF_MAX_WC];
     int n_wc;
     int extra_ctx[8], n_extra_ctx;
@@ -509,6 +510,10 @@ int cf_send_msg(struct cf_t *t, struct cf_msg *m);
  * PSN on path, RETX set). */
 int cf_resend(struct cf_t *t, struct cf_msg *m, uint32_t i, uint16_t path);
 
+/* One line per packet on stderr (-vv). */
+void cf_trace_pkt(const char *dir, const struct mroce_hdr *h, size_t len,
+                  uint16_t port);
+
 /* Test data: deterministic bytes. */
 void cf_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
@@ -530,6 +535,8 @@ static inline uint32_t cf_iut_msn(const struct cf_t *t, uint32_t k)
 
 /* Waits for an ACK whose dsn_cum is past dsn. */
 bool cf_wait_cum(struct cf_t *t, uint32_t dsn, int ms);
+/* Waits for an ACK of path that records psn (its SACK bit set). */
+bool cf_wait_sacked(struct cf_t *t, uint16_t path, uint32_t psn, int ms);
 /* Sends CLOSE and waits for its CLOSE_ACK: a barrier that works in every
  * state but INIT (it closes a CONNECTED connection). */
 bool cf_barrier_close(struct cf_t *t, int ms);
@@ -679,7 +686,7 @@ struct cf_opts {
     const char *mutants_json; /* mutation run: output file */
     const char *only_mutant;  /* mutation run of one fault */
     int mutant_limit;         /* first N faults only (0: all) */
-    bool mutants, list, verbose, stop_on_fail;
+    bool mutants, list, verbose, trace, stop_on_fail;
     double scale;
 };
 

@@ -6,6 +6,7 @@
  * packet as lost, and logs every datagram for the test to inspect. */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,10 +328,28 @@ static void peer_ack_rx(struct cf_peer *p, const struct mroce_hdr *h)
     p->got_ack = true;
 }
 
+void cf_trace_pkt(const char *dir, const struct mroce_hdr *h, size_t len,
+                  uint16_t port)
+{
+    fprintf(stderr,
+            "%s %-9s %4zuB port %5u path %u psn %u flags %x dsn %u st %u "
+            "msn %u len %u off %u",
+            dir, mroce_wire_op_name(h->opcode), len, port, h->path, h->psn,
+            h->flags, h->dsn, h->stream, h->msn, h->msg_len, h->offset);
+    if (h->opcode == MROCE_OP_ACK)
+        fprintf(stderr, " high %u cum %u rx %u", h->sack_high, h->dsn_cum,
+                h->rx_count);
+    if (h->opcode == MROCE_OP_NACK)
+        fprintf(stderr, " code %u info %u", h->nak_code, h->nak_info);
+    fprintf(stderr, "\n");
+}
+
 /* The automatic rules for one packet of the IUT. */
 static void peer_handle(struct cf_t *t, struct cf_pkt *pk)
 {
     struct cf_peer *p = t->p;
+    if (t->trace)
+        cf_trace_pkt(pk->derr ? "<?" : "<", &pk->h, pk->len, pk->sport);
     cf_mon_packet(t, pk);
     if (pk->derr || pk->h.conn != p->my_id || pk->h.path >= p->n_paths)
         return;

@@ -99,6 +99,8 @@ static int runner_parse(int argc, char **argv, struct cf_opts *o)
             o->stop_on_fail = true;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
             o->verbose = true;
+        else if (!strcmp(a, "-vv"))
+            o->verbose = o->trace = true;
         else
             return -1;
     }
@@ -173,6 +175,7 @@ void cf_run_one(const struct cf_test *ts, struct cf_agent *a,
     t->agent = a;
     t->ip = o->ip;
     t->scale = o->scale;
+    t->trace = o->trace;
     t->abort_jmp = &jb;
     if (cf_agent_check(a) < 0) {
         cf_fail(t, "no agent: %s", a->err);

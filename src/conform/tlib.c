@@ -25,6 +25,25 @@ bool cf_wait_cum(struct cf_t *t, uint32_t dsn, int ms)
     return cf_wait(t, tlib_cum_past, &c, ms) != NULL;
 }
 
+struct sack_arg {
+    uint16_t path;
+    uint32_t psn;
+};
+
+static bool tlib_sacks(const struct cf_pkt *pk, const void *arg)
+{
+    const struct sack_arg *a = arg;
+    uint32_t i = pk->h.sack_high - a->psn;
+    return !pk->derr && pk->h.opcode == MROCE_OP_ACK &&
+           pk->h.path == a->path && i < 256 && mroce_sack_test(pk->h.sack, i);
+}
+
+bool cf_wait_sacked(struct cf_t *t, uint16_t path, uint32_t psn, int ms)
+{
+    struct sack_arg a = {path, psn};
+    return cf_wait(t, tlib_sacks, &a, ms) != NULL;
+}
+
 bool cf_barrier_close(struct cf_t *t, int ms)
 {
     struct mroce_hdr h = cf_hdr(t, MROCE_OP_CLOSE, 0);
@@ -44,10 +63,10 @@ bool cf_alive(struct cf_t *t)
                        .len = sizeof(data),
                        .path = 0};
     cf_send_msg(t, &m);
-    if (!cf_wait_cum(t, m.first_dsn, 2000))
+    if (!cf_wait_sacked(t, 0, m.psn[0], 2000))
         return cf_fail(t, "the connection no longer works: a valid WRITE "
-                          "(DSN %u) was not acknowledged",
-                       m.first_dsn);
+                          "(DSN %u, path 0 PSN %u) was not acknowledged",
+                       m.first_dsn, m.psn[0]);
     cf_iut_read(t, off, got, sizeof(got));
     return CF_CHECK(t, !memcmp(got, data, sizeof(data)),
                     "the connection no longer works: a valid WRITE did not "
