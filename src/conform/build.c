@@ -92,7 +92,7 @@ int cf_send_raw(struct cf_t *t, const void *buf, size_t len,
 }
 
 /* What the suite sent on a path, for the monitor's R-ACK-5 check. */
-static void build_note_psn(struct cf_peer *p, const struct mroce_hdr *h)
+void cf_note_sent(struct cf_peer *p, const struct mroce_hdr *h)
 {
     bool rec = (h->opcode >= MROCE_OP_WRITE && h->opcode <= MROCE_OP_READ_RESP) ||
                h->opcode == MROCE_OP_PROBE;
@@ -109,7 +109,7 @@ int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
     static uint8_t buf[CF_PKT_MAX + 256];
     int n = build_pkt(h, payload, len, x, buf, sizeof(buf));
     CF_REQUIRE(t, n > 0, "cannot encode opcode 0x%02x", h->opcode);
-    build_note_psn(t->p, h);
+    cf_note_sent(t->p, h);
     if (t->trace)
         cf_trace_pkt(">", h, (size_t)n, 0);
     cf_send_raw(t, buf, (size_t)n, x);

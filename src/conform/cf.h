@@ -224,6 +224,8 @@ struct cf_peer {
     int iut_family;
     uint16_t iut_port;
     uint32_t my_id, iut_id;
+    uint32_t extra_ids[4]; /* other connections of the IUT the test opened
+                              toward this socket (the monitor lets them by) */
     uint32_t iut_init_psn, iut_init_dsn, iut_init_msn; /* R-CONN-5 */
     /* effective values (R-CONN-3) */
     uint16_t n_paths, n_streams;
@@ -345,8 +347,9 @@ void cf_open(struct cf_t *t, const struct cf_open *o);
  * as given, so a test can announce bad ones); the agent's error code or
  * NULL. */
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine);
-/* The parameter block the suite announces by default. */
+/* The parameter block the suite announces by default; as JSON. */
 void cf_my_params(struct cf_t *t, struct cf_params *out);
+json_t *cf_params_json(const struct cf_params *p);
 void cf_close(struct cf_t *t);
 
 /* ---- verdicts inside a test ---- */
@@ -472,6 +475,15 @@ int cf_send(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
             uint32_t len);
 int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
               uint32_t len, const struct cf_tx *x);
+/* Notes a data packet or PROBE the suite sent by other means (raw
+ * socket), for the monitor's check of what ACKs may name (R-ACK-5). */
+void cf_note_sent(struct cf_peer *p, const struct mroce_hdr *h);
+/* The IUT's own clock between two of its packets (MTH ts, R-HDR-10), in
+ * ms: immune to the suite's scheduling. */
+static inline double cf_ts_ms(const struct cf_pkt *a, const struct cf_pkt *b)
+{
+    return (double)(uint32_t)(b->h.ts - a->h.ts) / 1e6;
+}
 /* Raw bytes as the suite's datagram. */
 int cf_send_raw(struct cf_t *t, const void *buf, size_t len, const struct cf_tx *x);
 uint32_t cf_next_psn(struct cf_t *t, uint16_t path);
@@ -581,6 +593,15 @@ bool cf_drop_dsn_fn(struct cf_t *t, const struct cf_pkt *pk, void *ud);
 /* The i-th transmission of dsn in the log; how many there are. */
 const struct cf_pkt *cf_nth_tx(struct cf_t *t, uint32_t dsn, int i);
 int cf_count_dsn(struct cf_t *t, uint32_t dsn);
+
+/* ---- below the UDP socket (cap.c, root only) ---- */
+
+int cf_cap_open(void);
+void cf_cap_count(int fd, uint16_t dst_port, int ms, int *total, int *df);
+int cf_raw_udp(const uint8_t *dst_ip, uint16_t sport, uint16_t dport,
+               const void *payload, size_t len, uint16_t csum);
+uint16_t cf_udp_csum(const uint8_t *src, const uint8_t *dst, uint16_t sport,
+                     uint16_t dport, const uint8_t *p, size_t len);
 
 /* ---- the wire monitor (mon.c) ---- */
 

@@ -92,6 +92,8 @@ bool cf_reply_ok(json_t *rep, char *code, size_t cap)
 
 json_t *cf_call(struct cf_t *t, json_t *req)
 {
+    if (!req)
+        cf_abort(t, "the suite built a bad request (json_pack)");
     json_t *rep = cf_agent_call(t->agent, req);
     if (!rep)
         cf_abort(t, "%s", t->agent->err);
@@ -150,7 +152,7 @@ static void iut_params_read(json_t *j, struct cf_params *p)
     p->rnr_max_us = (uint32_t)iut_u64(j, "rnr_max_us");
 }
 
-static json_t *iut_params_json(const struct cf_params *p)
+json_t *cf_params_json(const struct cf_params *p)
 {
     json_t *o = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:[s], s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -362,7 +364,7 @@ const char *cf_connect(struct cf_t *t, const struct cf_params *mine)
     static char code[32];
     json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd",
                                        "conn_connect", "conn", t->iut.conn,
-                                       "params", iut_params_json(mine)));
+                                       "params", cf_params_json(mine)));
     bool ok = cf_reply_ok(rep, code, sizeof(code));
     json_decref(rep);
     if (!ok)

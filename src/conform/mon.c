@@ -23,6 +23,10 @@ static struct cf_mon_rule mon_tab[] = {
     {"R-HDR-3", CF_KW_MUST, "version 1, reserved flag bits sent as zero", 0, 0,
      ""},
     {"R-HDR-4", CF_KW_MUST, "only opcodes of the table are sent", 0, 0, ""},
+    {"R-VER-1", CF_KW_MUST, "every packet carries version 1", 0, 0, ""},
+    {"R-VER-7", CF_KW_MUST, "only assigned code points: opcodes, flags, "
+                            "syndromes",
+     0, 0, ""},
     {"R-HDR-6", CF_KW_MUST, "no bytes after the headers of a type without "
                             "payload",
      0, 0, ""},
@@ -143,6 +147,9 @@ static void mon_decode(struct cf_t *t, struct cf_pkt *pk)
             "atomic opcode 0x%02x sent", b[1]);
         mon(t, pk, "R-HDR-3", b[0] >> 4 == 1 && !(b[0] & 3),
             "byte 0 is 0x%02x", b[0]);
+        mon(t, pk, "R-VER-1", b[0] >> 4 == 1, "version %u", b[0] >> 4);
+        mon(t, pk, "R-VER-7", opcode_known && !(b[0] & 3),
+            "opcode 0x%02x flags 0x%x", b[1], b[0] & 0xF);
     }
     if (opcode_known && pk->len >= (size_t)mroce_wire_hdr_len(b[1]) + 4) {
         size_t body = pk->len - 4;
@@ -182,6 +189,10 @@ static void mon_fields(struct cf_t *t, struct cf_pkt *pk)
     if (mon_is_data(h->opcode))
         mon(t, pk, "R-HDR-7", !b[22] && !b[23], "DXH reserved bytes %02x%02x",
             b[22], b[23]);
+    if (h->opcode == MROCE_OP_NACK)
+        mon(t, pk, "R-VER-7",
+            h->nak_code >= MROCE_NAK_RNR && h->nak_code <= MROCE_NAK_CONN_CLOSED,
+            "NACK syndrome %u", h->nak_code);
     if (h->opcode == MROCE_OP_NACK)
         mon(t, pk, "R-HDR-7",
             !b[23] && (h->nak_code == MROCE_NAK_RNR || !h->nak_info),
@@ -361,6 +372,9 @@ void cf_mon_finish(struct cf_t *t)
 
 void cf_mon_packet(struct cf_t *t, struct cf_pkt *pk)
 {
+    for (int i = 0; !pk->derr && i < 4; i++)
+        if (t->p->extra_ids[i] && pk->h.conn == t->p->extra_ids[i])
+            return; /* another connection of the test: its own rules */
     mon_decode(t, pk);
     mon_addressing(t, pk);
     if (pk->derr)

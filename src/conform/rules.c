@@ -22,6 +22,10 @@ static const struct {
                 "wire and the agent's protocol do not show"},
     {"R-SEC-6", "advice to deployments (IPsec, MACsec), not endpoint "
                 "behaviour"},
+    {"R-VER-3", "binds the authors of later revisions (when a change needs "
+                "a new version), not an endpoint"},
+    {"R-VER-6", "permits later revisions to define hints; version 1 defines "
+                "none, so there is nothing to observe"},
 };
 
 const char *cf_kw_name(int kw)

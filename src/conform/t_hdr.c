@@ -358,6 +358,24 @@ static void hdr_close_psn_ignored(struct cf_t *t)
              "a CLOSE with psn 99 was not answered");
 }
 
+/* R-VER-4: ACKREQ and RETX on control packets are ignored. */
+static void hdr_control_flags(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 1});
+    t->p->auto_ack = false;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
+    CF_REQUIRE(t, cf_wait(t, cf_is_data, NULL, cf_ms(t, 2000)),
+               "the IUT sent no WRITE");
+    struct mroce_hdr a;
+    cf_ack_fill(t, 0, &a);
+    cf_send_x(t, &a, NULL, 0, &(struct cf_tx){.ecn = 2, .byte0 = 0x1F});
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
+    struct mroce_hdr c = cf_hdr(t, MROCE_OP_CLOSE, 0);
+    cf_send_x(t, &c, NULL, 0, &(struct cf_tx){.ecn = 2, .byte0 = 0x1C});
+    CF_CHECK(t, cf_wait_op(t, MROCE_OP_CLOSE_ACK, cf_ms(t, 1000)) != NULL,
+             "a CLOSE with ACKREQ and RETX set was not answered");
+}
+
 /* ---- SACK bitmap layout (R-HDR-14) ---- */
 
 static void hdr_sack_layout(struct cf_t *t)
@@ -467,6 +485,9 @@ const struct cf_test cf_t_hdr[] = {
             hdr_nack_res_ignored),
     CF_TEST("hdr.close.psn_ignored", "4.4", "R-HDR-7 R-CONN-10", MUST,
             "a CLOSE's MTH psn ignored on receipt", hdr_close_psn_ignored),
+    CF_TEST("hdr.control_flags_ignored", "3.12", "R-VER-4 R-HDR-7", MUST,
+            "ACKREQ and RETX on an ACK and a CLOSE are ignored",
+            hdr_control_flags),
     CF_TEST("hdr.sack.layout", "3.8", "R-HDR-14 R-SACK-5", MUST,
             "SACK bits across all four 64-bit words", hdr_sack_layout),
     CF_TEST("hdr.ts.clock", "3.3", "R-HDR-10", MUST,

@@ -28,6 +28,8 @@ const struct cf_test cf_t_mon[] = {
     MON("R-ENC-10", "2", "every packet came from the announced address"),
     MON("R-HDR-3", "3.2", "version 1, reserved flag bits zero"),
     MON("R-HDR-4", "3.2", "only assigned opcodes sent"),
+    MON("R-VER-1", "3.12", "version 1 in every packet"),
+    MON("R-VER-7", "3.12", "only assigned code points sent"),
     MON("R-HDR-6", "3.2", "no payload on a type without one"),
     MON("R-HDR-7", "3.2", "reserved and defined-zero fields zero"),
     MON("R-HDR-8", "3.3", "MTH path below N"),

@@ -151,8 +151,8 @@ static void nack_rnr_release(struct cf_t *t)
     while (!r && (x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 200))))
         if (x->h.opcode == MROCE_OP_SEND)
             r = x;
-    double ms = r ? (double)(r->t - s->t) / 1e6 : -1;
-    CF_CHECK(t, r && ms >= 39, "the SEND was resent %.1f ms after an RNR "
+    double ms = r ? cf_ts_ms(s, r) : -1;
+    CF_CHECK(t, r && ms >= 40, "the SEND was resent %.1f ms after an RNR "
                                "asking for 40 ms",
              ms);
 }
