@@ -31,7 +31,7 @@ struct mroce_dev {
     uint64_t (*rng)(void *ud);
     void *rng_ud;
     uint64_t rng_state;
-    uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
+    uint64_t tx_planes; /* R-PATH-14: planes data may be sent to now */
     struct mroce_pd *pds;
     struct mroce_cq *cqs;
     struct mroce_mr **mrs; /* open-addressing table by key */

@@ -565,7 +565,7 @@ static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
     h->conn = c->remote.conn_id;
     h->ts = eng_ts(now);
     eng_req_meta(c, via, meta);
-    return mroce_wire_encode(h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, h, buf, cap);
 }
 
 static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
