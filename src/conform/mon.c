@@ -146,7 +146,8 @@ static void mon_decode(struct cf_t *t, struct cf_pkt *pk)
         mon(t, pk, "R-MSG-15", b[1] < 0x07 || b[1] > 0x0F,
             "atomic opcode 0x%02x sent", b[1]);
         mon(t, pk, "R-HDR-3", b[0] >> 4 == 1 && !(b[0] & 3),
-            "byte 0 is 0x%02x", b[0]);
+            "byte 0 is 0x%02x (SEAL or reserved bit on a plain connection)",
+            b[0]);
         mon(t, pk, "R-VER-1", b[0] >> 4 == 1, "version %u", b[0] >> 4);
         mon(t, pk, "R-VER-7", opcode_known && !(b[0] & 3),
             "opcode 0x%02x flags 0x%x", b[1], b[0] & 0xF);

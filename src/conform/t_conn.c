@@ -466,16 +466,14 @@ static void conn_close_retries(struct cf_t *t)
     t->p->auto_close_ack = false;
     json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_disconnect",
                                      "conn", t->iut.conn)));
-    uint64_t at[16];
+    const struct cf_pkt *at[16];
     int n = 0;
-    const struct cf_pkt *pk;
-    while (n < 16 &&
-           (pk = cf_wait_op(t, MROCE_OP_CLOSE, cf_ms(t, 400))))
-        at[n++] = pk->t;
+    while (n < 16 && (at[n] = cf_wait_op(t, MROCE_OP_CLOSE, cf_ms(t, 400))))
+        n++;
     CF_CHECK(t, n == 4, "%d CLOSEs, expected 1 + retry_cnt = 4", n);
     double r = (double)t->iut.timers.initial_rto_ns / 1e6;
     for (int k = 1; k < n && k < 4; k++) {
-        double got = (double)(at[k] - at[k - 1]) / 1e6;
+        double got = cf_ts_ms(at[k - 1], at[k]); /* the IUT's clock */
         double want = r * (double)(1u << (k - 1));
         CF_CHECK(t, got > want * 0.8 - 1 && got < want * 1.6 + 5 * t->scale,
                  "wait before CLOSE %d: %.1f ms, expected %.1f ms", k + 1,

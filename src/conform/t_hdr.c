@@ -298,8 +298,8 @@ static void hdr_write_patched(struct cf_t *t, struct cf_tx *x, const char *what)
 static void hdr_flags_ignored(struct cf_t *t)
 {
     cf_open(t, NULL);
-    hdr_write_patched(t, &(struct cf_tx){.byte0 = 0x1B},
-                      "reserved flag bits 0x2 and 0x1 set");
+    hdr_write_patched(t, &(struct cf_tx){.byte0 = 0x19},
+                      "the reserved flag bit 0x1 set (SEAL clear)");
 }
 
 static void hdr_dxh_res_ignored(struct cf_t *t)
@@ -368,7 +368,7 @@ static void hdr_control_flags(struct cf_t *t)
                "the IUT sent no WRITE");
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    cf_send_x(t, &a, NULL, 0, &(struct cf_tx){.ecn = 2, .byte0 = 0x1F});
+    cf_send_x(t, &a, NULL, 0, &(struct cf_tx){.ecn = 2, .byte0 = 0x1D});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
     struct mroce_hdr c = cf_hdr(t, MROCE_OP_CLOSE, 0);
     cf_send_x(t, &c, NULL, 0, &(struct cf_tx){.ecn = 2, .byte0 = 0x1C});

@@ -129,15 +129,14 @@ static void path_probing_cadence(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 3000000});
     t->p->drop = path_drop_all;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
-    uint64_t at[5];
+    const struct cf_pkt *at[5];
     int n = 0;
-    const struct cf_pkt *pk;
-    while (n < 5 && (pk = cf_wait_op(t, MROCE_OP_PROBE, cf_ms(t, 500))))
-        at[n++] = pk->t;
+    while (n < 5 && (at[n] = cf_wait_op(t, MROCE_OP_PROBE, cf_ms(t, 500))))
+        n++;
     CF_REQUIRE(t, n >= 4, "%d PROBEs while the peer is silent", n);
-    double first = (double)(at[1] - at[0]) / 1e6;
+    double first = cf_ts_ms(at[0], at[1]);
     for (int k = 2; k < n; k++) {
-        double gap = (double)(at[k] - at[k - 1]) / 1e6;
+        double gap = cf_ts_ms(at[k - 1], at[k]);
         CF_CHECK(t, gap < first * 1.5 + 3 * t->scale,
                  "PROBE gaps %.1f then %.1f ms: a PROBING path's RTO backs "
                  "off",
