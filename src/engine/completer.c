@@ -51,7 +51,7 @@ void eng_comp_retire(struct mroce_conn *c, struct stream *s)
         if (q->mr)
             q->mr->refs--;
         s->sq_head++;
-        eng_cq_push(c->scq, &wc);
+        dev_cq_push(c->scq, &wc);
     }
 }
 

@@ -90,7 +90,7 @@ static void conn_free(struct mroce_conn *c)
 static void conn_init_local(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
-    c->local.addr = ctx->addr;
+    c->local.addr = ctx->dev.addr;
     c->local.udp_port = ctx->udp_port;
     c->local.n_paths = c->attr.n_paths;
     c->local.n_streams = c->attr.n_streams;
@@ -106,9 +106,10 @@ static void conn_init_local(struct mroce_conn *c)
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                     struct mroce_conn **out)
 {
-    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
     struct mroce_conn_attr a = *attr;
-    if (conn_fill_attr(&a) || a.send_cq->ctx != ctx || a.recv_cq->ctx != ctx ||
+    if (conn_fill_attr(&a) || a.send_cq->dev != pd->dev ||
+        a.recv_cq->dev != pd->dev ||
         (ctx->n_src_ports && a.n_paths > ctx->n_src_ports)) /* R-ENC-3 */
         return MROCE_EINVAL;
     struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
@@ -238,7 +239,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                         : MROCE_WC_RDMA_WRITE;
         if (q->mr)
             q->mr->refs--;
-        eng_cq_push(c->scq, &wc);
+        dev_cq_push(c->scq, &wc);
     }
     s->sq_head = s->sq_next = s->sq_tail;
     for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
@@ -250,7 +251,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               .status = MROCE_WC_WR_FLUSH_ERR};
         if (s->rq_mr[i])
             s->rq_mr[i]->refs--;
-        eng_cq_push(c->rcq, &wc);
+        dev_cq_push(c->rcq, &wc);
     }
     s->rq_head = s->rq_tail;
 }

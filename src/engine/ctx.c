@@ -7,27 +7,17 @@
 
 void *eng_alloc(struct mroce_ctx *ctx, size_t size)
 {
-    void *p = ctx->hooks.alloc(ctx->hooks.ud, size);
-    if (p)
-        memset(p, 0, size);
-    return p;
+    return dev_alloc(&ctx->dev, size);
 }
 
 void eng_free(struct mroce_ctx *ctx, void *p)
 {
-    if (p)
-        ctx->hooks.free(ctx->hooks.ud, p);
+    dev_free(&ctx->dev, p);
 }
 
-/* The hook, or splitmix64 over the context's seed when there is none. */
 uint64_t eng_rand(struct mroce_ctx *ctx)
 {
-    if (ctx->hooks.rand64)
-        return ctx->hooks.rand64(ctx->hooks.ud);
-    uint64_t z = (ctx->rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return dev_rand(&ctx->dev);
 }
 
 /* R-ENC-3: source ports come from the dynamic range 49152..65535. */
@@ -236,9 +226,10 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
 
 static bool ctx_all_planes(const struct mroce_ctx *ctx)
 {
-    uint64_t all =
-        ctx->n_planes >= 64 ? UINT64_MAX : (UINT64_C(1) << ctx->n_planes) - 1;
-    return (ctx->tx_planes & all) == all;
+    uint64_t all = ctx->dev.n_planes >= 64
+                       ? UINT64_MAX
+                       : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+    return (ctx->dev.tx_planes & all) == all;
 }
 
 /* A held connection whose state, open planes and plane health are all as
@@ -247,14 +238,14 @@ static bool ctx_still_held(const struct mroce_conn *c)
 {
     const struct mroce_ctx *ctx = c->ctx;
     return c->plane_held && c->held_ver == c->ver &&
-           c->held_planes == ctx->tx_planes &&
+           c->held_planes == ctx->dev.tx_planes &&
            c->held_plane_ver == ctx->plane_ver;
 }
 
 static void ctx_note_held(struct mroce_conn *c)
 {
     c->held_ver = c->ver;
-    c->held_planes = c->ctx->tx_planes;
+    c->held_planes = c->ctx->dev.tx_planes;
     c->held_plane_ver = c->ctx->plane_ver;
 }
 
@@ -357,25 +348,12 @@ uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
     return ctx->link_mbps / (ctx->active_senders ? ctx->active_senders : 1);
 }
 
-/* Connections first (they hold references), then regions, CQs, PDs. */
+/* Connections (they hold references on the device's objects), then the
+ * engine's tables. */
 void eng_ctx_release(struct mroce_ctx *ctx)
 {
     while (ctx->conns)
         eng_conn_destroy(ctx->conns);
-    for (uint32_t i = 0; i < ctx->mr_cap; i++)
-        if (ctx->mrs[i])
-            eng_free(ctx, ctx->mrs[i]);
-    eng_free(ctx, ctx->mrs);
-    while (ctx->cqs) {
-        struct mroce_cq *cq = ctx->cqs;
-        cq->users = 0;
-        mroce_cq_destroy(cq);
-    }
-    while (ctx->pds) {
-        struct mroce_pd *pd = ctx->pds;
-        pd->refs = 0;
-        mroce_pd_free(pd);
-    }
     eng_free(ctx, ctx->conn_hash);
     eng_free(ctx, ctx->planes);
     eng_sched_release(ctx);

@@ -8,6 +8,7 @@
 
 #include <mroce/mroce.h>
 
+#include "device/dev.h"
 #include "engine/cc.h"
 #include "wire/wire.h"
 
@@ -38,31 +39,6 @@ static inline bool seq_le(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) <= 0;
 }
-
-struct mroce_mr {
-    struct mroce_ctx *ctx;
-    struct mroce_pd *pd;
-    uint8_t *addr;
-    uint64_t len;
-    uint32_t key;
-    unsigned access;
-    uint32_t refs; /* posted WRs pointing into it */
-};
-
-struct mroce_pd {
-    struct mroce_ctx *ctx;
-    struct mroce_pd *next, *prev; /* ctx list */
-    uint32_t refs;
-};
-
-struct mroce_cq {
-    struct mroce_ctx *ctx;
-    struct mroce_cq *next, *prev; /* ctx list */
-    struct mroce_wc *ring;
-    uint32_t depth, head, count;
-    uint32_t pending; /* posted WRs whose completion is not pushed yet */
-    uint32_t users;
-};
 
 /* One packet of data in flight, indexed by DSN (R-DSN-1). */
 enum txp_state { TXP_FREE, TXP_OUT, TXP_LOST, TXP_RNR, TXP_ACKED };
@@ -306,11 +282,10 @@ struct eng_sched {
 };
 
 struct mroce_ctx {
-    struct mroce_hooks hooks;
+    /* hooks, address, planes, PDs, MRs, CQs: shared with src/roce */
+    struct mroce_dev dev;
     struct roce_dev *roce;         /* set: the context runs RoCEv2 */
     struct mroce_conn *roce_conns; /* their public handles */
-    uint64_t rng_state;
-    struct mroce_addr addr;
     uint16_t udp_port;
     uint32_t mtu, link_mbps;
     uint32_t base_rtt_ns; /* R-CC-3: caps the fair-share RTT; 0 none */
@@ -318,18 +293,11 @@ struct mroce_ctx {
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;
-    uint32_t n_planes;        /* R-ENC-10: path p on plane p mod n_planes */
     uint32_t spray_run;       /* R-PATH-17: data packets a path takes in a
                                  row; 1: a new path for every packet */
-    uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
-    struct eng_plane *planes; /* R-PATH-15: [n_planes] when > 1 */
+    struct eng_plane *planes; /* R-PATH-15: [dev.n_planes] when > 1 */
     uint32_t n_planes_down;
     uint32_t plane_ver; /* counts every plane going down or up */
-
-    struct mroce_pd *pds;
-    struct mroce_cq *cqs;
-    struct mroce_mr **mrs; /* open-addressing table by key */
-    uint32_t mr_cap, mr_count;
 
     struct mroce_conn *conns; /* list of all connections */
     struct mroce_conn **conn_hash;
@@ -345,6 +313,14 @@ struct mroce_ctx {
     struct mroce_ctx_counters cnt;
 };
 
+/* The context a device is embedded in (every device an engine or
+ * src/verbs sees is). */
+static inline struct mroce_ctx *eng_ctx_of(struct mroce_dev *d)
+{
+    return (struct mroce_ctx *)(void *)((char *)d -
+                                        offsetof(struct mroce_ctx, dev));
+}
+
 /* plane.c (R-PATH-15) */
 int eng_planes_init(struct mroce_ctx *ctx);
 void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane);
@@ -355,7 +331,7 @@ void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane);
 static inline bool eng_plane_down(const struct mroce_ctx *ctx, uint8_t plane)
 {
     return ctx->planes && ctx->planes[plane].down &&
-           ctx->n_planes_down < ctx->n_planes;
+           ctx->n_planes_down < ctx->dev.n_planes;
 }
 
 /* R-RTT-7: the time `bytes` take to drain at the receiver's granted rate
@@ -390,7 +366,7 @@ static inline bool eng_path_fast(const struct mroce_conn *c,
 /* R-PATH-14: whether data may go to path p's plane now. */
 static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
 {
-    return (c->ctx->tx_planes >> c->ptx[p].plane) & 1u;
+    return (c->ctx->dev.tx_planes >> c->ptx[p].plane) & 1u;
 }
 
 /* The sender's slot of a DSN (R-DSN-1) and a path's slot of a PSN. */
@@ -403,7 +379,7 @@ static inline uint32_t eng_psn_slot(const struct path_tx *pt, uint32_t psn)
     return psn & pt->psn_mask;
 }
 
-/* ctx.c */
+/* ctx.c: the device's memory and randomness (src/device) */
 void *eng_alloc(struct mroce_ctx *ctx, size_t size);
 void eng_free(struct mroce_ctx *ctx, void *p);
 uint64_t eng_rand(struct mroce_ctx *ctx);
@@ -413,24 +389,6 @@ int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_share_note(struct mroce_conn *c, uint64_t now);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
-
-/* Intrusive doubly linked lists of pds and cqs on the context. */
-#define ENG_LIST_ADD(head, o)                                                  \
-    do {                                                                       \
-        (o)->next = (head);                                                    \
-        if (head)                                                              \
-            (head)->prev = (o);                                                \
-        (head) = (o);                                                          \
-    } while (0)
-#define ENG_LIST_DEL(head, o)                                                  \
-    do {                                                                       \
-        if ((o)->prev)                                                         \
-            (o)->prev->next = (o)->next;                                       \
-        else                                                                   \
-            (head) = (o)->next;                                                \
-        if ((o)->next)                                                         \
-            (o)->next->prev = (o)->prev;                                       \
-    } while (0)
 
 /* The engine's side of the public API (src/verbs dispatches to these or to
  * the RoCEv2 engine; same contracts as the mroce_* calls in mroce.h). */
@@ -483,7 +441,8 @@ uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
 
-/* ctx teardown: frees everything the context owns. */
+/* ctx teardown: frees the connections and the engine's tables (the
+ * device's objects are src/verbs' to free, dev_release). */
 void eng_ctx_release(struct mroce_ctx *ctx);
 
 /* mem.c: rings that grow with what is in flight; ENOMEM if they cannot */
@@ -493,17 +452,6 @@ void eng_mem_free(struct mroce_conn *c);
 int eng_mem_txp_room(struct mroce_conn *c);
 int eng_mem_retx_room(struct mroce_conn *c);
 int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt);
-
-/* mr.c */
-struct mroce_mr *eng_mr_find(struct mroce_ctx *ctx, uint32_t key);
-/* Resolves [va, va+len) in key's region for access; NULL + *err else. */
-uint8_t *eng_mr_resolve(struct mroce_ctx *ctx, struct mroce_pd *pd,
-                        uint32_t key, uint64_t va, uint64_t len,
-                        unsigned access, int *err, struct mroce_mr **mrp);
-
-/* cq.c */
-bool eng_cq_reserve(struct mroce_cq *cq);
-void eng_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc);
 
 /* conn.c */
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,

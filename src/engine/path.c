@@ -33,7 +33,7 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     pt->src_port = path_new_port(c);
-    pt->plane = (uint8_t)(p % c->ctx->n_planes); /* R-ENC-10 */
+    pt->plane = (uint8_t)(p % c->ctx->dev.n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)

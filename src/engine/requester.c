@@ -5,7 +5,7 @@
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
-    meta->src = c->ctx->addr;
+    meta->src = c->ctx->dev.addr;
     meta->dst = c->remote.addr;
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;

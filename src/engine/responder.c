@@ -56,7 +56,7 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     bool dup = false, gap = false, stale = false;
     eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
     pr->rx_count++;
-    pr->plane = meta->plane < c->ctx->n_planes ? meta->plane : 0;
+    pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
     if (meta->ecn == MROCE_ECN_CE) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
@@ -187,8 +187,8 @@ static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
     if (h->va > UINT64_MAX - h->offset)
         return resp_access_verdict(c, MROCE_ERANGE);
     uint8_t *dst =
-        eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va + h->offset,
-                       h->payload_len, MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+        dev_mr_resolve(c->pd, h->rkey, h->va + h->offset, h->payload_len,
+                       MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
     if (!dst)
         return resp_access_verdict(c, err);
     resp_copy(c, dst, h);
@@ -222,7 +222,7 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (!h->msg_len || eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va, h->msg_len,
+    if (!h->msg_len || dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
                                       MROCE_ACCESS_REMOTE_READ, &err, NULL))
         return RV_OK;
     return resp_access_verdict(c, err);
@@ -287,7 +287,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
     uint8_t *src = NULL;
     struct mroce_mr *mr = NULL;
     if (m->len)
-        src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
+        src = dev_mr_resolve(c->pd, m->rkey, m->va, m->len,
                              MROCE_ACCESS_REMOTE_READ, &err, &mr);
     if (err)
         return -1;
@@ -360,7 +360,7 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
     if (s->rq_mr[i])
         s->rq_mr[i]->refs--;
     s->rq_head++;
-    eng_cq_push(c->rcq, &wc);
+    dev_cq_push(c->rcq, &wc);
 }
 
 void eng_resp_retire(struct mroce_conn *c, struct stream *s)
@@ -535,7 +535,7 @@ static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
         return 5;
     if (pt->state != PATH_ACTIVE)
         return 4;
-    int other = c->ctx->n_planes > 1 && pt->plane != plane;
+    int other = c->ctx->dev.n_planes > 1 && pt->plane != plane;
     return 2 * other + !eng_path_fast(c, pt);
 }
 

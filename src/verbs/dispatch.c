@@ -1,7 +1,7 @@
 /* The public calls that depend on the transport: a context created with
  * MROCE_TRANSPORT_ROCEV2 routes them to the RoCEv2 engine (src/roce), any
  * other to the MetaRoCE engine (src/engine). PDs, MRs and CQs are shared
- * and live in the engine. */
+ * and live in the device (src/device), below both. */
 #include <string.h>
 
 #include "engine/eng.h"
@@ -43,7 +43,7 @@ int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
 
 void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes)
 {
-    ctx->tx_planes = planes; /* both engines read it (R-PATH-14) */
+    ctx->dev.tx_planes = planes; /* both engines read it (R-PATH-14) */
 }
 
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
@@ -84,6 +84,19 @@ void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
     };
 }
 
+/* ---- the device's objects that are created on a context ---- */
+
+int mroce_pd_alloc(struct mroce_ctx *ctx, struct mroce_pd **out)
+{
+    return dev_pd_alloc(&ctx->dev, out);
+}
+
+int mroce_cq_create(struct mroce_ctx *ctx, uint32_t depth,
+                    struct mroce_cq **out)
+{
+    return dev_cq_create(&ctx->dev, depth, out);
+}
+
 /* ---- connections ---- */
 
 /* Soft-RoCE limits a QP to 128 unacknowledged PSNs because it is software;
@@ -99,7 +112,7 @@ static int dispatch_roce_create(struct mroce_pd *pd,
                                 const struct mroce_conn_attr *a,
                                 struct mroce_conn **out)
 {
-    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
     struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
     if (!c)
         return MROCE_ENOMEM;
@@ -131,7 +144,8 @@ static int dispatch_roce_create(struct mroce_pd *pd,
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out)
 {
-    if (pd->ctx->roce)
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
+    if (ctx->roce)
         return dispatch_roce_create(pd, attr, out);
     return eng_conn_create(pd, attr, out);
 }

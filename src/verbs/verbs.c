@@ -1,6 +1,7 @@
 /* The context and the parts of the public API that need the C library:
  * default hooks (malloc, a seeded generator) and the string tables. The
- * verbs objects themselves live in the sans-I/O engine. */
+ * verbs objects themselves live in the sans-I/O device (src/device),
+ * which both engines share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,16 +27,21 @@ static void verbs_nolog(void *ud, int level, const char *msg)
     (void)msg;
 }
 
-static void verbs_hooks(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
+/* The device of the context: the hooks with their defaults, the address
+ * and the planes. */
+static void verbs_dev(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
 {
-    ctx->hooks = a->hooks;
+    struct mroce_hooks h = a->hooks;
     if (!a->hooks.alloc || !a->hooks.free) {
-        ctx->hooks.alloc = verbs_alloc;
-        ctx->hooks.free = verbs_free;
+        h.alloc = verbs_alloc;
+        h.free = verbs_free;
     }
-    ctx->rng_state = a->seed; /* used when hooks.rand64 is NULL */
     if (!a->hooks.log)
-        ctx->hooks.log = verbs_nolog;
+        h.log = verbs_nolog;
+    /* the seed is used when hooks.rand64 is NULL */
+    dev_init(&ctx->dev, &h, a->seed);
+    ctx->dev.addr = a->addr;
+    ctx->dev.n_planes = a->n_planes ? a->n_planes : 1;
 }
 
 /* A RoCEv2 context gets a device of the baseline engine (src/roce). */
@@ -50,7 +56,7 @@ static int verbs_transport(struct mroce_ctx *ctx,
                                .dcqcn = !a->rocev2_no_dcqcn,
                                .no_icrc_check = a->no_icrc,
                                .no_icrc_tx = a->no_icrc};
-    return roce_dev_create(ctx, &ra, &ctx->roce);
+    return roce_dev_create(&ctx->dev, &ra, &ctx->roce);
 }
 
 static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
@@ -78,16 +84,13 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (!ctx)
         return MROCE_ENOMEM;
     memset(ctx, 0, sizeof(*ctx));
-    verbs_hooks(ctx, a);
-    ctx->addr = a->addr;
+    verbs_dev(ctx, a);
     ctx->udp_port = a->udp_port ? a->udp_port : MROCE_UDP_PORT;
     ctx->mtu = mtu;
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
     ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
-    ctx->n_planes = a->n_planes ? a->n_planes : 1;
     ctx->spray_run = a->spray_run ? a->spray_run : 1; /* R-PATH-17 */
-    ctx->tx_planes = UINT64_MAX;
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,
                a->n_src_ports * sizeof(*a->src_ports));
@@ -99,7 +102,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (err) {
         eng_free(ctx, ctx->planes);
         eng_free(ctx, ctx->conn_hash);
-        ctx->hooks.free(ctx->hooks.ud, ctx);
+        ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx);
         return err;
     }
     *out = ctx;
@@ -115,7 +118,8 @@ void mroce_ctx_close(struct mroce_ctx *ctx)
     if (ctx->roce)
         roce_dev_destroy(ctx->roce);
     eng_ctx_release(ctx);
-    ctx->hooks.free(ctx->hooks.ud, ctx);
+    dev_release(&ctx->dev);
+    ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx);
 }
 
 #define NAMEOF(tab, i)                                                         \

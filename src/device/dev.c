@@ -1,0 +1,65 @@
+/* The device's memory, randomness and teardown. */
+#include <string.h>
+
+#include "device/dev.h"
+
+void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks,
+              uint64_t seed)
+{
+    memset(d, 0, sizeof(*d));
+    d->hooks = *hooks;
+    d->rng_state = seed; /* used when hooks.rand64 is NULL */
+    d->n_planes = 1;
+    d->tx_planes = UINT64_MAX;
+}
+
+void *dev_alloc(struct mroce_dev *d, size_t size)
+{
+    void *p = d->hooks.alloc(d->hooks.ud, size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void dev_free(struct mroce_dev *d, void *p)
+{
+    if (p)
+        d->hooks.free(d->hooks.ud, p);
+}
+
+/* The hook, or splitmix64 over the device's seed when there is none. */
+uint64_t dev_rand(struct mroce_dev *d)
+{
+    if (d->hooks.rand64)
+        return d->hooks.rand64(d->hooks.ud);
+    uint64_t z = (d->rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+size_t dev_table_bytes(const struct mroce_dev *d)
+{
+    return d->mr_cap * sizeof(*d->mrs);
+}
+
+/* Regions first (they hold their PD), then CQs, then PDs. */
+void dev_release(struct mroce_dev *d)
+{
+    for (uint32_t i = 0; i < d->mr_cap; i++)
+        if (d->mrs[i])
+            dev_free(d, d->mrs[i]);
+    dev_free(d, d->mrs);
+    d->mrs = NULL;
+    d->mr_cap = d->mr_count = 0;
+    while (d->cqs) {
+        struct mroce_cq *cq = d->cqs;
+        cq->users = 0;
+        mroce_cq_destroy(cq);
+    }
+    while (d->pds) {
+        struct mroce_pd *pd = d->pds;
+        pd->refs = 0;
+        mroce_pd_free(pd);
+    }
+}
