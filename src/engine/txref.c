@@ -28,12 +28,12 @@ size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len)
 {
     struct mroce_tx_ref *ref = ctx->tx_ref;
-    if (ref && len) {
+    if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {
         txref_set(ref, buf, hl, payload, len);
         return hl + len + MROCE_ICRC_LEN;
     }
     if (len)
-        memcpy(buf + hl, payload, len);
+        dev_mem_get(&ctx->dev, buf + hl, payload, len);
     return mroce_wire_seal(buf, hl + len);
 }
 
