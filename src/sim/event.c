@@ -18,11 +18,10 @@
  * instructions per event in sifts with 10^4 events pending; this costs
  * tens.
  *
- * Sizing. Every 2^15 pops the list looks at the last ones: if the sorted
- * buckets averaged more than EV_DENSE nodes the tick halves; if more than
- * 1/16 of the inserts went to the far heap the wheel doubles (up to the
- * pending count, then the tick doubles instead). A change rebuilds the
- * wheel (O(events in it)).
+ * Sizing. After 2^10 pops, then every 4 times as many up to 2^16, the
+ * list measures the rate at which events were popped and sets the tick
+ * to hold about 4 of them and W to twice the events pending (ev_resize).
+ * A change rebuilds the wheel (O(events in it)).
  *
  * Ties: every node carries its insertion sequence and the bottom is
  * sorted on (time, seq), so equal times pop in insertion order whatever
@@ -50,9 +49,11 @@
 #define EV_ARITY 4
 #define EV_MIN_WHEEL 1024u
 #define EV_MAX_WHEEL (1u << 22)
-#define EV_SHIFT0 10 /* first tick: 1024 ps, about a 50-byte frame */
-#define EV_EPOCH (1u << 15)
-#define EV_DENSE 8 /* nodes per sorted bucket above which ticks halve */
+#define EV_SHIFT0 10        /* first tick: 1024 ps, about a 50-byte frame */
+#define EV_EPOCH (1u << 16) /* pops between sizings, after a fast start */
+#define EV_EPOCH0 (1u << 10)
+#define EV_PER_TICK 4 /* events a tick should hold */
+#define EV_MAX_SHIFT 40
 
 struct ev_node {
     uint64_t time;
@@ -86,7 +87,8 @@ struct mroce_sim_evlist {
     struct ev_node *heap; /* far: ticks >= cur + W when inserted */
     uint32_t hn, hcap;
     /* sizing statistics of the current epoch */
-    uint32_t ep_pops, ep_sorts, ep_sorted, ep_inserts, ep_far;
+    uint32_t ep_pops, ep_inserts, ep_far, ep_len;
+    uint64_t ep_t0; /* time of the epoch's first pop */
     struct ev_slot *slots;
     uint32_t live;  /* pending events */
     uint32_t cap;   /* of slots */
@@ -396,21 +398,35 @@ static void ev_rebuild(struct mroce_sim_evlist *l, uint32_t W, unsigned shift)
     ev_free_wheel(old, oW, ob, os);
 }
 
+static unsigned ev_log2(uint64_t v)
+{
+    return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+/* Sizes the wheel from the last epoch: a tick that holds about
+ * EV_PER_TICK events at the rate they were popped, and W >= 2 x the
+ * events pending, so that the wheel spans about 8 times the mean
+ * distance at which events are scheduled and only timers go far. A
+ * change of less than a factor 2 (tick) or 4 (W) is not worth a
+ * rebuild. */
 static void ev_resize(struct mroce_sim_evlist *l)
 {
-    uint32_t W = l->W;
-    unsigned shift = l->shift;
-    bool dense = l->ep_sorted > EV_DENSE * l->ep_sorts;
-    bool sparse = l->ep_sorted * 4 < EV_DENSE * l->ep_sorts;
-    if (l->ep_sorts && dense && shift > 0) {
-        shift--;
-    } else if (l->ep_far * 16 > l->ep_inserts) {
-        if (W < EV_MAX_WHEEL && W < 2 * l->live)
-            W *= 2;
-        else if (sparse && shift < 48)
-            shift++;
-    }
-    l->ep_pops = l->ep_sorts = l->ep_sorted = l->ep_inserts = l->ep_far = 0;
+    uint64_t span = l->now > l->ep_t0 ? l->now - l->ep_t0 : 1;
+    uint64_t tick = EV_PER_TICK * span / (l->ep_pops ? l->ep_pops : 1);
+    unsigned shift = ev_log2(tick ? tick : 1);
+    shift = shift > EV_MAX_SHIFT ? EV_MAX_SHIFT : shift;
+    uint64_t w = EV_MIN_WHEEL;
+    while (w < 2 * (uint64_t)l->live && w < EV_MAX_WHEEL)
+        w *= 2;
+    bool far = l->ep_far * 16 > l->ep_inserts;
+    uint32_t W = (uint32_t)w;
+    if (!(W >= 4 * l->W || 4 * W <= l->W || (far && W > l->W)))
+        W = l->W;
+    if (shift + 1 >= l->shift && shift <= l->shift + 1 && !far)
+        shift = l->shift;
+    l->ep_pops = l->ep_inserts = l->ep_far = 0;
+    l->ep_t0 = l->now;
+    l->ep_len = l->ep_len < EV_EPOCH ? l->ep_len * 4 : EV_EPOCH;
     if (W != l->W || shift != l->shift)
         ev_rebuild(l, W, shift);
 }
@@ -446,7 +462,7 @@ static void ev_migrate(struct mroce_sim_evlist *l)
 static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
 {
     for (;;) {
-        if (l->ep_pops >= EV_EPOCH) {
+        if (l->ep_pops >= l->ep_len) {
             ev_resize(l); /* may bring nodes into the bottom */
             if (ev_bot_live(l))
                 return true;
@@ -468,8 +484,6 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
             ev_bit_clear(l, b);
             l->in_wheel -= v.n;
             ev_sort(l->bot.v, v.n);
-            l->ep_sorts++;
-            l->ep_sorted += v.n;
         }
         ev_migrate(l); /* those of tick t join the bottom in order */
         if (ev_bot_live(l))
@@ -535,6 +549,7 @@ struct mroce_sim_evlist *mroce_sim_ev_create(size_t hint)
         hint = EV_MAX_SLOTS;
     l->cap = (uint32_t)hint;
     l->shift = EV_SHIFT0;
+    l->ep_len = EV_EPOCH0;
     l->slots = malloc(l->cap * sizeof(*l->slots));
     if (!l->slots || !ev_alloc_wheel(l, EV_MIN_WHEEL)) {
         mroce_sim_ev_destroy(l);
