@@ -32,13 +32,15 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     pt->src_port = path_new_port(c);
-    pt->plane = (uint8_t)(p % c->ctx->n_planes); /* R-ENC-10 */
+    pt->plane = (uint8_t)(p % c->ctx->dev.n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)
         pt->rto = c->attr.max_rto_ns;
     pt->rto_at = pt->probe_at = pt->pto_at = ENG_NEVER;
     pt->drain_ns = ENG_DRAIN_UNKNOWN;
+    pt->next_psn = pt->una = c->local.init_psn; /* R-CONN-5 */
+    c->prx[p].high = c->remote.init_psn - 1;    /* R-SACK-4 */
     eng_ptimer_init(c, p);
     eng_pset_update(c, p);
 }
@@ -143,8 +145,10 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 static uint64_t path_ack_hold(const struct mroce_conn *c,
                               const struct path_tx *pt)
 {
-    return pt->newest_ackreq ? c->attr.ack_delay_ns
-                             : eng_ack_hold(c, c->rate_hint_mbps);
+    return pt->newest_ackreq
+               ? c->peer_ack_delay_ns /* R-CONN-3 */
+               : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                              c->peer_ack_delay_ns);
 }
 
 /* A path without its own RTT sample borrows the connection's latest. */
@@ -381,7 +385,7 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     eng_pset_update(c, p);
     pt->st.probes++;
     eng_req_meta(c, p, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, &h, buf, cap);
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -537,10 +541,10 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale)
 {
     if (!pr->any) {
+        *gap = psn != pr->high + 1; /* high starts just before init_psn */
         pr->any = true;
         pr->high = psn;
         mroce_sack_set(pr->bits, 0);
-        *gap = psn != 0;
         return;
     }
     if (seq_lt(pr->high, psn)) {

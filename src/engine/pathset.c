@@ -61,7 +61,7 @@ static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
 {
     struct mroce_ctx *ctx = c->ctx;
     struct eng_pmask *m = &c->pset.planes[open];
-    uint64_t open_planes = open ? ctx->tx_planes : UINT64_MAX;
+    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
     if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
         return m->b;
     for (uint16_t p = 0; p < c->n_paths; p++) {

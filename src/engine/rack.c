@@ -13,7 +13,7 @@
 
 void eng_rack_init(struct mroce_conn *c)
 {
-    for (uint32_t k = 0; k < c->ctx->n_planes; k++)
+    for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++)
         c->rack[k].head = c->rack[k].tail = RK_NONE;
     for (uint32_t p = 0; p < c->n_alloc_paths; p++)
         c->ptx[p].rk_in = false;
@@ -112,7 +112,10 @@ static uint64_t rack_clock(const struct mroce_conn *c, const struct path_tx *pt,
     uint64_t own = pt->srtt > rtt ? pt->srtt : rtt;
     uint64_t sent = pt->last_send + own;
     uint64_t clock = w->sent + w->rtt + eng_drain_ns(c, ENG_PSN_BYTES(newest));
-    uint64_t hold = pt->newest_ackreq ? 0 : eng_ack_hold(c, c->rate_hint_mbps);
+    uint64_t hold = pt->newest_ackreq
+                        ? 0
+                        : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                                       c->peer_ack_delay_ns);
     return (sent > clock ? sent : clock) + rack_reo(c, w) + hold;
 }
 
@@ -135,7 +138,7 @@ uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
 uint64_t eng_rack_next(const struct mroce_conn *c)
 {
     uint64_t t = ENG_NEVER;
-    for (uint32_t k = 0; k < c->ctx->n_planes; k++) {
+    for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
         uint64_t a = eng_rack_at(c, k);
         if (a < t)
             t = a;
@@ -166,7 +169,7 @@ void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
  * leaves the order, so the next is looked at. */
 void eng_rack_fire(struct mroce_conn *c, uint64_t now)
 {
-    for (uint32_t k = 0; k < c->ctx->n_planes; k++) {
+    for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
         while (c->state == MROCE_CONN_CONNECTED && eng_rack_at(c, k) <= now)
             eng_path_tlp(c, c->rack[k].head, true);
     }

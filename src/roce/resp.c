@@ -128,7 +128,8 @@ static void resp_send(struct roce_qp *qp, const struct roce_hdr *h,
         return;
     }
     if (h->payload_len)
-        memcpy(r->laddr + qp->recv_off, h->payload, h->payload_len);
+        dev_mem_put(qp->conn->dev->mdev, r->laddr + qp->recv_off, h->payload,
+                    h->payload_len);
     qp->recv_off += h->payload_len;
     qp->msg = RMSG_SEND;
     if (oi->pos & ROCE_P_LAST)
@@ -145,9 +146,8 @@ static bool resp_write_start(struct roce_qp *qp, const struct roce_hdr *h)
     struct roce_conn *c = qp->conn;
     qp->wr_dst = NULL;
     if (h->dma_len)
-        qp->wr_dst =
-            eng_mr_resolve(c->dev->ctx, c->pd, h->rkey, h->va, h->dma_len,
-                           MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+        qp->wr_dst = dev_mr_resolve(c->pd, h->rkey, h->va, h->dma_len,
+                                    MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
     if (h->dma_len && !qp->wr_dst) {
         resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS);
         return false;
@@ -173,7 +173,8 @@ static void resp_write(struct roce_qp *qp, const struct roce_hdr *h,
         return;
     }
     if (h->payload_len) {
-        memcpy(qp->wr_dst, h->payload, h->payload_len);
+        dev_mem_put(qp->conn->dev->mdev, qp->wr_dst, h->payload,
+                    h->payload_len);
         qp->wr_dst += h->payload_len;
     }
     qp->wr_left -= h->payload_len;
@@ -192,7 +193,7 @@ static bool resp_read_job(struct roce_qp *qp, const struct roce_hdr *h)
     int err = 0;
     const uint8_t *src = NULL;
     if (h->dma_len)
-        src = eng_mr_resolve(c->dev->ctx, c->pd, h->rkey, h->va, h->dma_len,
+        src = dev_mr_resolve(c->pd, h->rkey, h->va, h->dma_len,
                              MROCE_ACCESS_REMOTE_READ, &err, NULL);
     if (h->dma_len && !src) {
         resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS);

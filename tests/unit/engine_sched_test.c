@@ -36,7 +36,7 @@ static uint64_t rnd(struct model *m)
 
 static struct mroce_ctx *ctx_new(void)
 {
-    struct mroce_ctx_attr a = {.seed = 1};
+    struct mroce_ctx_attr a = {.deterministic = 1, .seed = 1};
     a.addr.family = MROCE_AF_INET;
     struct mroce_ctx *ctx = NULL;
     assert_int_equal(mroce_ctx_open(&a, &ctx), 0);
@@ -54,7 +54,7 @@ static struct mroce_conn *model_add(struct model *m)
     c->ack_at = ENG_NEVER;
     c->local.conn_id = ++m->ids; /* the test's id: creation order */
     c->state = MROCE_CONN_CONNECTED;
-    c->rack = calloc(m->ctx->n_planes, sizeof(*c->rack)); /* no paths */
+    c->rack = calloc(m->ctx->dev.n_planes, sizeof(*c->rack)); /* no paths */
     assert_non_null(c->rack);
     eng_rack_init(c);
     assert_int_equal(eng_sched_add(m->ctx, c), 0);
