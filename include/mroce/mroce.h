@@ -160,9 +160,11 @@ struct mroce_ctx_attr {
                                 0: 100000 */
     uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
     uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
-    uint8_t no_icrc;         /* RoCEv2 only: send and accept packets without
-                                computing the ICRC (simulation speed; the
-                                packets are not valid RoCEv2 on a wire) */
+    uint8_t no_icrc;         /* send data packets with a zero ICRC and
+                                accept packets without checking it
+                                (simulation speed: a fabric that cannot
+                                corrupt; not valid on a wire). MetaRoCE
+                                in secure modes seals as usual */
     /* MetaRoCE only: the UDP source ports paths may use (R-ENC-3), for a
      * datapath that can send from a fixed set of ports only (one socket
      * per port). Copied at open. NULL/0: any port in 49152-65535. A

@@ -196,8 +196,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         if (x && !x->copies) /* R-LOSS-5: not while a copy may arrive */
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
-    comp_advance_una(pt);
-    eng_pset_update(c, p);
+    comp_advance_una(pt); /* the caller updates p's bits (pathset.c) */
 }
 
 /* ---- ACK processing ---- */

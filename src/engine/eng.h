@@ -207,6 +207,12 @@ enum path_rank {
     RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
 };
 
+/* An entry of a connection's path timer heap (ptimer.c). */
+struct eng_tent {
+    uint64_t due;
+    uint32_t p;
+};
+
 /* Bitmaps over a connection's paths (pathset.c). */
 enum { PS_ACT, PS_IDLE, PS_ROOM, PS_KNOWN, PS_SLOW, PS_N };
 struct eng_pmask {
@@ -307,10 +313,10 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
-    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
-    uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
-    struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
-    uint16_t *theap;       /* path timer heap (ptimer.c) */
+    struct eng_aead *aead;  /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
+    uint64_t rtt_floor;     /* R-PATH-13: smallest RTT sample of any path */
+    struct eng_rack *rack;  /* R-LOSS-8: per plane (ctx->n_planes) */
+    struct eng_tent *theap; /* path timer heap (ptimer.c) */
     uint32_t theap_n;
 
     bool close_pending, close_due, close_ack_pending;
@@ -378,6 +384,9 @@ struct mroce_ctx {
      * payload is opened to (mtu bytes) before it is placed */
     struct mroce_crypto crypto;
     bool has_crypto;
+    /* mroce_ctx_attr.no_icrc: data packets leave with a zero ICRC and no
+     * ICRC is checked (a fabric that cannot corrupt: the simulator) */
+    bool no_icrc;
     uint8_t *aead_buf;
 
     struct mroce_ctx_counters cnt;
@@ -554,7 +563,7 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
-uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
+bool eng_sched_busy(const struct mroce_ctx *ctx);
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
 
@@ -606,6 +615,7 @@ void eng_resp_release(struct mroce_conn *c, struct rd_resp *r);
 int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     size_t cap, struct mroce_pkt_meta *meta);
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);
+bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h);
 
 /* completer.c */
 void eng_comp_ack(struct mroce_conn *c, uint64_t now,

@@ -148,7 +148,8 @@ void eng_mem_free(struct mroce_conn *c)
 static size_t mem_per_path(void)
 {
     return sizeof(struct path_tx) + sizeof(struct path_rx) + 1 +
-           2 * sizeof(uint16_t); /* ACK queue and timer heap entries */
+           sizeof(uint16_t) + sizeof(struct eng_tent); /* ACK queue, timer
+                                                           heap */
 }
 
 /* Queues sized by the application's depths (sq_depth, rq_depth), each

@@ -156,11 +156,15 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + path_ack_hold(c, pt);
-    /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
-     * queue is where p's packets wait now, while PROBEs (served ahead of
-     * data) may have kept p's SRTT near the fabric's base RTT */
-    if (pto < c->rack[pt->plane].rtt)
-        pto = c->rack[pt->plane].rtt;
+    /* R-RTT-7: never shorter than the latest or the recent highest data
+     * RTT of p's plane: those queues are where p's packets wait now,
+     * while PROBEs (served ahead of data) may have kept p's SRTT near
+     * the fabric's base RTT, and p's route may cross the deepest */
+    const struct eng_rack *w = &c->rack[pt->plane];
+    if (pto < w->rtt)
+        pto = w->rtt;
+    if (pto < w->hi)
+        pto = w->hi;
     /* R-RTT-7: what was in flight before p's newest packet drains ahead
      * of it at the granted rate; silence before that is queueing */
     uint64_t d = 0;
@@ -286,6 +290,7 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; psn != pt->next_psn; psn++)
         eng_comp_resolve_psn(c, p, psn, ENG_TIMEOUT);
+    eng_pset_update(c, p);
     pt->rto_at = ENG_NEVER;
     pt->st.timeouts++;
     c->cnt.rto_events++;

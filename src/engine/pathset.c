@@ -41,11 +41,15 @@ void eng_pset_update(struct mroce_conn *c, uint16_t p)
 {
     const struct path_tx *pt = &c->ptx[p];
     struct eng_pset *s = &c->pset;
-    ps_put(s->b[PS_ACT], p, pt->state == PATH_ACTIVE);
-    ps_put(s->b[PS_IDLE], p, pt->una == pt->next_psn);
-    ps_put(s->b[PS_ROOM], p, ps_room(c, pt));
-    ps_put(s->b[PS_KNOWN], p, pt->srtt != 0);
-    ps_put(s->b[PS_SLOW], p, ps_slow(c, pt));
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
+    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
+    PS_SET(PS_IDLE, pt->una == pt->next_psn);
+    PS_SET(PS_ROOM, ps_room(c, pt));
+    PS_SET(PS_KNOWN, pt->srtt != 0);
+    PS_SET(PS_SLOW, ps_slow(c, pt));
+#undef PS_SET
 }
 
 /* The connection's RTT floor fell: which paths are slow changes. */
@@ -75,7 +79,7 @@ static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
 }
 
 /* The first set bit of b at or after `from`, cyclically; -1 if none. */
-static int ps_next(const uint64_t *b, uint32_t n, uint32_t from)
+static inline int ps_next(const uint64_t *b, uint32_t n, uint32_t from)
 {
     uint32_t words = (n + 63) / 64;
     if (from >= n)

@@ -10,60 +10,54 @@
 
 #define PT_NONE UINT16_MAX
 
-static uint64_t pt_key(const struct mroce_conn *c, uint16_t p)
+/* Entries carry their key, so that sifting compares within the array. */
+static void pt_put(struct mroce_conn *c, uint32_t i, struct eng_tent e)
 {
-    return c->ptx[p].due;
-}
-
-static void pt_put(struct mroce_conn *c, uint32_t i, uint16_t p)
-{
-    c->theap[i] = p;
-    c->ptx[p].heap_pos = (uint16_t)i;
+    c->theap[i] = e;
+    c->ptx[e.p].heap_pos = (uint16_t)i;
 }
 
 static void pt_up(struct mroce_conn *c, uint32_t i)
 {
-    uint16_t p = c->theap[i];
-    uint64_t k = pt_key(c, p);
+    struct eng_tent e = c->theap[i];
     while (i) {
         uint32_t up = (i - 1) / 2;
-        if (pt_key(c, c->theap[up]) <= k)
+        if (c->theap[up].due <= e.due)
             break;
         pt_put(c, i, c->theap[up]);
         i = up;
     }
-    pt_put(c, i, p);
+    pt_put(c, i, e);
 }
 
 static void pt_down(struct mroce_conn *c, uint32_t i)
 {
-    uint16_t p = c->theap[i];
-    uint64_t k = pt_key(c, p);
+    struct eng_tent e = c->theap[i];
+    uint32_t n = c->theap_n;
     for (;;) {
         uint32_t j = 2 * i + 1;
-        if (j >= c->theap_n)
+        if (j >= n)
             break;
-        if (j + 1 < c->theap_n &&
-            pt_key(c, c->theap[j + 1]) < pt_key(c, c->theap[j]))
+        if (j + 1 < n && c->theap[j + 1].due < c->theap[j].due)
             j++;
-        if (k <= pt_key(c, c->theap[j]))
+        if (e.due <= c->theap[j].due)
             break;
         pt_put(c, i, c->theap[j]);
         i = j;
     }
-    pt_put(c, i, p);
+    pt_put(c, i, e);
 }
 
 static void pt_del(struct mroce_conn *c, uint16_t p)
 {
     uint32_t i = c->ptx[p].heap_pos;
-    uint16_t last = c->theap[--c->theap_n];
+    struct eng_tent last = c->theap[--c->theap_n];
     c->ptx[p].heap_pos = PT_NONE;
-    if (last == p)
+    if (last.p == p)
         return;
     pt_put(c, i, last);
     pt_up(c, i);
-    pt_down(c, c->ptx[last].heap_pos);
+    pt_down(c, c->ptx[last.p].heap_pos);
 }
 
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p)
@@ -86,27 +80,31 @@ void eng_ptimer_set(struct mroce_conn *c, uint16_t p)
         return; /* in the heap exactly when not ENG_NEVER, as before */
     pt->due = due;
     if (old == ENG_NEVER) {
-        pt_put(c, c->theap_n++, p);
+        pt_put(c, c->theap_n++, (struct eng_tent){due, p});
         pt_up(c, pt->heap_pos);
-    } else if (due == ENG_NEVER) {
-        pt_del(c, p);
-    } else if (due < old) {
-        pt_up(c, pt->heap_pos);
-    } else {
-        pt_down(c, pt->heap_pos);
+        return;
     }
+    if (due == ENG_NEVER) {
+        pt_del(c, p);
+        return;
+    }
+    c->theap[pt->heap_pos].due = due;
+    if (due < old)
+        pt_up(c, pt->heap_pos);
+    else
+        pt_down(c, pt->heap_pos);
 }
 
 uint64_t eng_ptimer_next(const struct mroce_conn *c)
 {
-    return c->theap_n ? c->ptx[c->theap[0]].due : ENG_NEVER;
+    return c->theap_n ? c->theap[0].due : ENG_NEVER;
 }
 
 /* A path whose earliest timer is due at `now`, or -1. The caller runs
  * its timers and re-keys it with eng_ptimer_set. */
 int eng_ptimer_due(const struct mroce_conn *c, uint64_t now)
 {
-    if (!c->theap_n || c->ptx[c->theap[0]].due > now)
+    if (!c->theap_n || c->theap[0].due > now)
         return -1;
-    return c->theap[0];
+    return c->theap[0].p;
 }

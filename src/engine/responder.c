@@ -161,6 +161,19 @@ static bool resp_chunk_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
     return h->payload_len == (left < c->mtu ? left : c->mtu);
 }
 
+/* mroce_ctx_attr.no_icrc: without an ICRC, a data packet cut short on
+ * the way (a switch that trims, NDP-style) shows only as a payload
+ * shorter than its place in the message: dropped like a packet whose
+ * ICRC fails, not taken for a protocol violation. */
+bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    const struct mroce_op_info *oi = mroce_wire_op_info(h->opcode);
+    if (!(oi->headers & MROCE_H_DXH) || h->opcode == MROCE_OP_READ_REQ)
+        return false;
+    uint32_t left = h->offset < h->msg_len ? h->msg_len - h->offset : 0;
+    return h->payload_len < (left < c->mtu ? left : c->mtu);
+}
+
 static int resp_access_verdict(struct mroce_conn *c, int err)
 {
     if (err == MROCE_ENOENT)

@@ -204,12 +204,6 @@ void eng_sched_timer(struct mroce_conn *c)
     sched_sift_down(s, c->heap_pos);
 }
 
-uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
-}
-
 /* Takes every connection due at `now` out of the heap into the due set;
  * eng_sched_next_due then hands them out in list order. */
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now)
@@ -236,6 +230,18 @@ struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
 }
 
 /* ---- ready set ---- */
+
+/* Whether any connection is ready or has an ACK to send: the summary
+ * words only, so that a transmit call with nothing to do costs little. */
+bool eng_sched_busy(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    size_t n = sched_sum_words(s->cap);
+    uint64_t any = 0;
+    for (size_t i = 0; i < n; i++)
+        any |= s->ready.s[i] | s->acks.s[i];
+    return any != 0;
+}
 
 void eng_sched_ready(struct mroce_conn *c)
 {
