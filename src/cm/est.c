@@ -34,6 +34,17 @@ static int est_refuse(struct est *e, int err, int reason, const char *why)
     return est_reject(e, err, &v);
 }
 
+/* R-CM-9: the modes this connection's datapath can apply. The AEAD modes
+ * need per-packet protection keyed through mroce_conn_set_secret, which
+ * this build's engine does not have yet: until it does, a key
+ * authenticates the exchange and yields the secret (mroce_cm_security),
+ * and packets stay in mode NONE. */
+static uint8_t est_engine_modes(const struct mroce_conn *conn)
+{
+    (void)conn;
+    return MROCE_CM_MODE_NONE;
+}
+
 /* Our HELLO: the connection's parameters, our policy, a fresh nonce and
  * the blob; with a key, tagged over prefix || the message (R-CM-10). */
 static int est_hello_build(struct est *e, const uint8_t *prefix, size_t plen)
@@ -44,6 +55,9 @@ static int est_hello_build(struct est *e, const uint8_t *prefix, size_t plen)
     memset(h, 0, sizeof(*h));
     mroce_conn_get_params(e->conn, &h->p);
     cm_check_fill_ours(&pol, h);
+    if (!h->modes) /* R-CM-9: none we accept can be applied here */
+        return cm_fail(MROCE_EINVAL, "CM: no accepted protection mode is "
+                                     "available on this connection");
     h->transport = h->p.transport;
     h->keepalive_ms = cm->attr.no_keepalive   ? 0
                       : cm->attr.keepalive_ms ? cm->attr.keepalive_ms
@@ -119,8 +133,9 @@ static int est_keys(struct est *e, const uint8_t *hc, size_t lc,
     return err ? est_refuse(e, err, MROCE_CM_REJ_INTERNAL, "key schedule") : 0;
 }
 
-/* R-CM-4: connect with the peer's values (a refusal is a REJECT). The
- * datapath's packet protection would be keyed here from the secret. */
+/* R-CM-4: connect with the peer's values (a refusal is a REJECT). A mode
+ * other than NONE is keyed here from the secret, before connect, once the
+ * engine can apply it (est_engine_modes). */
 static int est_connect(struct est *e)
 {
     int err = mroce_conn_connect(e->conn, &e->peer.p);
@@ -217,6 +232,10 @@ static int est_server(struct est *e)
         return cm_fail(MROCE_ESTATE, "CM: no checked HELLO to answer");
     cm->ka_peer_ms = e->peer.keepalive_ms;
     int err = est_check_local(e);
+    struct cm_policy pol = cm_chan_policy(cm);
+    struct cm_verdict v;
+    if (!err && cm_check_mode(&pol, &e->peer, &cm->ag, &v))
+        err = est_reject(e, MROCE_EPROTO, &v); /* what the engine can do */
     if (!err)
         err = est_hello_build(e, cm->hello_peer, cm->hello_peer_len);
     if (!err)
@@ -244,6 +263,7 @@ int mroce_cm_establish(struct mroce_cm *cm, struct mroce_conn *conn,
     struct est *e = calloc(1, sizeof(*e));
     if (!e)
         return MROCE_ENOMEM;
+    cm->can = est_engine_modes(conn);
     *e = (struct est){.cm = cm,
                       .conn = conn,
                       .dl = cm_deadline(timeout_ms),

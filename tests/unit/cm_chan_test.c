@@ -43,6 +43,10 @@ static const uint8_t key2[32] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
                                  9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
                                  9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
 
+static int raw_dial(uint16_t port);
+static size_t raw_drain(int fd, uint8_t *buf, size_t cap, int ms);
+static int raw_send(int fd, const void *b, size_t n);
+
 /* ---- An endpoint without a datapath: establish needs none ---- */
 
 struct side {
@@ -274,10 +278,65 @@ static void test_refusals(void **state)
     expect_refused(NULL, &k1, 1, MROCE_EPROTO, MROCE_CM_REJ_FEATURE);
     /* A data address other than the TCP connection's (127.0.0.1). */
     expect_refused(NULL, NULL, 9, MROCE_EPROTO, MROCE_CM_REJ_ADDRESS);
+    /* A server accepting encryption only: a client without a key is
+     * refused at once. */
     struct mroce_cm_attr enc = {.modes = MROCE_CM_MODE_ENC};
-    expect_refused(NULL, &enc, 1, MROCE_EPROTO, MROCE_CM_REJ_SECURITY);
+    expect_refused(&enc, NULL, 1, MROCE_EPROTO, MROCE_CM_REJ_SECURITY);
+    struct srv v;
+    /* A client accepting encryption only fails before it sends. */
+    struct side s;
+    assert_int_equal(side_open(&s, 1), 0);
+    uint16_t port = srv_listen(&v, NULL);
+    struct mroce_cm *cm;
+    assert_int_equal(mroce_cm_dial("127.0.0.1", port, 2000, &enc, &cm), 0);
+    assert_int_equal(
+        mroce_cm_establish(cm, s.conn, NULL, 0, NULL, 0, NULL, 2000),
+        MROCE_EINVAL);
+    mroce_cm_close(cm);
+    side_close(&s);
+    srv_free(&v);
     struct mroce_cm_attr small = {.max_blob = 5}; /* "client" is 6 */
     expect_refused(&small, NULL, 1, MROCE_EPROTO, MROCE_CM_REJ_LIMIT);
+}
+
+/* A peer whose engine can encrypt (played here by hand: this build's
+ * cannot) offers only ENC, with the key. The listener, which does not know
+ * the connection yet, lets it through; establish refuses it, before the
+ * server says anything else, once it knows its engine cannot encrypt. */
+static void test_mode_checked_at_establish(void **state)
+{
+    (void)state;
+    struct mroce_cm_attr a = {.psk = key1, .psk_len = 32};
+    struct srv v;
+    uint16_t port = srv_listen(&v, &a);
+    struct cm_psk k;
+    assert_int_equal(cm_auth_psk(key1, 32, &k), 0);
+    struct side s;
+    assert_int_equal(side_open(&s, 1), 0);
+    struct cm_hello h;
+    memset(&h, 0, sizeof(h));
+    mroce_conn_get_params(s.conn, &h.p);
+    h.proto_min = h.proto_max = 1;
+    h.modes = MROCE_CM_MODE_ENC;
+    h.features = h.required = CM_FEAT_PSK;
+    memcpy(h.psk_id, k.psk_id, CM_PSK_ID_LEN);
+    static uint8_t msg[CM_MSG_MAX];
+    int n = cm_encode_hello(&h, msg, sizeof(msg));
+    assert_int_equal(cm_auth_hello_tag(&k, NULL, 0, msg, (size_t)n - CM_TAG_LEN,
+                                       msg + n - CM_TAG_LEN),
+                     0);
+    int fd = raw_dial(port);
+    assert_int_equal(raw_send(fd, msg, (size_t)n), 0);
+    assert_int_equal(srv_establish(&v, 2000), MROCE_EPROTO);
+    assert_int_equal(mroce_cm_reject_reason(), MROCE_CM_REJ_SECURITY);
+    uint8_t buf[512];
+    size_t got = raw_drain(fd, buf, sizeof(buf), 300);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT); /* and nothing before it */
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_SECURITY);
+    close(fd);
+    side_close(&s);
+    srv_free(&v);
 }
 
 static void test_address_allowed(void **state)
@@ -839,6 +898,7 @@ int main(void)
         cmocka_unit_test(test_establish_plain),
         cmocka_unit_test(test_establish_psk),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mode_checked_at_establish),
         cmocka_unit_test(test_address_allowed),
         cmocka_unit_test(test_app_refuses),
         cmocka_unit_test(test_forged_and_replayed),
