@@ -48,16 +48,17 @@ struct mroce_pkt_meta {
  * of these on failure. */
 enum mroce_err {
     MROCE_OK = 0,
-    MROCE_EINVAL = -1,  /* bad argument */
-    MROCE_ENOMEM = -2,  /* allocation failed */
-    MROCE_EAGAIN = -3,  /* queue or window full; retry after progress */
-    MROCE_ENOENT = -4,  /* unknown key, path or stream */
-    MROCE_ESTATE = -5,  /* object in the wrong state for this call */
-    MROCE_ERANGE = -6,  /* buffer outside its memory region */
-    MROCE_EACCES = -7,  /* key lacks the access right */
-    MROCE_EBUSY = -8,   /* object still in use */
-    MROCE_ENOBUFS = -9, /* caller's buffer too small */
-    MROCE_EPROTO = -10, /* packet dropped: malformed or not for us */
+    MROCE_EINVAL = -1,   /* bad argument */
+    MROCE_ENOMEM = -2,   /* allocation failed */
+    MROCE_EAGAIN = -3,   /* queue or window full; retry after progress */
+    MROCE_ENOENT = -4,   /* unknown key, path or stream */
+    MROCE_ESTATE = -5,   /* object in the wrong state for this call */
+    MROCE_ERANGE = -6,   /* buffer outside its memory region */
+    MROCE_EACCES = -7,   /* key lacks the access right */
+    MROCE_EBUSY = -8,    /* object still in use */
+    MROCE_ENOBUFS = -9,  /* caller's buffer too small */
+    MROCE_EPROTO = -10,  /* packet dropped: malformed or not for us */
+    MROCE_ENOTSUP = -11, /* not available here (e.g. no crypto provider) */
 };
 
 /* Static English text for an error code; never NULL. Thread-safe. */
@@ -87,6 +88,51 @@ struct mroce_hooks {
     void (*free)(void *ud, void *p);
     uint64_t (*rand64)(void *ud);
     void (*log)(void *ud, int level, const char *msg);
+};
+
+/* ---- Crypto provider (authenticated and encrypted modes, R-AEAD) ----
+ *
+ * The engine never links a crypto library: AES-128-GCM and HKDF-SHA256
+ * come through this table, given at context creation (like ngtcp2's
+ * crypto callbacks). src/crypto provides one over intel-ipsec-mb or
+ * OpenSSL (mroce_crypto.h); the datapaths fill it in by default. Every
+ * function may be called from any thread for different key objects; a
+ * key object is used by one thread at a time. */
+
+#define MROCE_AEAD_KEY_LEN 16 /* AES-128 */
+#define MROCE_AEAD_IV_LEN 12  /* GCM nonce */
+#define MROCE_AEAD_TAG_LEN 16 /* GCM tag, the trailer of a sealed packet */
+#define MROCE_SECRET_LEN 32   /* connection secret (R-AEAD-6) */
+
+struct mroce_crypto {
+    void *ud;
+    /* An AES-128-GCM key object for key[0, 16): the key expansion and
+     * GHASH tables, computed once per key. NULL on failure. */
+    void *(*key_new)(void *ud, const uint8_t *key);
+    /* Frees a key object and wipes its key material. */
+    void (*key_free)(void *ud, void *key);
+    /* AES-128-GCM encryption with the 12-byte iv. The additional data is
+     * aad[0, aad_len) followed by aad2[0, aad2_len) (one AAD string in
+     * two places); the plaintext in[0, len) becomes out[0, len) (in ==
+     * out allowed; other overlaps not); the 16-byte tag goes to tag.
+     * Returns 0, or a negative MROCE_E* code (nothing usable written). */
+    int (*seal)(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag);
+    /* The inverse: 0 if tag authenticates iv, the AAD and in[0, len), and
+     * then out[0, len) is the plaintext; negative otherwise, and out[0,
+     * len) may hold anything (never use it). Tag comparison in constant
+     * time. */
+    int (*open)(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                const uint8_t *in, uint8_t *out, size_t len,
+                const uint8_t *tag);
+    /* HKDF-Expand (RFC 5869) with HMAC-SHA256: out[0, out_len) from the
+     * pseudorandom key prk[0, prk_len) and info[0, info_len). out_len at
+     * most 255 * 32. Returns 0 or a negative MROCE_E* code. */
+    int (*hkdf_expand)(void *ud, const uint8_t *prk, size_t prk_len,
+                       const uint8_t *info, size_t info_len, uint8_t *out,
+                       size_t out_len);
 };
 
 /* ---- Context (one endpoint: an address and a UDP port) ---- */
@@ -145,6 +191,10 @@ struct mroce_ctx_attr {
      * of every packet sent on that plane. Copied at open. NULL: addr on
      * every plane. */
     const struct mroce_addr *plane_addrs;
+    /* MetaRoCE only: AES-128-GCM and HKDF for the authenticated and
+     * encrypted modes (mroce_conn_set_secret). Copied at open; every
+     * function must be set. NULL: only MROCE_SEC_NONE. */
+    const struct mroce_crypto *crypto;
 };
 
 #define MROCE_MAX_PLANES 64
@@ -173,7 +223,8 @@ void mroce_ctx_close(struct mroce_ctx *ctx);
 
 /* ---- Sans-I/O driving: the datapath calls these ---- */
 
-/* Largest UDP payload this context emits (size of tx buffers). */
+/* Largest UDP payload this context emits (size of tx buffers): with a
+ * crypto provider, room for the 16-byte tag of the secure modes. */
 size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx);
 
 /* Feeds one received UDP payload. buf stays the caller's. Returns
@@ -194,31 +245,38 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
                  size_t cap, struct mroce_pkt_meta *meta);
 
 #define MROCE_TX_ICRC_LEN 4
+#define MROCE_TX_TRAILER_MAX MROCE_AEAD_TAG_LEN
 
 /* Where the parts of a packet from mroce_ctx_tx_ref lie. On the wire the
- * packet is buf[0, hdr_len), then payload[0, payload_len), then icrc.
- * payload_len 0 (ACK, NACK, PROBE, CLOSE, a zero-length message, every
- * RoCEv2 packet): the whole packet is buf[0, hdr_len), ICRC included;
- * payload is NULL and icrc unused. */
+ * packet is buf[0, hdr_len), then payload[0, payload_len), then
+ * trailer[0, trailer_len). payload_len 0 (ACK, NACK, PROBE, CLOSE, a
+ * zero-length message, every packet of an encrypted connection, every
+ * RoCEv2 packet): the whole packet is buf[0, hdr_len), trailer included;
+ * payload is NULL and trailer unused. */
 struct mroce_tx_ref {
     const uint8_t *payload; /* in a registered memory region */
     uint32_t payload_len;
     uint32_t hdr_len; /* bytes the engine wrote into buf */
-    /* the packet's ICRC (R-CRC-1), computed over the headers and the
-     * payload where it lies, big-endian */
-    uint8_t icrc[MROCE_TX_ICRC_LEN];
+    /* what follows the payload: the ICRC (R-CRC-1, 4 bytes) or, on an
+     * authenticated connection, the AES-GCM tag (R-AEAD-3, 16 bytes),
+     * computed over the headers and the payload where it lies */
+    uint32_t trailer_len;
+    uint8_t trailer[MROCE_TX_TRAILER_MAX];
 };
 
 /* Zero-copy transmit: the same packet mroce_ctx_tx would write, byte for
  * byte, with the same effect on the engine, but a data packet's payload
  * is not copied: the engine writes its headers into buf and says in *ref
  * where the payload lies (the sender's registered memory for WRITE and
- * SEND, the responder's for a READ response) and what ICRC follows it.
- * Returns the packet's length on the wire (hdr_len + payload_len +
- * MROCE_TX_ICRC_LEN, or hdr_len when payload_len is 0), 0 if there is
- * nothing to send now, or ENOBUFS if cap is below mroce_ctx_max_pkt.
+ * SEND, the responder's for a READ response) and what trailer follows
+ * it. On an encrypted connection (MROCE_SEC_ENCRYPT) the payload on the
+ * wire is ciphertext, which exists only in buf: such packets come back
+ * whole (payload_len 0), as mroce_ctx_tx writes them. Returns the
+ * packet's length on the wire (hdr_len + payload_len + trailer_len, or
+ * hdr_len when payload_len is 0), 0 if there is nothing to send now, or
+ * ENOBUFS if cap is below mroce_ctx_max_pkt.
  *
- * Lifetime: ref->payload is valid, and still holds the bytes the ICRC
+ * Lifetime: ref->payload is valid, and still holds the bytes the trailer
  * covers, only until the next call into the engine for this context
  * (mroce_ctx_rx, mroce_ctx_tx, mroce_ctx_tx_ref, mroce_ctx_on_expiry,
  * any post, mroce_poll_cq, any connection or memory region call): such a
@@ -307,6 +365,30 @@ int mroce_pd_free(struct mroce_pd *pd);
  * write), ENOMEM. */
 int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
                  struct mroce_mr **out);
+
+/* A region with no backing bytes, for simulations that move more data
+ * than the machine holds (docs/sim.md "Payload-free runs"). The engines
+ * never read or write its memory: every payload byte they would write
+ * into it (placement of WRITE, SEND and READ response data) goes to
+ * place, every byte they would read from it (data they send) comes from
+ * fill. off is the byte offset in the region; src/dst are the engine's
+ * packet buffer, lent for the call. The hooks run on the thread that
+ * drives the context, inside mroce_ctx_rx / mroce_ctx_tx. */
+struct mroce_mr_virt {
+    void (*place)(void *ud, uint64_t off, const uint8_t *src, size_t len);
+    void (*fill)(void *ud, uint64_t off, uint8_t *dst, size_t len);
+    void *ud;
+};
+
+/* Registers [va, va+len) as a payload-free region: va is any address
+ * (never dereferenced), peers address it as usual; v is copied. Work
+ * requests and placements that name it behave as for mroce_reg_mr, with
+ * the bytes moved through the hooks. Errors: EINVAL (as mroce_reg_mr, a
+ * hook missing, va + len wrapping, or overlap with another payload-free
+ * region of the context), ENOMEM. */
+int mroce_reg_mr_virt(struct mroce_pd *pd, uint64_t va, size_t len,
+                      unsigned access, const struct mroce_mr_virt *v,
+                      struct mroce_mr **out);
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
 uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
 /* Errors: EBUSY while a posted work request or receive refers to it, or
@@ -455,6 +537,30 @@ void mroce_conn_get_params(const struct mroce_conn *conn,
  * negotiated values). */
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
+/* Per-connection protection (docs/spec.md section 3.14, R-AEAD-*). */
+#define MROCE_SEC_NONE 0 /* ICRC only (R-CRC-1): no protection */
+#define MROCE_SEC_AUTH 1 /* AES-128-GCM tag over headers and payload */
+#define MROCE_SEC_ENCRYPT                                                      \
+    2 /* AES-128-GCM: payload encrypted, headers                               \
+         authenticated in clear */
+
+/* Sets the connection's mode and its 32-byte connection secret (both
+ * sides must give the same mode and secret, normally from the connection
+ * manager). Call it before mroce_conn_connect, which derives the keys of
+ * both directions from the secret and the two connection ids (R-AEAD-6)
+ * and then forgets the secret. The secret is copied. MROCE_SEC_NONE
+ * ignores secret and len. In the secure modes every packet of the
+ * connection is sealed, and packets that are not (or do not verify, or
+ * are replays) are dropped and counted (mroce_conn_counters).
+ * Errors: EINVAL (unknown mode, secret NULL or len not MROCE_SECRET_LEN,
+ * a RoCEv2 connection), ESTATE (not in INIT), ENOTSUP (a secure mode on a
+ * context without a crypto provider, mroce_ctx_attr.crypto).
+ * Not thread-safe (the context's thread). */
+int mroce_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
+                          size_t len);
+/* The mode set by mroce_conn_set_secret (MROCE_SEC_NONE by default). */
+int mroce_conn_sec_mode(const struct mroce_conn *c);
+
 /* Abortive close: flushes every outstanding work request and posted
  * receive with WR_FLUSH_ERR, then sends CLOSE, with a doubling wait, until
  * CLOSE_ACK or 1 + retry_cnt copies (R-CONN-8).
@@ -532,6 +638,15 @@ struct mroce_conn_counters {
     uint64_t lost_pto;  /* R-RTT-7: tail-loss probe at the PTO */
     uint64_t lost_rto;  /* R-RTT-6: RTO expiry */
     uint64_t lost_rnr;  /* R-RETRY-4: refused by an RNR NACK */
+    /* Secure modes (R-AEAD-9): packets dropped because their tag did not
+     * verify under any key the receiver holds (tampered, forged, wrong
+     * key), because they authenticated but were seen before (replay:
+     * the same path and PSN, or the same control sequence number), or
+     * because their protection does not match the connection's mode
+     * (unsealed on a secure connection, sealed on a plain one); key
+     * updates of each direction (R-AEAD-7). */
+    uint64_t drop_bad_tag, drop_replay, drop_sec_mode;
+    uint64_t key_updates_tx, key_updates_rx;
 };
 void mroce_conn_get_counters(const struct mroce_conn *conn,
                              struct mroce_conn_counters *out);

@@ -4,6 +4,7 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
+#include "engine/seal.h"
 
 #define DEF(v, d) ((v) ? (v) : (d))
 
@@ -95,6 +96,7 @@ static void conn_free(struct mroce_conn *c)
         eng_free(ctx, c->streams[i].in);
     }
     eng_mem_free(c);
+    eng_seal_free(c);
     eng_free(ctx, c->streams);
     eng_free(ctx, c->rcv_bits);
     eng_free(ctx, c->resp);
@@ -288,6 +290,9 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         return MROCE_EINVAL;
     uint32_t n_paths = conn_min(c->attr.n_paths, r->n_paths);
     uint32_t dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
+    int rc = eng_seal_connect(c, r, n_paths); /* R-AEAD-6 */
+    if (rc)
+        return rc;
     if (eng_mem_connect(c, n_paths, dsn_window, c->attr.path_window))
         return MROCE_ENOMEM;
     conn_set_peer_addrs(c, r);
@@ -327,6 +332,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     for (uint16_t p = 0; p < c->n_paths; p++)
         mroce_cc_aimd.init(&c->cc, &c->ptx[p].cc, 1, &prm);
     c->state = MROCE_CONN_CONNECTED;
+    eng_seal_connected(c);
     eng_sched_ready(c);
     return 0;
 }

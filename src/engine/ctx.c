@@ -4,6 +4,8 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
+#include "engine/seal.h"
+#include "wire/aead.h"
 
 void *eng_alloc(struct mroce_ctx *ctx, size_t size)
 {
@@ -37,7 +39,9 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags)
 
 size_t eng_ctx_max_pkt(const struct mroce_ctx *ctx)
 {
-    return MROCE_MAX_HDR_LEN + ctx->mtu + MROCE_ICRC_LEN;
+    /* R-ENC-9, R-AEAD-3: a sealed packet's trailer is the 16-byte tag */
+    return MROCE_MAX_HDR_LEN + ctx->mtu +
+           (ctx->has_crypto ? MROCE_TAG_LEN : MROCE_ICRC_LEN);
 }
 
 void eng_ctx_get_counters(const struct mroce_ctx *ctx,
@@ -193,6 +197,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         c->cnt.drop_bad_path++;
         return MROCE_EPROTO;
     }
+    if (eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
+        return MROCE_EPROTO;
     ctx_dispatch(c, now, meta, &h);
     eng_sched_ready(c); /* whatever it changed may let c send */
     return 0;
@@ -373,5 +379,6 @@ void eng_ctx_release(struct mroce_ctx *ctx)
         eng_conn_destroy(ctx->conns);
     eng_free(ctx, ctx->conn_hash);
     eng_free(ctx, ctx->planes);
+    eng_free(ctx, ctx->aead_buf);
     eng_sched_release(ctx);
 }

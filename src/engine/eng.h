@@ -180,6 +180,7 @@ struct eng_params {
 
 struct roce_conn;
 struct roce_dev;
+struct eng_aead;
 
 struct mroce_conn {
     struct mroce_ctx *ctx;
@@ -255,6 +256,7 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
@@ -318,6 +320,12 @@ struct mroce_ctx {
 
     /* set only during mroce_ctx_tx_ref: where the packet's payload lies */
     struct mroce_tx_ref *tx_ref;
+
+    /* secure modes (seal.c): the provider, and where an encrypted
+     * payload is opened to (mtu bytes) before it is placed */
+    struct mroce_crypto crypto;
+    bool has_crypto;
+    uint8_t *aead_buf;
 
     struct mroce_ctx_counters cnt;
 };
@@ -487,14 +495,18 @@ void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
- * behind its headers buf[0, hl) and seals it, or, during tx_ref, refers
- * to it where it lies; returns the wire length. eng_txref_done fills in
- * a packet that came back whole. */
+ * behind its headers buf[0, hl) and adds the ICRC, or seals it
+ * (R-AEAD-3), or, during tx_ref, refers to it where it lies; returns the
+ * wire length. eng_tx_ctl encodes and finishes a packet without payload
+ * (control packets, PROBEs) the same way. eng_txref_done fills in a
+ * packet that came back whole. */
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta,
                    struct mroce_tx_ref *ref);
-size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len);
+int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
+               size_t cap);
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */

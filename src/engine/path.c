@@ -386,7 +386,7 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
         eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
     pt->st.probes++;
     eng_req_meta(c, p, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, &h, buf, cap);
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,

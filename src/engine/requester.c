@@ -102,7 +102,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
-    size_t n = eng_tx_payload(c->ctx, buf, (size_t)hl, payload, x->len);
+    size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
     eng_req_meta(c, p, meta);
     return (int)n;
@@ -332,8 +332,7 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     }
     h.ts = eng_ts(now);
     eng_req_meta(c, 0, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf,
-                             MROCE_MAX_HDR_LEN + MROCE_ICRC_LEN);
+    return eng_tx_ctl(c, &h, buf, eng_ctx_max_pkt(c->ctx));
 }
 
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,

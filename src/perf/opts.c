@@ -73,6 +73,10 @@ void perf_usage(void)
             "                 0 forever [1]\n"
             "  --hello-timeout MS  server: a connector's time to send its\n"
             "                 HELLO [5000]\n"
+            "  --auth         authenticated mode: AES-128-GCM tag on every\n"
+            "                 packet (spec 3.14); --encrypt: payloads\n"
+            "                 encrypted too. --loopback: a random secret;\n"
+            "                 two processes: the CM's key (--psk)\n"
             "  -N RANKS       coll: processes [4]\n"
             "  --channels C   coll: streams per connection (= --streams)\n"
             "  --flavour writeimm|send  coll all-reduce: how data moves\n"
@@ -324,6 +328,12 @@ static int opt_finish(struct perf_opts *o, bool mode_set)
         o->tx_depth = lat ? 1 : 128;
     if (!o->udp_port)
         o->udp_port = o->mode == PERF_CLIENT ? 4798 : 4797;
+    if (o->sec_mode && o->mode != PERF_LOOPBACK) {
+        fprintf(stderr, "mroce-perf: --auth/--encrypt between two "
+                        "processes need the connection manager's secret "
+                        "(not in this build); use --loopback\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -349,6 +359,10 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
             o->quiet = true;
         else if (!strcmp(a, "--loopback"))
             o->mode = PERF_LOOPBACK, mode_set = true;
+        else if (!strcmp(a, "--auth"))
+            o->sec_mode = MROCE_SEC_AUTH;
+        else if (!strcmp(a, "--encrypt"))
+            o->sec_mode = MROCE_SEC_ENCRYPT;
         else if (a[0] == '-' && i + 1 < argc)
             rc = opt_value(o, a, argv[++i]);
         else if (a[0] == '-')

@@ -204,13 +204,32 @@ static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
     return true;
 }
 
+static bool verbs_crypto_ok(const struct mroce_crypto *c)
+{
+    return !c ||
+           (c->key_new && c->key_free && c->seal && c->open && c->hkdf_expand);
+}
+
+/* The secure modes' provider and the buffer an encrypted payload is
+ * opened into before it is placed (R-AEAD-8). */
+static int verbs_crypto(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
+{
+    if (!a->crypto || a->transport != MROCE_TRANSPORT_METAROCE)
+        return 0;
+    ctx->crypto = *a->crypto;
+    ctx->has_crypto = true;
+    ctx->aead_buf = eng_alloc(ctx, ctx->mtu);
+    return ctx->aead_buf ? 0 : MROCE_ENOMEM;
+}
+
 int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
     if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
         a->spray_run > MROCE_MAX_SPRAY_RUN ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
-        !verbs_src_ports_ok(a) || !verbs_planes_ok(a))
+        !verbs_src_ports_ok(a) || !verbs_planes_ok(a) ||
+        !verbs_crypto_ok(a->crypto))
         return MROCE_EINVAL;
     void *(*alloc)(void *, size_t) =
         a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
@@ -238,8 +257,11 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
     err = ctx->conn_hash ? eng_planes_init(ctx) : MROCE_ENOMEM;
     if (!err)
+        err = verbs_crypto(ctx, a);
+    if (!err)
         err = verbs_transport(ctx, a);
     if (err) {
+        eng_free(ctx, ctx->aead_buf);
         eng_free(ctx, ctx->planes);
         eng_free(ctx, ctx->conn_hash);
         verbs_rng_close(ctx);
@@ -283,6 +305,7 @@ const char *mroce_strerror(int err)
         "object still in use",
         "buffer too small",
         "packet dropped: malformed or not for this endpoint",
+        "not available here (no crypto provider)",
     };
     return NAMEOF(t, -err);
 }

@@ -90,14 +90,19 @@ static int gen_wire(const char *dir)
                 return -1;
         }
     }
-    /* reserved flag bits and reserved DXH bytes set: still accepted */
+    /* the reserved flag bit and reserved DXH bytes set: still accepted */
     struct mroce_hdr h;
     wire_hdr(&h, MROCE_OP_SEND, 0);
     int len = mroce_wire_encode(&h, pay, 10, buf, sizeof(buf));
-    buf[0] |= 0x3;
+    buf[0] |= 0x1;
     buf[MROCE_MTH_LEN + 6] = 0xFF;
     len = (int)mroce_wire_seal(buf, (size_t)len - MROCE_ICRC_LEN);
-    return write_file(dir, "wire", n, buf, (size_t)len);
+    if (write_file(dir, "wire", n++, buf, (size_t)len))
+        return -1;
+    /* sealed (R-AEAD-1): a 16-byte tag instead of the ICRC */
+    memset(buf + len - MROCE_ICRC_LEN, 0xA5, 16);
+    buf[0] |= 0x2;
+    return write_file(dir, "wire", n, buf, (size_t)len + 12);
 }
 
 /* ---- rx ---- */

@@ -46,14 +46,15 @@ static struct mroce_hdr write_hdr(struct peer *p, uint32_t len)
     return h;
 }
 
-/* Data: reserved flags 0x3 and DXH bytes 6-7 nonzero, placed and ACKed. */
+/* Data: the reserved flag 0x1 (without SEAL, R-AEAD-1) and DXH bytes 6-7
+ * nonzero, placed and ACKed. */
 static void test_data_reserved_bits(void **state)
 {
     (void)state;
     struct peer *p = peer_new(NULL);
     uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     struct mroce_hdr h = write_hdr(p, sizeof(data));
-    assert_int_equal(feed_poked(p, &h, data, sizeof(data), 0, 0x3), 0);
+    assert_int_equal(feed_poked(p, &h, data, sizeof(data), 0, 0x1), 0);
     h.psn = 1;
     h.dsn = 1;
     h.msn = 1;

@@ -444,10 +444,11 @@ def new_vectors():
                  action="drop udp_csum: the datagram is dropped before "
                  "MetaRoCE sees it (R-ENC-7), normally by the IP stack"))
     # -- negative vectors: reserved and defined-zero fields (R-VER-4)
-    v.append(Vec("neg_reserved_flags", "WRITE with the reserved flag bits "
-                 "set", f_write(), TEXT, raw=dict(flags_low=0x3),
-                 text="Vector 12.2 with byte 0 = 0x1B: flag values 0x2 and "
-                 "0x1 set; the ICRC is recomputed.",
+    v.append(Vec("neg_reserved_flags", "WRITE with the reserved flag bit "
+                 "set", f_write(), TEXT, raw=dict(flags_low=0x1),
+                 text="Vector 12.2 with byte 0 = 0x19: flag value 0x1 set "
+                 "(reserved without SEAL, R-AEAD-1); the ICRC is "
+                 "recomputed.",
                  action="ignore: processed exactly as 12.2 (R-HDR-3, "
                  "R-VER-4); an encoder re-emits 0x18"))
     v.append(Vec("neg_dxh_reserved", "SEND with the DXH reserved bytes "
