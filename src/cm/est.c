@@ -34,15 +34,28 @@ static int est_refuse(struct est *e, int err, int reason, const char *why)
     return est_reject(e, err, &v);
 }
 
-/* R-CM-9: the modes this connection's datapath can apply. The AEAD modes
- * need per-packet protection keyed through mroce_conn_set_secret, which
- * this build's engine does not have yet: until it does, a key
- * authenticates the exchange and yields the secret (mroce_cm_security),
- * and packets stay in mode NONE. */
-static uint8_t est_engine_modes(const struct mroce_conn *conn)
+/* R-CM-9: the modes this connection's engine can apply. AUTH and ENC
+ * need a crypto provider on its context (R-AEAD); mroce_conn_set_secret
+ * refuses them (ENOTSUP) without one, so a secure mode is tried with a
+ * throw-away secret and set back to NONE: the connection is in INIT, and
+ * establish sets the real secret before connecting. */
+static uint8_t est_engine_modes(struct mroce_conn *conn)
 {
-    (void)conn;
-    return MROCE_CM_MODE_NONE;
+    static const uint8_t probe[MROCE_SECRET_LEN];
+    if (mroce_conn_set_secret(conn, MROCE_SEC_AUTH, probe, sizeof(probe)))
+        return MROCE_CM_MODE_NONE;
+    mroce_conn_set_secret(conn, MROCE_SEC_NONE, NULL, 0);
+    return MROCE_CM_MODE_NONE | MROCE_CM_MODE_AUTH | MROCE_CM_MODE_ENC;
+}
+
+_Static_assert(MROCE_CM_SECRET_LEN == MROCE_SECRET_LEN,
+               "the CM derives the engine's connection secret");
+
+static int est_sec_mode(uint8_t mode)
+{
+    return mode == MROCE_CM_MODE_ENC    ? MROCE_SEC_ENCRYPT
+           : mode == MROCE_CM_MODE_AUTH ? MROCE_SEC_AUTH
+                                        : MROCE_SEC_NONE;
 }
 
 /* Our HELLO: the connection's parameters, our policy, a fresh nonce and
@@ -133,12 +146,21 @@ static int est_keys(struct est *e, const uint8_t *hc, size_t lc,
     return err ? est_refuse(e, err, MROCE_CM_REJ_INTERNAL, "key schedule") : 0;
 }
 
-/* R-CM-4: connect with the peer's values (a refusal is a REJECT). A mode
- * other than NONE is keyed here from the secret, before connect, once the
- * engine can apply it (est_engine_modes). */
+/* R-CM-4, R-CM-9: the agreed mode keyed from the connection secret
+ * (R-CM-10, R-AEAD-6), then connect with the peer's values; a refusal of
+ * either is a REJECT. */
 static int est_connect(struct est *e)
 {
-    int err = mroce_conn_connect(e->conn, &e->peer.p);
+    struct mroce_cm *cm = e->cm;
+    int mode = est_sec_mode(cm->ag.mode);
+    int err = mode == MROCE_SEC_NONE
+                  ? 0
+                  : mroce_conn_set_secret(e->conn, mode, cm->ses.secret,
+                                          MROCE_CM_SECRET_LEN);
+    if (err)
+        return est_refuse(e, err, MROCE_CM_REJ_INTERNAL,
+                          "the connection refused the secret");
+    err = mroce_conn_connect(e->conn, &e->peer.p);
     if (err)
         return est_refuse(e, err, MROCE_CM_REJ_PARAMS,
                           "mroce_conn_connect refused the values");

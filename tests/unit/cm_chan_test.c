@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <mroce/mroce_cm.h>
+#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
 
 #include "cm/chan.h"
@@ -56,9 +57,14 @@ struct side {
     struct mroce_conn *conn;
 };
 
+/* last_octet >= 100: a context with the crypto provider (R-AEAD). */
 static int side_open(struct side *s, uint8_t last_octet)
 {
     struct mroce_ctx_attr a = {.seed = 7 + last_octet};
+    if (last_octet >= 100) {
+        a.crypto = mroce_crypto_default();
+        last_octet -= 100;
+    }
     a.addr = (struct mroce_addr){MROCE_AF_INET, {127, 0, 0, last_octet}};
     if (mroce_ctx_open(&a, &s->ctx) || mroce_pd_alloc(s->ctx, &s->pd) ||
         mroce_cq_create(s->ctx, 256, &s->cq))
@@ -203,7 +209,7 @@ static void test_establish_psk(void **state)
     struct mroce_cm_attr a = {.psk = key1, .psk_len = sizeof(key1)};
     struct srv v;
     struct cli c = {.attr = a};
-    cli_start(&c, srv_listen(&v, &a));
+    cli_start(&c, srv_listen(&v, &a)); /* no crypto provider: mode NONE */
     assert_int_equal(srv_establish(&v, 5000), 0);
     cli_join(&c);
     assert_int_equal(c.rc, 0);
@@ -337,6 +343,44 @@ static void test_mode_checked_at_establish(void **state)
     close(fd);
     side_close(&s);
     srv_free(&v);
+}
+
+/* With a key and a crypto provider on both sides the strongest mode,
+ * ENC, is agreed and keyed into both connections (R-CM-9, R-AEAD-6);
+ * --auth on one side (AUTH only) gives AUTH; a side without a provider
+ * gives NONE. */
+static void expect_mode(const struct mroce_cm_attr *sa, uint8_t s_octet,
+                        const struct mroce_cm_attr *ca, uint8_t c_octet,
+                        int want_sec)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(mroce_cm_listen("127.0.0.1", 0, sa, &v.l), 0);
+    assert_int_equal(side_open(&v.s, s_octet), 0);
+    struct cli c = {.attr = *ca, .octet = c_octet};
+    cli_start(&c, mroce_cm_listener_port(v.l));
+    assert_int_equal(srv_establish(&v, 5000), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, 0);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), want_sec);
+    assert_int_equal(mroce_conn_sec_mode(c.s.conn), want_sec);
+    uint8_t m1, m2;
+    assert_int_equal(mroce_cm_security(v.cm, &m1, NULL), 1);
+    assert_int_equal(mroce_cm_security(c.cm, &m2, NULL), 1);
+    assert_int_equal(m1, m2);
+    cli_free(&c);
+    srv_free(&v);
+}
+
+static void test_modes_keyed(void **state)
+{
+    (void)state;
+    struct mroce_cm_attr k = {.psk = key1, .psk_len = 32};
+    struct mroce_cm_attr auth = k;
+    auth.modes = MROCE_CM_MODE_AUTH;
+    expect_mode(&k, 101, &k, 101, MROCE_SEC_ENCRYPT);
+    expect_mode(&k, 101, &auth, 101, MROCE_SEC_AUTH);
+    expect_mode(&k, 101, &k, 1, MROCE_SEC_NONE);
 }
 
 static void test_address_allowed(void **state)
@@ -828,6 +872,8 @@ static void test_two_process_write(void **state)
     assert_int_equal(wc.status, MROCE_WC_SUCCESS);
     assert_int_equal(wc.opcode, MROCE_WC_RECV_RDMA_WITH_IMM);
     assert_int_equal(wc.imm, 77);
+    /* The key and the datapath's crypto provider: encrypted (R-CM-9). */
+    assert_int_equal(mroce_conn_sec_mode(e.conn), MROCE_SEC_ENCRYPT);
     for (size_t i = 0; i < XFER; i++)
         if (e.buf[i] != pat(i))
             fail_msg("byte %zu differs", i);
@@ -899,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_establish_psk),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_mode_checked_at_establish),
+        cmocka_unit_test(test_modes_keyed),
         cmocka_unit_test(test_address_allowed),
         cmocka_unit_test(test_app_refuses),
         cmocka_unit_test(test_forged_and_replayed),
