@@ -693,6 +693,47 @@ static void test_nothing_before_hello(void **state)
     srv_free(&v);
 }
 
+/* The client answers a server whose header it cannot read (another CM
+ * version) with REJECT VERSION (R-CM-2), naming the versions it speaks. */
+static void test_client_answers_bad_header(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    struct cli c = {0};
+    cli_start(&c, ntohs(sa.sin_port));
+    int fd = accept(ls, NULL, NULL);
+    assert_true(fd >= 0);
+    uint8_t buf[CM_MSG_MAX];
+    size_t got = 0;
+    while (got < CM_HDR_LEN ||
+           got < CM_HDR_LEN + mroce_be32_get(buf + 8)) { /* its HELLO */
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+    uint8_t h[CM_HDR_LEN];
+    cm_hdr_put(h, CM_HELLO, 0);
+    h[4] = 9; /* a future CM version */
+    assert_int_equal(raw_send(fd, h, sizeof(h)), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, MROCE_EPROTO);
+    assert_int_equal(c.reason, MROCE_CM_REJ_VERSION);
+    got = raw_drain(fd, buf, sizeof(buf), 500);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT);
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_VERSION);
+    assert_int_equal(buf[CM_HDR_LEN + 2], MROCE_CM_VERSION);
+    close(fd);
+    close(ls);
+    cli_free(&c);
+}
+
 static void test_timeouts(void **state)
 {
     (void)state;
@@ -953,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_listener_hostile),
         cmocka_unit_test(test_listener_evicts),
         cmocka_unit_test(test_nothing_before_hello),
+        cmocka_unit_test(test_client_answers_bad_header),
         cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_two_process_write),
         cmocka_unit_test(test_killed_peer),
