@@ -24,7 +24,7 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_READ_RESP, "READ_RESP", MROCE_H_DXH | MROCE_H_PAYLOAD, 36),
     OP(MROCE_OP_ACK, "ACK", MROCE_H_AKH, 68),
     OP(MROCE_OP_NACK, "NACK", MROCE_H_NKH, 32),
-    OP(MROCE_OP_PROBE, "PROBE", 0, 16),
+    OP(MROCE_OP_PROBE, "PROBE", MROCE_H_PAD, 68),
     OP(MROCE_OP_CLOSE, "CLOSE", 0, 16),
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
@@ -131,6 +131,19 @@ static void nkh_get(struct mroce_hdr *h, const uint8_t *p)
     h->nak_info = mroce_be32_get(p + 12);
 }
 
+/* R-HDR-17: sent as zeros, ignored on receipt. */
+static void pad_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    (void)h;
+    memset(p, 0, MROCE_PAD_LEN);
+}
+
+static void pad_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    (void)h;
+    (void)p;
+}
+
 /* Wire order of the extension headers (R-HDR-5). */
 static const struct ext_codec ext_tab[] = {
     {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
@@ -139,6 +152,7 @@ static const struct ext_codec ext_tab[] = {
     {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
     {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
     {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
+    {MROCE_H_PAD, MROCE_PAD_LEN, pad_put, pad_get},
 };
 #define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
 

@@ -17,6 +17,7 @@
 #define MROCE_IMM_LEN 4   /* immediate data */
 #define MROCE_AKH_LEN 52  /* ACK: SACK anchor, bitmap, echoes, rate hint */
 #define MROCE_NKH_LEN 16  /* NACK */
+#define MROCE_PAD_LEN 52  /* PROBE padding: a PROBE is as long as an ACK */
 #define MROCE_ICRC_LEN 4  /* CRC32C trailer */
 #define MROCE_MAX_HDR_LEN (MROCE_MTH_LEN + MROCE_AKH_LEN)
 
@@ -40,7 +41,8 @@ enum mroce_op {
 /* MTH flags, low nibble of byte 0 (R-HDR-3). */
 #define MROCE_HF_ACKREQ 0x8 /* receiver should acknowledge at once */
 #define MROCE_HF_RETX 0x4   /* this is a retransmission */
-#define MROCE_HF_MASK 0xC   /* bits 0x2 and 0x1 are reserved, sent as 0 */
+#define MROCE_HF_ECHO 0x2   /* ACK: MTH psn is a PROBE's PSN (R-VAL-4) */
+#define MROCE_HF_MASK 0xE   /* bit 0x1 is reserved, sent as 0 */
 
 /* Which headers follow the MTH (bit per header, in wire order). */
 #define MROCE_H_DXH 0x01
@@ -49,6 +51,7 @@ enum mroce_op {
 #define MROCE_H_IMM 0x08
 #define MROCE_H_AKH 0x10
 #define MROCE_H_NKH 0x20
+#define MROCE_H_PAD 0x40     /* zeros, ignored on receipt (PROBE) */
 #define MROCE_H_PAYLOAD 0x80 /* a payload may follow the headers */
 
 /* NACK syndromes (R-NACK-2). */

@@ -1,7 +1,8 @@
 -- MetaRoCE dissector for Wireshark / tshark 4.0 (Lua 5.2).
 --
 -- Decodes the MetaRoCE transport header (MTH), the extension headers of
--- each opcode (DXH, RETH, SNH, IMM, AKH, NKH), the payload length, and
+-- each opcode (DXH, RETH, SNH, IMM, AKH, NKH, the PROBE's padding), the
+-- payload length, and
 -- verifies the CRC32C trailer (ICRC). Packet format: docs/spec.md
 -- section 3; usage and field list: docs/wireshark.md.
 --
@@ -37,7 +38,7 @@ local ops = {
                payload = true },
     [0x10] = { name = "ACK", hdrs = { "akh" }, len = 68 },
     [0x11] = { name = "NACK", hdrs = { "nkh" }, len = 32 },
-    [0x20] = { name = "PROBE", hdrs = {}, len = 16 },
+    [0x20] = { name = "PROBE", hdrs = { "pad" }, len = 68 },
     [0x30] = { name = "CLOSE", hdrs = {}, len = 16 },
     [0x31] = { name = "CLOSE_ACK", hdrs = {}, len = 16 },
 }
@@ -67,8 +68,10 @@ local F = {
     flags = ProtoField.uint8("mroce.flags", "Flags", base.HEX, nil, 0x0F),
     ackreq = ProtoField.bool("mroce.flags.ackreq", "ACKREQ", 8, nil, 0x08),
     retx = ProtoField.bool("mroce.flags.retx", "RETX", 8, nil, 0x04),
+    echo = ProtoField.bool("mroce.flags.echo", "ECHO (ACK: psn is a PROBE's)",
+                           8, nil, 0x02),
     flags_rsvd = ProtoField.uint8("mroce.flags.reserved", "Reserved",
-                                  base.HEX, nil, 0x03),
+                                  base.HEX, nil, 0x01),
     opcode = ProtoField.uint8("mroce.opcode", "Opcode", base.HEX, op_names),
     path = ProtoField.uint16("mroce.path", "Path", base.DEC),
     conn = ProtoField.uint32("mroce.conn", "Destination connection ID",
@@ -109,6 +112,8 @@ local F = {
                                 nak_names),
     nkh_rsvd = ProtoField.uint8("mroce.nak.reserved", "Reserved", base.HEX),
     nak_info = ProtoField.uint32("mroce.nak.info", "Info", base.DEC),
+    -- PROBE padding (R-HDR-17)
+    pad = ProtoField.bytes("mroce.pad", "Padding"),
     -- payload and ICRC (sections 3.1, 3.10)
     payload = ProtoField.bytes("mroce.payload", "Payload"),
     payload_len = ProtoField.uint32("mroce.payload_len", "Payload length",
@@ -121,13 +126,14 @@ local F = {
 
 -- In wire order, so that tshark -G fields lists them that way.
 mroce.fields = {
-    F.version, F.flags, F.ackreq, F.retx, F.flags_rsvd, F.opcode, F.path,
+    F.version, F.flags, F.ackreq, F.retx, F.echo, F.flags_rsvd, F.opcode,
+    F.path,
     F.conn, F.psn, F.ts,
     F.dsn, F.stream, F.dxh_rsvd, F.msn, F.msg_len, F.offset,
     F.va, F.rkey, F.ssn, F.imm,
     F.sack_high, F.dsn_cum, F.echo_ts, F.rate, F.ce_count, F.rx_count,
     F.sack, F.sack_count, F.sack_rel, F.sack_psn,
-    F.syndrome, F.nkh_rsvd, F.nak_info,
+    F.syndrome, F.nkh_rsvd, F.nak_info, F.pad,
     F.payload, F.payload_len, F.crc, F.crc_calc, F.crc_ok,
 }
 
@@ -344,6 +350,13 @@ local function dissect_nkh(tvb, off, t, h)
     return 16
 end
 
+-- 52 zero bytes that make a PROBE as long as the ACK it draws (R-HDR-17:
+-- no amplification); ignored on receipt.
+local function dissect_pad(tvb, off, t, h)
+    t:add(F.pad, tvb(off, 52))
+    return 52
+end
+
 local dissect_ext = {
     dxh = dissect_dxh,
     reth = dissect_reth,
@@ -351,6 +364,7 @@ local dissect_ext = {
     imm = dissect_imm,
     akh = dissect_akh,
     nkh = dissect_nkh,
+    pad = dissect_pad,
 }
 
 -- ---------------------------------------------------------------------
@@ -364,6 +378,7 @@ local function dissect_mth(tvb, t, h)
     local ft = st:add(F.flags, tvb(0, 1))
     ft:add(F.ackreq, tvb(0, 1))
     ft:add(F.retx, tvb(0, 1))
+    ft:add(F.echo, tvb(0, 1))
     ft:add(F.flags_rsvd, tvb(0, 1))
     h.flags = tvb(0, 1):uint() % 16
     h.opcode = u(tvb, st, F.opcode, 1, 1)
@@ -446,15 +461,22 @@ local function info_text(h, oi)
     if oi.hdrs[1] == "dxh" then
         return info_data(h, oi)
     elseif h.opcode == 0x10 then
-        return string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
-                             h.path, h.sack_high, h.dsn_cum, h.sack_count,
-                             SACK_BITS, h.ce_count)
+        local s = string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
+                                h.path, h.sack_high, h.dsn_cum, h.sack_count,
+                                SACK_BITS, h.ce_count)
+        if h.flags % 4 >= 2 then
+            s = s .. string.format(" echo=%d", h.psn)
+        end
+        return s
     elseif h.opcode == 0x11 then
         return string.format("NACK %s path=%d psn=%d dsn=%d s%d/m%d info=%d",
                              nak_names[h.syndrome] or "reserved", h.path,
                              h.psn, h.dsn, h.stream, h.msn, h.nak_info)
     elseif h.opcode == 0x20 then
         return string.format("PROBE path=%d psn=%d", h.path, h.psn)
+    elseif h.opcode == 0x30 or h.opcode == 0x31 then
+        return string.format("%s path=%d conn=0x%08x next_dsn=%d", oi.name,
+                             h.path, h.conn, h.psn)
     end
     return string.format("%s path=%d conn=0x%08x", oi.name, h.path, h.conn)
 end
