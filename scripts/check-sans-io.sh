@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Sans-I/O guard: code under src/engine, src/wire and src/roce may include
+# Sans-I/O guard: code under src/engine, src/wire, src/roce and src/device
+# (the PD/MR/CQ objects both engines share) may include
 # only these libc headers and project-local "quoted" headers (which must
 # exist next to the includer, under src/ or under include/).
 # Usage: scripts/check-sans-io.sh [repo-root]
 set -euo pipefail
 
 ALLOWED_SYSTEM="stdint.h stddef.h string.h stdbool.h limits.h"
-CHECKED_DIRS="src/engine src/wire src/roce"
+CHECKED_DIRS="src/engine src/wire src/roce src/device"
 
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 cd "$root"

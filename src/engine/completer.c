@@ -50,7 +50,7 @@ void eng_comp_retire(struct mroce_conn *c, struct stream *s)
         if (q->mr)
             q->mr->refs--;
         s->sq_head++;
-        eng_cq_push(c->scq, &wc);
+        dev_cq_push(c->scq, &wc);
     }
 }
 
@@ -217,12 +217,12 @@ static bool comp_sack_valid(const struct path_tx *pt, const struct mroce_hdr *h)
            pt->psn_ts[eng_psn_slot(pt, h->sack_high)] == h->echo_ts;
 }
 
-/* R-VAL-4: an ACK with ECHO answers the PROBE whose PSN it carries: it is
- * evidence for that PROBE if the PROBE is ours and unresolved. */
+/* R-VAL-4: an ACK's MTH psn names the PROBE it answers (else its
+ * sack_high): evidence for that PROBE if the PROBE is ours and
+ * unresolved. */
 static bool comp_echo_valid(const struct path_tx *pt, const struct mroce_hdr *h)
 {
-    if (!(h->flags & MROCE_HF_ECHO) || seq_lt(h->psn, pt->una) ||
-        !seq_lt(h->psn, pt->next_psn))
+    if (seq_lt(h->psn, pt->una) || !seq_lt(h->psn, pt->next_psn))
         return false;
     return pt->psn_len[eng_psn_slot(pt, h->psn)] & ENG_PSN_PROBE;
 }
@@ -417,7 +417,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
     /* R-RETRY-4: at most max_rto, whatever the NACK asks */
-    uint64_t wait = (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    uint64_t wait = (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
     if (wait > c->attr.max_rto_ns) {
         wait = c->attr.max_rto_ns;
         c->cnt.rnr_capped++;

@@ -4,26 +4,24 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
+#include "engine/seal.h"
+#include "wire/aead.h"
 
 void *eng_alloc(struct mroce_ctx *ctx, size_t size)
 {
-    void *p = ctx->hooks.alloc(ctx->hooks.ud, size);
-    if (p)
-        memset(p, 0, size);
-    return p;
+    return dev_alloc(&ctx->dev, size);
 }
 
 void eng_free(struct mroce_ctx *ctx, void *p)
 {
-    if (p)
-        ctx->hooks.free(ctx->hooks.ud, p);
+    dev_free(&ctx->dev, p);
 }
 
 /* R-SEC-7: the source mroce_ctx_open chose (a CSPRNG unless the
  * application asked for a deterministic run). */
 uint64_t eng_rand(struct mroce_ctx *ctx)
 {
-    return ctx->rng(ctx->rng_ud);
+    return dev_rand(&ctx->dev);
 }
 
 /* R-ENC-3: uniform over 49152-65535, or over the datapath's set. */
@@ -41,7 +39,9 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags)
 
 size_t eng_ctx_max_pkt(const struct mroce_ctx *ctx)
 {
-    return MROCE_MAX_HDR_LEN + ctx->mtu + MROCE_ICRC_LEN;
+    /* R-ENC-9, R-AEAD-3: a sealed packet's trailer is the 16-byte tag */
+    return MROCE_MAX_HDR_LEN + ctx->mtu +
+           (ctx->has_crypto ? MROCE_TAG_LEN : MROCE_ICRC_LEN);
 }
 
 void eng_ctx_get_counters(const struct mroce_ctx *ctx,
@@ -137,6 +137,22 @@ static bool ctx_addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
     return a->family == b->family && memcmp(a->ip, b->ip, n) == 0;
 }
 
+/* R-RX-2 step 8, R-ENC-10: a packet sent on path p comes from the peer's
+ * address of plane p mod P; an ACK or NACK travels on a path of the
+ * peer's own choosing (R-ACK-3), so it comes from any of its planes. */
+static bool ctx_src_ok(const struct mroce_conn *c,
+                       const struct mroce_pkt_meta *meta,
+                       const struct mroce_hdr *h)
+{
+    uint32_t n = c->ctx->dev.n_planes;
+    if (h->opcode != MROCE_OP_ACK && h->opcode != MROCE_OP_NACK)
+        return ctx_addr_eq(&meta->src, &c->peer_addr[h->path % n]);
+    for (uint32_t i = 0; i < n; i++)
+        if (ctx_addr_eq(&meta->src, &c->peer_addr[i]))
+            return true;
+    return false;
+}
+
 static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
                          const struct mroce_pkt_meta *meta,
                          const struct mroce_hdr *h)
@@ -171,7 +187,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         ctx->cnt.drop_unknown_conn++; /* R-CONN-2: no reply */
         return MROCE_EPROTO;
     }
-    if (!ctx_addr_eq(&meta->src, &c->remote.addr)) {
+    if (!ctx_src_ok(c, meta, &h)) {
         ctx->cnt.drop_bad_src++;
         return MROCE_EPROTO;
     }
@@ -181,6 +197,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         c->cnt.drop_bad_path++;
         return MROCE_EPROTO;
     }
+    if (eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
+        return MROCE_EPROTO;
     ctx_dispatch(c, now, meta, &h);
     eng_sched_ready(c); /* whatever it changed may let c send */
     return 0;
@@ -231,9 +249,10 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
 
 static bool ctx_all_planes(const struct mroce_ctx *ctx)
 {
-    uint64_t all =
-        ctx->n_planes >= 64 ? UINT64_MAX : (UINT64_C(1) << ctx->n_planes) - 1;
-    return (ctx->tx_planes & all) == all;
+    uint64_t all = ctx->dev.n_planes >= 64
+                       ? UINT64_MAX
+                       : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+    return (ctx->dev.tx_planes & all) == all;
 }
 
 /* A held connection whose state, open planes and plane health are all as
@@ -242,14 +261,14 @@ static bool ctx_still_held(const struct mroce_conn *c)
 {
     const struct mroce_ctx *ctx = c->ctx;
     return c->plane_held && c->held_ver == c->ver &&
-           c->held_planes == ctx->tx_planes &&
+           c->held_planes == ctx->dev.tx_planes &&
            c->held_plane_ver == ctx->plane_ver;
 }
 
 static void ctx_note_held(struct mroce_conn *c)
 {
     c->held_ver = c->ver;
-    c->held_planes = c->ctx->tx_planes;
+    c->held_planes = c->ctx->dev.tx_planes;
     c->held_plane_ver = c->ctx->plane_ver;
 }
 
@@ -352,26 +371,14 @@ uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
     return ctx->link_mbps / (ctx->active_senders ? ctx->active_senders : 1);
 }
 
-/* Connections first (they hold references), then regions, CQs, PDs. */
+/* Connections (they hold references on the device's objects), then the
+ * engine's tables. */
 void eng_ctx_release(struct mroce_ctx *ctx)
 {
     while (ctx->conns)
         eng_conn_destroy(ctx->conns);
-    for (uint32_t i = 0; i < ctx->mr_cap; i++)
-        if (ctx->mrs[i])
-            eng_free(ctx, ctx->mrs[i]);
-    eng_free(ctx, ctx->mrs);
-    while (ctx->cqs) {
-        struct mroce_cq *cq = ctx->cqs;
-        cq->users = 0;
-        mroce_cq_destroy(cq);
-    }
-    while (ctx->pds) {
-        struct mroce_pd *pd = ctx->pds;
-        pd->refs = 0;
-        mroce_pd_free(pd);
-    }
     eng_free(ctx, ctx->conn_hash);
     eng_free(ctx, ctx->planes);
+    eng_free(ctx, ctx->aead_buf);
     eng_sched_release(ctx);
 }

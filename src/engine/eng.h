@@ -8,6 +8,7 @@
 
 #include <mroce/mroce.h>
 
+#include "device/dev.h"
 #include "engine/cc.h"
 #include "wire/wire.h"
 
@@ -19,9 +20,10 @@
 #define ENG_PSN_RESENT 0x4000
 #define ENG_DRAIN_UNKNOWN UINT32_MAX /* sent before any rate hint */
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
-#define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
-#define ENG_TLP_GENS 3     /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
+#define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
 /* R-VAL-2: how far after a path's highest recorded PSN a duplicate data
  * packet may still be recorded */
 #define ENG_PSN_AHEAD 1024
@@ -44,31 +46,6 @@ static inline bool seq_le(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) <= 0;
 }
-
-struct mroce_mr {
-    struct mroce_ctx *ctx;
-    struct mroce_pd *pd;
-    uint8_t *addr;
-    uint64_t len;
-    uint32_t key;
-    unsigned access;
-    uint32_t refs; /* posted WRs pointing into it */
-};
-
-struct mroce_pd {
-    struct mroce_ctx *ctx;
-    struct mroce_pd *next, *prev; /* ctx list */
-    uint32_t refs;
-};
-
-struct mroce_cq {
-    struct mroce_ctx *ctx;
-    struct mroce_cq *next, *prev; /* ctx list */
-    struct mroce_wc *ring;
-    uint32_t depth, head, count;
-    uint32_t pending; /* posted WRs whose completion is not pushed yet */
-    uint32_t users;
-};
 
 /* One packet of data in flight, indexed by DSN (R-DSN-1). */
 enum txp_state { TXP_FREE, TXP_OUT, TXP_LOST, TXP_RNR, TXP_ACKED };
@@ -215,6 +192,7 @@ struct eng_params {
 
 struct roce_conn;
 struct roce_dev;
+struct eng_aead;
 
 struct mroce_conn {
     struct mroce_ctx *ctx;
@@ -236,8 +214,10 @@ struct mroce_conn {
      * 2^32 is a multiple of the ring size, so the index stays continuous
      * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
     uint32_t sq_mask, rq_mask;
-    struct mroce_conn *next, *prev; /* ctx list */
-    struct mroce_conn *hnext;       /* id hash chain */
+    uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+    struct mroce_conn *next, *prev;                /* ctx list */
+    struct mroce_conn *hnext;                      /* id hash chain */
 
     struct stream *streams;
     uint32_t rr_stream;
@@ -292,6 +272,7 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
@@ -328,16 +309,10 @@ struct eng_sched {
 };
 
 struct mroce_ctx {
-    struct mroce_hooks hooks;
+    /* hooks, address, planes, PDs, MRs, CQs: shared with src/roce */
+    struct mroce_dev dev;
     struct roce_dev *roce;         /* set: the context runs RoCEv2 */
     struct mroce_conn *roce_conns; /* their public handles */
-    /* R-SEC-7: every random draw of the engine: hooks.rand64, or the
-     * default mroce_ctx_open chose (kernel CSPRNG, or the deterministic
-     * generator over rng_state) */
-    uint64_t (*rng)(void *ud);
-    void *rng_ud;
-    uint64_t rng_state;
-    struct mroce_addr addr;
     uint16_t udp_port;
     uint32_t mtu, link_mbps;
     uint32_t base_rtt_ns; /* R-CC-3: caps the fair-share RTT; 0 none */
@@ -345,18 +320,11 @@ struct mroce_ctx {
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;
-    uint32_t n_planes;        /* R-ENC-10: path p on plane p mod n_planes */
     uint32_t spray_run;       /* R-PATH-17: data packets a path takes in a
                                  row; 1: a new path for every packet */
-    uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
-    struct eng_plane *planes; /* R-PATH-15: [n_planes] when > 1 */
+    struct eng_plane *planes; /* R-PATH-15: [dev.n_planes] when > 1 */
     uint32_t n_planes_down;
     uint32_t plane_ver; /* counts every plane going down or up */
-
-    struct mroce_pd *pds;
-    struct mroce_cq *cqs;
-    struct mroce_mr **mrs; /* open-addressing table by key */
-    uint32_t mr_cap, mr_count;
 
     struct mroce_conn *conns; /* list of all connections */
     struct mroce_conn **conn_hash;
@@ -369,8 +337,22 @@ struct mroce_ctx {
     /* set only during mroce_ctx_tx_ref: where the packet's payload lies */
     struct mroce_tx_ref *tx_ref;
 
+    /* secure modes (seal.c): the provider, and where an encrypted
+     * payload is opened to (mtu bytes) before it is placed */
+    struct mroce_crypto crypto;
+    bool has_crypto;
+    uint8_t *aead_buf;
+
     struct mroce_ctx_counters cnt;
 };
+
+/* The context a device is embedded in (every device an engine or
+ * src/verbs sees is). */
+static inline struct mroce_ctx *eng_ctx_of(struct mroce_dev *d)
+{
+    return (struct mroce_ctx *)(void *)((char *)d -
+                                        offsetof(struct mroce_ctx, dev));
+}
 
 /* plane.c (R-PATH-15) */
 int eng_planes_init(struct mroce_ctx *ctx);
@@ -382,7 +364,7 @@ void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane);
 static inline bool eng_plane_down(const struct mroce_ctx *ctx, uint8_t plane)
 {
     return ctx->planes && ctx->planes[plane].down &&
-           ctx->n_planes_down < ctx->n_planes;
+           ctx->n_planes_down < ctx->dev.n_planes;
 }
 
 /* R-RTT-7: the time `bytes` take to drain at the receiver's granted rate
@@ -417,7 +399,7 @@ static inline bool eng_path_fast(const struct mroce_conn *c,
 /* R-PATH-14: whether data may go to path p's plane now. */
 static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
 {
-    return (c->ctx->tx_planes >> c->ptx[p].plane) & 1u;
+    return (c->ctx->dev.tx_planes >> c->ptx[p].plane) & 1u;
 }
 
 /* A stream's send-queue slot of MSN msn, inbound message slot of MSN
@@ -455,7 +437,7 @@ static inline void eng_path_sent_ts(struct path_tx *pt, uint32_t i, uint32_t ts)
         pt->ring_fill++;
 }
 
-/* ctx.c */
+/* ctx.c: the device's memory and randomness (src/device) */
 void *eng_alloc(struct mroce_ctx *ctx, size_t size);
 void eng_free(struct mroce_ctx *ctx, void *p);
 uint64_t eng_rand(struct mroce_ctx *ctx);
@@ -465,24 +447,6 @@ int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_share_note(struct mroce_conn *c, uint64_t now);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
-
-/* Intrusive doubly linked lists of pds and cqs on the context. */
-#define ENG_LIST_ADD(head, o)                                                  \
-    do {                                                                       \
-        (o)->next = (head);                                                    \
-        if (head)                                                              \
-            (head)->prev = (o);                                                \
-        (head) = (o);                                                          \
-    } while (0)
-#define ENG_LIST_DEL(head, o)                                                  \
-    do {                                                                       \
-        if ((o)->prev)                                                         \
-            (o)->prev->next = (o)->next;                                       \
-        else                                                                   \
-            (head) = (o)->next;                                                \
-        if ((o)->next)                                                         \
-            (o)->next->prev = (o)->prev;                                       \
-    } while (0)
 
 /* The engine's side of the public API (src/verbs dispatches to these or to
  * the RoCEv2 engine; same contracts as the mroce_* calls in mroce.h). */
@@ -535,7 +499,8 @@ uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
 
-/* ctx teardown: frees everything the context owns. */
+/* ctx teardown: frees the connections and the engine's tables (the
+ * device's objects are src/verbs' to free, dev_release). */
 void eng_ctx_release(struct mroce_ctx *ctx);
 
 /* mem.c: rings that grow with what is in flight; ENOMEM if they cannot */
@@ -546,17 +511,6 @@ int eng_mem_txp_room(struct mroce_conn *c);
 int eng_mem_retx_room(struct mroce_conn *c);
 int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt);
 
-/* mr.c */
-struct mroce_mr *eng_mr_find(struct mroce_ctx *ctx, uint32_t key);
-/* Resolves [va, va+len) in key's region for access; NULL + *err else. */
-uint8_t *eng_mr_resolve(struct mroce_ctx *ctx, struct mroce_pd *pd,
-                        uint32_t key, uint64_t va, uint64_t len,
-                        unsigned access, int *err, struct mroce_mr **mrp);
-
-/* cq.c */
-bool eng_cq_reserve(struct mroce_cq *cq);
-void eng_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc);
-
 /* conn.c */
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
                     uint8_t status);
@@ -565,14 +519,18 @@ void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
- * behind its headers buf[0, hl) and seals it, or, during tx_ref, refers
- * to it where it lies; returns the wire length. eng_txref_done fills in
- * a packet that came back whole. */
+ * behind its headers buf[0, hl) and adds the ICRC, or seals it
+ * (R-AEAD-3), or, during tx_ref, refers to it where it lies; returns the
+ * wire length. eng_tx_ctl encodes and finishes a packet without payload
+ * (control packets, PROBEs) the same way. eng_txref_done fills in a
+ * packet that came back whole. */
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta,
                    struct mroce_tx_ref *ref);
-size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len);
+int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
+               size_t cap);
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */

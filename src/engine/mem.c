@@ -98,7 +98,7 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->prx = eng_alloc(ctx, n * sizeof(*c->prx));
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
-    c->rack = eng_alloc(ctx, ctx->n_planes * sizeof(*c->rack));
+    c->rack = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*c->rack));
     if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack)
         return MROCE_ENOMEM;
     for (uint32_t p = 0; p < n; p++)
@@ -176,7 +176,7 @@ static void mem_conn_add(const struct mroce_conn *c,
     o->paths += c->n_alloc_paths;
     o->conn_bytes += mem_conn_fixed(c) + mem_queues(c);
     if (c->rack)
-        o->conn_bytes += c->ctx->n_planes * sizeof(struct eng_rack);
+        o->conn_bytes += c->ctx->dev.n_planes * sizeof(struct eng_rack);
     o->path_bytes += c->n_alloc_paths * mem_per_path();
     if (c->txp)
         o->dsn_bytes += (c->txp_mask + 1) * sizeof(struct txp) +
@@ -197,7 +197,7 @@ void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
         mem_conn_add(c, out);
     out->ctx_bytes = sizeof(*ctx) + eng_sched_bytes(ctx) +
                      ctx->conn_hash_cap * sizeof(*ctx->conn_hash) +
-                     ctx->mr_cap * sizeof(*ctx->mrs);
+                     dev_table_bytes(&ctx->dev);
     out->total = out->conn_bytes + out->path_bytes + out->dsn_bytes +
                  out->psn_bytes + out->ctx_bytes;
 }

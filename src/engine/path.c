@@ -35,7 +35,7 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     pt->src_port = path_new_port(c);
-    pt->plane = (uint8_t)(p % c->ctx->n_planes); /* R-ENC-10 */
+    pt->plane = (uint8_t)(p % c->ctx->dev.n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)
@@ -134,7 +134,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
     /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
      * queue is where p's packets wait now, while PROBEs (served ahead of
      * data) may have kept p's SRTT near the fabric's base RTT */
@@ -389,7 +389,7 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
         eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
     pt->st.probes++;
     eng_req_meta(c, p, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, &h, buf, cap);
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,

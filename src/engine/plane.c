@@ -14,9 +14,9 @@
 
 int eng_planes_init(struct mroce_ctx *ctx)
 {
-    if (ctx->n_planes < 2)
+    if (ctx->dev.n_planes < 2)
         return 0;
-    ctx->planes = eng_alloc(ctx, ctx->n_planes * sizeof(*ctx->planes));
+    ctx->planes = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*ctx->planes));
     return ctx->planes ? 0 : MROCE_ENOMEM;
 }
 

@@ -20,8 +20,8 @@ static int post_local(struct mroce_conn *c, const struct mroce_sge *sge,
         return MROCE_EINVAL;
     if (!sge->length)
         return 0; /* a zero-length message touches no memory */
-    if (!eng_mr_resolve(c->ctx, c->pd, sge->lkey, sge->addr, sge->length,
-                        access, &err, mrp))
+    if (!dev_mr_resolve(c->pd, sge->lkey, sge->addr, sge->length, access, &err,
+                        mrp))
         return err == MROCE_ENOENT ? MROCE_EACCES : err;
     return 0;
 }
@@ -40,7 +40,7 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
     err = post_local(c, &wr->sge, access, &mr);
     if (err)
         return err;
-    if (!eng_cq_reserve(c->scq))
+    if (!dev_cq_reserve(c->scq))
         return MROCE_EAGAIN;
     struct sq_slot *q = eng_sq(c, s, s->sq_tail);
     *q = (struct sq_slot){.wr = *wr, .op = op, .msn = s->sq_tail, .mr = mr};
@@ -93,7 +93,7 @@ int eng_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
     int err = post_local(c, &wr->sge, MROCE_ACCESS_LOCAL_WRITE, &mr);
     if (err)
         return err;
-    if (!eng_cq_reserve(c->rcq))
+    if (!dev_cq_reserve(c->rcq))
         return MROCE_EAGAIN;
     uint32_t i = eng_rq(c, s->rq_tail);
     s->rq[i] = *wr;

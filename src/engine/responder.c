@@ -56,7 +56,7 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     bool dup = false, gap = false, stale = false;
     eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
     pr->rx_count++;
-    pr->plane = meta->plane < c->ctx->n_planes ? meta->plane : 0;
+    pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
     if (meta->ecn == MROCE_ECN_CE) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
@@ -196,8 +196,8 @@ static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
     if (h->va > UINT64_MAX - h->offset)
         return resp_access_verdict(c, MROCE_ERANGE);
     uint8_t *dst =
-        eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va + h->offset,
-                       h->payload_len, MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+        dev_mr_resolve(c->pd, h->rkey, h->va + h->offset, h->payload_len,
+                       MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
     if (!dst)
         return resp_access_verdict(c, err);
     resp_copy(c, dst, h);
@@ -232,7 +232,7 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (eng_mr_resolve(c->ctx, c->pd, h->rkey, h->va, h->msg_len,
+    if (dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
                        MROCE_ACCESS_REMOTE_READ, &err, NULL))
         return RV_OK;
     return resp_access_verdict(c, err);
@@ -300,7 +300,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
 {
     int err = 0;
     struct mroce_mr *mr = NULL;
-    uint8_t *src = eng_mr_resolve(c->ctx, c->pd, m->rkey, m->va, m->len,
+    uint8_t *src = dev_mr_resolve(c->pd, m->rkey, m->va, m->len,
                                   MROCE_ACCESS_REMOTE_READ, &err, &mr);
     if (!src)
         return -1;
@@ -375,7 +375,7 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
     if (s->rq_mr[i])
         s->rq_mr[i]->refs--;
     s->rq_head++;
-    eng_cq_push(c->rcq, &wc);
+    dev_cq_push(c->rcq, &wc);
 }
 
 void eng_resp_retire(struct mroce_conn *c, struct stream *s)
@@ -511,7 +511,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        resp_nak(c, h, MROCE_NAK_RNR, 100);
+        resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
     }
     if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */
@@ -610,7 +610,7 @@ static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
         return 5;
     if (pt->state != PATH_ACTIVE)
         return 4;
-    int other = c->ctx->n_planes > 1 && pt->plane != plane;
+    int other = c->ctx->dev.n_planes > 1 && pt->plane != plane;
     return 2 * other + !eng_path_fast(c, pt);
 }
 
@@ -640,7 +640,7 @@ static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
     h->conn = c->remote.conn_id;
     h->ts = eng_ts(c, now);
     eng_req_meta(c, via, meta);
-    return mroce_wire_encode(h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, h, buf, cap);
 }
 
 static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -679,11 +679,8 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                           .ce_count = pr->ce_count,
                           .rx_count = pr->rx_count};
     memcpy(h.sack, pr->bits, sizeof(h.sack));
-    if (pr->echo_due) { /* R-VAL-4 */
-        h.flags = MROCE_HF_ECHO;
-        h.psn = pr->echo_psn;
-        pr->echo_due = false;
-    }
+    h.psn = pr->echo_due ? pr->echo_psn : pr->high; /* R-VAL-4 */
+    pr->echo_due = false;
     pr->unacked = 0;
     pr->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mroce/mroce_crypto.h>
+
 #include "io/impair.h"
 
 #define DP_DEF_SRC_PORTS 64
@@ -103,6 +105,9 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
     /* R-SEC-7: ids, keys and initial sequence numbers come from the
      * context's default, the kernel's CSPRNG, unless the caller asked for
      * a deterministic context (tests) */
+    /* the secure modes (R-AEAD-12): the best crypto backend here */
+    if (!dp->ctx_attr.crypto)
+        dp->ctx_attr.crypto = mroce_crypto_default();
     return 0;
 }
 
@@ -337,7 +342,8 @@ static int dp_engine_tx(struct mroce_dp *dp, uint64_t now,
     p->pay = ref.payload;
     p->pay_len = ref.payload_len;
     p->hdr_len = ref.hdr_len;
-    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.icrc, MROCE_TX_ICRC_LEN);
+    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.trailer,
+           ref.trailer_len);
     return len;
 }
 

@@ -39,17 +39,17 @@ static int conn_fill_attr(struct roce_conn_attr *a)
 
 static int conn_alloc(struct roce_conn *c)
 {
-    struct mroce_ctx *ctx = c->dev->ctx;
+    struct mroce_dev *md = c->dev->mdev;
     const struct roce_conn_attr *a = &c->attr;
-    c->qps = eng_alloc(ctx, c->n_qps * sizeof(*c->qps));
-    c->streams = eng_alloc(ctx, a->n_streams * sizeof(*c->streams));
+    c->qps = dev_alloc(md, c->n_qps * sizeof(*c->qps));
+    c->streams = dev_alloc(md, a->n_streams * sizeof(*c->streams));
     if (!c->qps || !c->streams)
         return MROCE_ENOMEM;
     for (uint32_t i = 0; i < c->n_qps; i++) {
         struct roce_qp *qp = &c->qps[i];
-        qp->sq = eng_alloc(ctx, a->sq_depth * sizeof(*qp->sq));
-        qp->rq = eng_alloc(ctx, a->rq_depth * sizeof(*qp->rq));
-        qp->rd = eng_alloc(ctx, c->rd_cap * sizeof(*qp->rd));
+        qp->sq = dev_alloc(md, a->sq_depth * sizeof(*qp->sq));
+        qp->rq = dev_alloc(md, a->rq_depth * sizeof(*qp->rq));
+        qp->rd = dev_alloc(md, c->rd_cap * sizeof(*qp->rd));
         if (!qp->sq || !qp->rq || !qp->rd)
             return MROCE_ENOMEM;
     }
@@ -57,8 +57,8 @@ static int conn_alloc(struct roce_conn *c)
         struct roce_stream *st = &c->streams[s];
         st->s_cap = c->k * a->sq_depth;
         st->r_cap = c->k * a->rq_depth;
-        st->sord = eng_alloc(ctx, st->s_cap * sizeof(*st->sord));
-        st->rord = eng_alloc(ctx, st->r_cap * sizeof(*st->rord));
+        st->sord = dev_alloc(md, st->s_cap * sizeof(*st->sord));
+        st->rord = dev_alloc(md, st->r_cap * sizeof(*st->rord));
         if (!st->sord || !st->rord)
             return MROCE_ENOMEM;
     }
@@ -67,19 +67,19 @@ static int conn_alloc(struct roce_conn *c)
 
 static void conn_free(struct roce_conn *c)
 {
-    struct mroce_ctx *ctx = c->dev->ctx;
+    struct mroce_dev *md = c->dev->mdev;
     for (uint32_t i = 0; c->qps && i < c->n_qps; i++) {
-        eng_free(ctx, c->qps[i].sq);
-        eng_free(ctx, c->qps[i].rq);
-        eng_free(ctx, c->qps[i].rd);
+        dev_free(md, c->qps[i].sq);
+        dev_free(md, c->qps[i].rq);
+        dev_free(md, c->qps[i].rd);
     }
     for (uint32_t s = 0; c->streams && s < c->attr.n_streams; s++) {
-        eng_free(ctx, c->streams[s].sord);
-        eng_free(ctx, c->streams[s].rord);
+        dev_free(md, c->streams[s].sord);
+        dev_free(md, c->streams[s].rord);
     }
-    eng_free(ctx, c->qps);
-    eng_free(ctx, c->streams);
-    eng_free(ctx, c);
+    dev_free(md, c->qps);
+    dev_free(md, c->streams);
+    dev_free(md, c);
 }
 
 static void conn_init_qp(struct roce_conn *c, uint32_t i)
@@ -91,8 +91,8 @@ static void conn_init_qp(struct roce_conn *c, uint32_t i)
     qp->rto_at = qp->rnr_at = qp->pace_at = ROCE_NEVER;
     qp->deadline = ROCE_NEVER;
     qp->cnp_last = ROCE_NEVER;
-    uint32_t psn =
-        c->attr.psn_fixed ? c->attr.start_psn : (uint32_t)eng_rand(c->dev->ctx);
+    uint32_t psn = c->attr.psn_fixed ? c->attr.start_psn
+                                     : (uint32_t)dev_rand(c->dev->mdev);
     psn &= ROCE_PSN_MASK;
     qp->req_psn = qp->comp_psn = qp->psn_hi = psn;
     c->local.qpn[i] = qp->qpn;
@@ -101,7 +101,7 @@ static void conn_init_qp(struct roce_conn *c, uint32_t i)
 
 static void conn_init_local(struct roce_conn *c)
 {
-    c->local.addr = c->dev->ctx->addr;
+    c->local.addr = c->dev->mdev->addr;
     c->local.n_streams = c->attr.n_streams;
     c->local.n_qps = (uint16_t)c->n_qps;
     c->local.mtu = c->attr.mtu;
@@ -122,10 +122,10 @@ int roce_conn_create(struct roce_dev *dev, struct mroce_pd *pd,
                      const struct roce_conn_attr *attr, struct roce_conn **out)
 {
     struct roce_conn_attr a = *attr;
-    if (conn_fill_attr(&a) || pd->ctx != dev->ctx ||
-        a.send_cq->ctx != dev->ctx || a.recv_cq->ctx != dev->ctx)
+    if (conn_fill_attr(&a) || pd->dev != dev->mdev ||
+        a.send_cq->dev != dev->mdev || a.recv_cq->dev != dev->mdev)
         return MROCE_EINVAL;
-    struct roce_conn *c = eng_alloc(dev->ctx, sizeof(*c));
+    struct roce_conn *c = dev_alloc(dev->mdev, sizeof(*c));
     if (!c)
         return MROCE_ENOMEM;
     c->dev = dev;
@@ -249,9 +249,9 @@ int roce_conn_qp_info(const struct roce_conn *c, uint32_t i,
 static void conn_release(struct roce_conn *c, struct roce_stream *st)
 {
     while (st->s_head != st->s_tail && st->sord[st->s_head % st->s_cap].done)
-        eng_cq_push(c->scq, &st->sord[st->s_head++ % st->s_cap].wc);
+        dev_cq_push(c->scq, &st->sord[st->s_head++ % st->s_cap].wc);
     while (st->r_head != st->r_tail && st->rord[st->r_head % st->r_cap].done)
-        eng_cq_push(c->rcq, &st->rord[st->r_head++ % st->r_cap].wc);
+        dev_cq_push(c->rcq, &st->rord[st->r_head++ % st->r_cap].wc);
 }
 
 static uint8_t conn_wc_op(uint8_t op)

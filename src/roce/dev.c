@@ -33,17 +33,17 @@ static void dev_fill_attr(struct roce_dev_attr *a)
     roce_dcqcn_fill(&a->dcqcn_cfg);
 }
 
-int roce_dev_create(struct mroce_ctx *ctx, const struct roce_dev_attr *attr,
+int roce_dev_create(struct mroce_dev *md, const struct roce_dev_attr *attr,
                     struct roce_dev **out)
 {
     struct roce_dev_attr a = attr ? *attr : (struct roce_dev_attr){0};
     dev_fill_attr(&a);
     if (a.first_qpn > ROCE_QPN_MASK)
         return MROCE_EINVAL;
-    struct roce_dev *dev = eng_alloc(ctx, sizeof(*dev));
+    struct roce_dev *dev = dev_alloc(md, sizeof(*dev));
     if (!dev)
         return MROCE_ENOMEM;
-    dev->ctx = ctx;
+    dev->mdev = md;
     dev->attr = a;
     dev->next_qpn = a.first_qpn;
     dev->deadline = ROCE_NEVER;
@@ -57,13 +57,8 @@ void roce_dev_destroy(struct roce_dev *dev)
         return;
     while (dev->conns)
         roce_conn_destroy(dev->conns);
-    eng_free(dev->ctx, dev->qps);
-    eng_free(dev->ctx, dev);
-}
-
-struct mroce_ctx *roce_dev_ctx(const struct roce_dev *dev)
-{
-    return dev->ctx;
+    dev_free(dev->mdev, dev->qps);
+    dev_free(dev->mdev, dev);
 }
 
 size_t roce_dev_max_pkt(const struct roce_dev *dev)
@@ -95,12 +90,12 @@ static int dev_grow(struct roce_dev *dev, uint32_t more)
     uint32_t cap = dev->qps_cap ? dev->qps_cap : 64;
     while (cap < dev->n_qps + more)
         cap *= 2;
-    struct roce_qp **q = eng_alloc(dev->ctx, cap * sizeof(*q));
+    struct roce_qp **q = dev_alloc(dev->mdev, cap * sizeof(*q));
     if (!q)
         return MROCE_ENOMEM;
     if (dev->n_qps)
         memcpy(q, dev->qps, dev->n_qps * sizeof(*q));
-    eng_free(dev->ctx, dev->qps);
+    dev_free(dev->mdev, dev->qps);
     dev->qps = q;
     dev->qps_cap = cap;
     return 0;
@@ -252,13 +247,13 @@ int roce_dev_rx(struct roce_dev *dev, uint64_t now,
  * here the one its source port hashes to. */
 static uint32_t dev_qp_plane(const struct roce_qp *qp)
 {
-    return qp->sport % qp->conn->dev->ctx->n_planes;
+    return qp->sport % qp->conn->dev->mdev->n_planes;
 }
 
 void roce_qp_meta(const struct roce_qp *qp, struct mroce_pkt_meta *meta)
 {
     const struct roce_conn *c = qp->conn;
-    meta->src = c->dev->ctx->addr;
+    meta->src = c->dev->mdev->addr;
     meta->dst = c->remote.addr;
     meta->src_port = qp->sport;
     meta->dst_port = ROCE_UDP_PORT;
@@ -321,7 +316,7 @@ int roce_dev_tx(struct roce_dev *dev, uint64_t now, uint8_t *buf, size_t cap,
         uint32_t j = (dev->tx_cursor + i) % dev->n_qps;
         struct roce_qp *qp = dev->qps[j];
         if (qp->conn->state == MROCE_CONN_INIT ||
-            !((dev->ctx->tx_planes >> dev_qp_plane(qp)) & 1u)) /* R-PATH-14 */
+            !((dev->mdev->tx_planes >> dev_qp_plane(qp)) & 1u)) /* R-PATH-14 */
             continue;
         int n = dev_qp_tx(qp, now, buf, cap, meta);
         if (n > 0) {

@@ -1,6 +1,6 @@
 /* Posting work requests: the checks and errors of mroce_post_* (shared
- * PD/MR objects via eng_mr_resolve), then a copy into the chosen QP's
- * queue and a slot in the stream's completion order. */
+ * PD/MR objects of src/device via dev_mr_resolve), then a copy into the chosen
+ * QP's queue and a slot in the stream's completion order. */
 #include "roce/roce_int.h"
 
 static int post_local(struct roce_conn *c, const struct mroce_sge *sge,
@@ -13,8 +13,8 @@ static int post_local(struct roce_conn *c, const struct mroce_sge *sge,
         return MROCE_EINVAL;
     if (!sge->length)
         return 0; /* a zero-length message touches no memory */
-    *laddr = eng_mr_resolve(c->dev->ctx, c->pd, sge->lkey, sge->addr,
-                            sge->length, access, &err, mrp);
+    *laddr = dev_mr_resolve(c->pd, sge->lkey, sge->addr, sge->length, access,
+                            &err, mrp);
     if (!*laddr)
         return err == MROCE_ENOENT ? MROCE_EACCES : err;
     return 0;
@@ -69,7 +69,7 @@ static int post_sq(struct roce_conn *c, uint8_t op,
     int err = post_local(c, &wr->sge, access, &w.laddr, &w.mr);
     if (err)
         return err;
-    if (!eng_cq_reserve(c->scq))
+    if (!dev_cq_reserve(c->scq))
         return MROCE_EAGAIN;
     uint32_t len = wr->sge.length;
     w.npkts = len ? (len - 1) / c->mtu + 1 : 1;
@@ -119,7 +119,7 @@ int roce_post_recv(struct roce_conn *c, const struct mroce_recv_wr *wr)
         post_local(c, &wr->sge, MROCE_ACCESS_LOCAL_WRITE, &r.laddr, &r.mr);
     if (err)
         return err;
-    if (!eng_cq_reserve(c->rcq))
+    if (!dev_cq_reserve(c->rcq))
         return MROCE_EAGAIN;
     st->rord[st->r_tail++ % st->r_cap] =
         (struct ord_ent){.done = false, .qp = (uint16_t)qp->idx};

@@ -145,9 +145,8 @@ static bool resp_write_start(struct roce_qp *qp, const struct roce_hdr *h)
     struct roce_conn *c = qp->conn;
     qp->wr_dst = NULL;
     if (h->dma_len)
-        qp->wr_dst =
-            eng_mr_resolve(c->dev->ctx, c->pd, h->rkey, h->va, h->dma_len,
-                           MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+        qp->wr_dst = dev_mr_resolve(c->pd, h->rkey, h->va, h->dma_len,
+                                    MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
     if (h->dma_len && !qp->wr_dst) {
         resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS);
         return false;
@@ -192,7 +191,7 @@ static bool resp_read_job(struct roce_qp *qp, const struct roce_hdr *h)
     int err = 0;
     const uint8_t *src = NULL;
     if (h->dma_len)
-        src = eng_mr_resolve(c->dev->ctx, c->pd, h->rkey, h->va, h->dma_len,
+        src = dev_mr_resolve(c->pd, h->rkey, h->va, h->dma_len,
                              MROCE_ACCESS_REMOTE_READ, &err, NULL);
     if (h->dma_len && !src) {
         resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS);

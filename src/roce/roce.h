@@ -4,9 +4,10 @@
  * same sans-I/O shape and the same verbs semantics (src/roce/README.md
  * says what is modelled, how and why).
  *
- * Shape: one device (struct roce_dev) per struct mroce_ctx. The context
- * keeps providing the PD, MR and CQ objects (mroce_pd_alloc, mroce_reg_mr,
- * mroce_cq_create, mroce_poll_cq work unchanged); the device owns the QPs.
+ * Shape: one device (struct roce_dev) on a struct mroce_dev (src/device),
+ * which provides the PD, MR and CQ objects it shares with the MetaRoCE
+ * engine (mroce_pd_alloc, mroce_reg_mr, mroce_cq_create, mroce_poll_cq
+ * work unchanged); the RoCEv2 device owns the QPs.
  * Packets enter through roce_dev_rx, leave through roce_dev_tx into a
  * caller buffer, and time enters as a nanosecond argument; timers are one
  * roce_dev_next_expiry deadline plus roce_dev_on_expiry.
@@ -18,7 +19,7 @@
  * order per stream (R-ORD-4/7), re-ordered across the stream's QPs.
  *
  * Errors are enum mroce_err codes. Thread-safety: none; a device and
- * everything on it belong to one thread at a time, like its mroce_ctx.
+ * everything on it belong to one thread at a time, like its mroce_dev.
  * Buffers passed to rx/tx are only lent for the call. */
 #ifndef MROCE_ROCE_ROCE_H
 #define MROCE_ROCE_ROCE_H
@@ -28,6 +29,8 @@
 #include <stdint.h>
 
 #include <mroce/mroce.h>
+
+#include "device/dev.h"
 
 #define ROCE_MAX_QPS 256 /* per connection: n_streams * qps_per_stream */
 
@@ -79,13 +82,13 @@ struct roce_dev_attr {
                               has no_icrc_check) */
 };
 
-/* Errors: EINVAL, ENOMEM. The device uses ctx's hooks and address. */
-int roce_dev_create(struct mroce_ctx *ctx, const struct roce_dev_attr *attr,
+/* Errors: EINVAL, ENOMEM. The device uses md's hooks, address and
+ * planes, and its PDs, MRs and CQs. */
+int roce_dev_create(struct mroce_dev *md, const struct roce_dev_attr *attr,
                     struct roce_dev **out);
 /* Destroys the device and its connections (not the context); call it
- * before mroce_ctx_close, which frees the PDs and CQs they use. */
+ * before the PDs and CQs they use are freed (dev_release). */
 void roce_dev_destroy(struct roce_dev *dev);
-struct mroce_ctx *roce_dev_ctx(const struct roce_dev *dev);
 
 /* Largest UDP payload the device emits (size tx buffers with it). */
 size_t roce_dev_max_pkt(const struct roce_dev *dev);

@@ -11,7 +11,7 @@
 
 #include <mroce/mroce.h>
 
-#include "engine/eng.h"
+#include "device/dev.h"
 #include "roce/roce.h"
 #include "wire/roce.h"
 
@@ -161,7 +161,7 @@ struct roce_conn {
 };
 
 struct roce_dev {
-    struct mroce_ctx *ctx;
+    struct mroce_dev *mdev; /* PDs, MRs, CQs, hooks, address, planes */
     struct roce_dev_attr attr;
     struct roce_qp *qp_hash[ROCE_QP_HASH];
     struct roce_qp **qps; /* every QP, for tx round-robin and timers */

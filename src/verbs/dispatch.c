@@ -1,10 +1,11 @@
 /* The public calls that depend on the transport: a context created with
  * MROCE_TRANSPORT_ROCEV2 routes them to the RoCEv2 engine (src/roce), any
  * other to the MetaRoCE engine (src/engine). PDs, MRs and CQs are shared
- * and live in the engine. */
+ * and live in the device (src/device), below both. */
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/seal.h"
 #include "roce/roce.h"
 
 /* ---- context ---- */
@@ -43,7 +44,7 @@ int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
 
 void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes)
 {
-    ctx->tx_planes = planes; /* both engines read it (R-PATH-14) */
+    ctx->dev.tx_planes = planes; /* both engines read it (R-PATH-14) */
 }
 
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
@@ -84,6 +85,19 @@ void mroce_ctx_get_counters(const struct mroce_ctx *ctx,
     };
 }
 
+/* ---- the device's objects that are created on a context ---- */
+
+int mroce_pd_alloc(struct mroce_ctx *ctx, struct mroce_pd **out)
+{
+    return dev_pd_alloc(&ctx->dev, out);
+}
+
+int mroce_cq_create(struct mroce_ctx *ctx, uint32_t depth,
+                    struct mroce_cq **out)
+{
+    return dev_cq_create(&ctx->dev, depth, out);
+}
+
 /* ---- connections ---- */
 
 /* Soft-RoCE limits a QP to 128 unacknowledged PSNs because it is software;
@@ -99,7 +113,7 @@ static int dispatch_roce_create(struct mroce_pd *pd,
                                 const struct mroce_conn_attr *a,
                                 struct mroce_conn **out)
 {
-    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
     struct mroce_conn *c = eng_alloc(ctx, sizeof(*c));
     if (!c)
         return MROCE_ENOMEM;
@@ -131,7 +145,8 @@ static int dispatch_roce_create(struct mroce_pd *pd,
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out)
 {
-    if (pd->ctx->roce)
+    struct mroce_ctx *ctx = eng_ctx_of(pd->dev);
+    if (ctx->roce)
         return dispatch_roce_create(pd, attr, out);
     return eng_conn_create(pd, attr, out);
 }
@@ -183,6 +198,18 @@ int mroce_conn_connect(struct mroce_conn *c,
     memcpy(r.qpn, remote->qpn, sizeof(r.qpn));
     memcpy(r.psn, remote->psn, sizeof(r.psn));
     return roce_conn_connect(c->roce, &r);
+}
+
+/* The secure modes are MetaRoCE's (R-AEAD-*). */
+int mroce_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
+                          size_t len)
+{
+    return c->roce ? MROCE_EINVAL : eng_conn_set_secret(c, mode, secret, len);
+}
+
+int mroce_conn_sec_mode(const struct mroce_conn *c)
+{
+    return c->roce ? MROCE_SEC_NONE : eng_conn_sec_mode(c);
 }
 
 int mroce_conn_disconnect(struct mroce_conn *c)

@@ -1,7 +1,7 @@
 /* The context and the parts of the public API that need the C library:
  * default hooks (malloc, the kernel's CSPRNG or a seeded generator) and
  * the string tables. The verbs objects themselves live in the sans-I/O
- * engine. */
+ * device (src/device), which both engines share. */
 #define _DEFAULT_SOURCE /* getrandom(2), O_CLOEXEC */
 
 #include <errno.h>
@@ -112,21 +112,21 @@ static uint64_t verbs_splitmix(void *ud)
 static int verbs_rng_open(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
 {
     if (a->hooks.rand64) {
-        ctx->rng = a->hooks.rand64;
-        ctx->rng_ud = a->hooks.ud;
+        ctx->dev.rng = a->hooks.rand64;
+        ctx->dev.rng_ud = a->hooks.ud;
         return 0;
     }
     if (a->deterministic) {
-        ctx->rng_state = a->seed;
-        ctx->rng = verbs_splitmix;
-        ctx->rng_ud = &ctx->rng_state;
+        ctx->dev.rng_state = a->seed;
+        ctx->dev.rng = verbs_splitmix;
+        ctx->dev.rng_ud = &ctx->dev.rng_state;
         return 0;
     }
-    struct verbs_rng *r = ctx->hooks.alloc(ctx->hooks.ud, sizeof(*r));
+    struct verbs_rng *r = ctx->dev.hooks.alloc(ctx->dev.hooks.ud, sizeof(*r));
     if (!r)
         return MROCE_ENOMEM;
-    ctx->rng = verbs_sysrand;
-    ctx->rng_ud = r;
+    ctx->dev.rng = verbs_sysrand;
+    ctx->dev.rng_ud = r;
     if (verbs_fill(r->w, sizeof(r->w)))
         return MROCE_ENOENT; /* no secure source: refuse to open */
     r->pos = 0;
@@ -135,22 +135,30 @@ static int verbs_rng_open(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
 
 static void verbs_rng_close(struct mroce_ctx *ctx)
 {
-    if (ctx->rng != verbs_sysrand || !ctx->rng_ud)
+    if (ctx->dev.rng != verbs_sysrand || !ctx->dev.rng_ud)
         return;
-    memset(ctx->rng_ud, 0, sizeof(struct verbs_rng));
-    ctx->hooks.free(ctx->hooks.ud, ctx->rng_ud);
-    ctx->rng_ud = NULL;
+    memset(ctx->dev.rng_ud, 0, sizeof(struct verbs_rng));
+    ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx->dev.rng_ud);
+    ctx->dev.rng_ud = NULL;
 }
 
-static void verbs_hooks(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
+/* The device of the context: the hooks with their defaults, the address
+ * and the planes. */
+static void verbs_dev(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
 {
-    ctx->hooks = a->hooks;
+    struct mroce_hooks h = a->hooks;
     if (!a->hooks.alloc || !a->hooks.free) {
-        ctx->hooks.alloc = verbs_alloc;
-        ctx->hooks.free = verbs_free;
+        h.alloc = verbs_alloc;
+        h.free = verbs_free;
     }
     if (!a->hooks.log)
-        ctx->hooks.log = verbs_nolog;
+        h.log = verbs_nolog;
+    /* the seed is used when hooks.rand64 is NULL */
+    dev_init(&ctx->dev, &h);
+    ctx->dev.addr = a->addr;
+    ctx->dev.n_planes = a->n_planes ? a->n_planes : 1;
+    for (uint32_t i = 0; i < ctx->dev.n_planes; i++) /* R-ENC-10 */
+        ctx->dev.plane_addr[i] = a->plane_addrs ? a->plane_addrs[i] : a->addr;
 }
 
 /* A RoCEv2 context gets a device of the baseline engine (src/roce). */
@@ -165,7 +173,17 @@ static int verbs_transport(struct mroce_ctx *ctx,
                                .dcqcn = !a->rocev2_no_dcqcn,
                                .no_icrc_check = a->no_icrc,
                                .no_icrc_tx = a->no_icrc};
-    return roce_dev_create(ctx, &ra, &ctx->roce);
+    return roce_dev_create(&ctx->dev, &ra, &ctx->roce);
+}
+
+/* R-ENC-10: every plane's address is of addr's family. */
+static bool verbs_planes_ok(const struct mroce_ctx_attr *a)
+{
+    uint32_t n = a->n_planes ? a->n_planes : 1;
+    for (uint32_t i = 0; a->plane_addrs && i < n && n <= MROCE_MAX_PLANES; i++)
+        if (a->plane_addrs[i].family != a->addr.family)
+            return false;
+    return true;
 }
 
 /* R-ENC-3: distinct nonzero ports. A port listed twice would count as
@@ -186,13 +204,32 @@ static bool verbs_src_ports_ok(const struct mroce_ctx_attr *a)
     return true;
 }
 
+static bool verbs_crypto_ok(const struct mroce_crypto *c)
+{
+    return !c ||
+           (c->key_new && c->key_free && c->seal && c->open && c->hkdf_expand);
+}
+
+/* The secure modes' provider and the buffer an encrypted payload is
+ * opened into before it is placed (R-AEAD-8). */
+static int verbs_crypto(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
+{
+    if (!a->crypto || a->transport != MROCE_TRANSPORT_METAROCE)
+        return 0;
+    ctx->crypto = *a->crypto;
+    ctx->has_crypto = true;
+    ctx->aead_buf = eng_alloc(ctx, ctx->mtu);
+    return ctx->aead_buf ? 0 : MROCE_ENOMEM;
+}
+
 int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
 {
     uint32_t mtu = a->mtu ? a->mtu : 4096;
     if (mtu < 256 || mtu > 9000 || a->n_planes > MROCE_MAX_PLANES ||
         a->spray_run > MROCE_MAX_SPRAY_RUN ||
         (a->addr.family != MROCE_AF_INET && a->addr.family != MROCE_AF_INET6) ||
-        !verbs_src_ports_ok(a))
+        !verbs_src_ports_ok(a) || !verbs_planes_ok(a) ||
+        !verbs_crypto_ok(a->crypto))
         return MROCE_EINVAL;
     void *(*alloc)(void *, size_t) =
         a->hooks.alloc ? a->hooks.alloc : verbs_alloc;
@@ -200,22 +237,19 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (!ctx)
         return MROCE_ENOMEM;
     memset(ctx, 0, sizeof(*ctx));
-    verbs_hooks(ctx, a);
+    verbs_dev(ctx, a);
     int err = verbs_rng_open(ctx, a);
     if (err) {
         verbs_rng_close(ctx);
-        ctx->hooks.free(ctx->hooks.ud, ctx);
+        ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx);
         return err;
     }
-    ctx->addr = a->addr;
     ctx->udp_port = a->udp_port ? a->udp_port : MROCE_UDP_PORT;
     ctx->mtu = mtu;
     ctx->link_mbps = a->link_mbps ? a->link_mbps : 100000;
     ctx->base_rtt_ns = a->base_rtt_ns;
     ctx->n_src_ports = a->n_src_ports;
-    ctx->n_planes = a->n_planes ? a->n_planes : 1;
     ctx->spray_run = a->spray_run ? a->spray_run : 1; /* R-PATH-17 */
-    ctx->tx_planes = UINT64_MAX;
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,
                a->n_src_ports * sizeof(*a->src_ports));
@@ -223,12 +257,15 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
     err = ctx->conn_hash ? eng_planes_init(ctx) : MROCE_ENOMEM;
     if (!err)
+        err = verbs_crypto(ctx, a);
+    if (!err)
         err = verbs_transport(ctx, a);
     if (err) {
+        eng_free(ctx, ctx->aead_buf);
         eng_free(ctx, ctx->planes);
         eng_free(ctx, ctx->conn_hash);
         verbs_rng_close(ctx);
-        ctx->hooks.free(ctx->hooks.ud, ctx);
+        ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx);
         return err;
     }
     *out = ctx;
@@ -244,8 +281,9 @@ void mroce_ctx_close(struct mroce_ctx *ctx)
     if (ctx->roce)
         roce_dev_destroy(ctx->roce);
     eng_ctx_release(ctx);
+    dev_release(&ctx->dev);
     verbs_rng_close(ctx);
-    ctx->hooks.free(ctx->hooks.ud, ctx);
+    ctx->dev.hooks.free(ctx->dev.hooks.ud, ctx);
 }
 
 #define NAMEOF(tab, i)                                                         \
@@ -267,6 +305,7 @@ const char *mroce_strerror(int err)
         "object still in use",
         "buffer too small",
         "packet dropped: malformed or not for this endpoint",
+        "not available here (no crypto provider)",
     };
     return NAMEOF(t, -err);
 }

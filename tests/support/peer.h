@@ -26,10 +26,12 @@
 #define PEER_MEM_LEN (64 * 1024) /* registered region */
 #define PEER_GUARD 4096          /* unregistered guard on each side */
 #define PEER_FILL 0xA5           /* pattern of untouched memory */
-#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_ICRC_LEN)
+#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_AEAD_TAG_LEN)
 #define PEER_OUT_MAX 1024          /* packets one drain can hold */
 #define PEER_REMOTE_ID 0x0BADF00Du /* the peer's own connection id */
 #define PEER_MAX_STREAMS 16
+
+struct peer_sec;
 
 /* What to build; zero fields take the defaults listed in peer.c. */
 struct peer_cfg {
@@ -45,6 +47,7 @@ struct peer_cfg {
      * draws, or with fixed_init these (mroce_conn_set_init_seq) */
     bool fixed_init;
     uint32_t init_psn, init_dsn, init_msn;
+    const struct mroce_crypto *crypto; /* engine context's provider */
 };
 
 /* One packet the engine emitted, decoded. h.payload points into buf, so
@@ -96,6 +99,7 @@ struct peer {
     uint8_t rx_seen[4096]; /* by DSN mod 4096, above rx_cum */
 
     struct peer *live_next; /* every peer not yet freed (peer_free_all) */
+    struct peer_sec *sec;   /* secure modes: support/peer_sec.h */
 };
 
 /* The engine's own sequence numbers start at its announced init values

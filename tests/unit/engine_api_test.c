@@ -506,10 +506,11 @@ static void test_keys_unique(void **state)
     for (int i = 0; i < N_KEYS; i++) {
         if (i % 3 == 0)
             continue;
-        assert_ptr_equal(eng_mr_find(p->ctx, mroce_mr_lkey(mrs[i])), mrs[i]);
+        assert_ptr_equal(dev_mr_find(&p->ctx->dev, mroce_mr_lkey(mrs[i])),
+                         mrs[i]);
         assert_int_equal(mroce_dereg_mr(mrs[i]), 0);
     }
-    assert_ptr_equal(eng_mr_find(p->ctx, p->rkey), p->mr);
+    assert_ptr_equal(dev_mr_find(&p->ctx->dev, p->rkey), p->mr);
 }
 
 struct script {

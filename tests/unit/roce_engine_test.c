@@ -24,6 +24,27 @@
 
 /* ---- a pair of devices on the test wire ---- */
 
+/* The RoCEv2 engine runs on a bare src/device device: no MetaRoCE
+ * context (and no src/engine code) is involved. */
+static void *rp_alloc(void *ud, size_t size)
+{
+    (void)ud;
+    return calloc(1, size);
+}
+
+static void rp_free(void *ud, void *ptr)
+{
+    (void)ud;
+    free(ptr);
+}
+
+static void rp_nolog(void *ud, int level, const char *msg)
+{
+    (void)ud;
+    (void)level;
+    (void)msg;
+}
+
 static size_t op_max(const void *ep)
 {
     return roce_dev_max_pkt(ep);
@@ -54,7 +75,7 @@ static const struct mroce_ep_ops roce_ops = {op_max,  op_tx,  op_rx,
 struct rp {
     struct mroce_tw *tw;
     struct mroce_twloop *loop;
-    struct mroce_ctx *ctx[2];
+    struct mroce_dev md[2];
     struct roce_dev *dev[2];
     struct mroce_pd *pd[2];
     struct mroce_cq *cq[2];
@@ -101,6 +122,16 @@ static void rp_tap(void *ud, uint64_t now, int from,
     }
 }
 
+/* splitmix64: a fixed, reproducible sequence for the test devices */
+static uint64_t rp_rand(void *ud)
+{
+    uint64_t *state = ud;
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static struct rp *rp_create(const struct rp_cfg *cfg)
 {
     struct rp *p = calloc(1, sizeof(*p));
@@ -110,16 +141,18 @@ static struct rp *rp_create(const struct rp_cfg *cfg)
     void *eps[2];
     const struct mroce_ep_ops *ops[2] = {&roce_ops, &roce_ops};
     for (int i = 0; i < 2; i++) {
-        struct mroce_ctx_attr ca = {
-            .deterministic = 1,
-            .seed = 7 + (uint64_t)i,
-            .addr = {.family = MROCE_AF_INET,
-                     .ip = {10, 0, 0, (uint8_t)(i + 1)}}};
-        addr[i] = ca.addr;
-        assert_int_equal(mroce_ctx_open(&ca, &p->ctx[i]), 0);
-        assert_int_equal(roce_dev_create(p->ctx[i], &cfg->dev, &p->dev[i]), 0);
-        assert_int_equal(mroce_pd_alloc(p->ctx[i], &p->pd[i]), 0);
-        assert_int_equal(mroce_cq_create(p->ctx[i], 1 << 16, &p->cq[i]), 0);
+        struct mroce_hooks h = {
+            .alloc = rp_alloc, .free = rp_free, .log = rp_nolog};
+        dev_init(&p->md[i], &h);
+        p->md[i].rng = rp_rand; /* deterministic: a test */
+        p->md[i].rng_state = 7 + (uint64_t)i;
+        p->md[i].rng_ud = &p->md[i].rng_state;
+        p->md[i].addr = (struct mroce_addr){.family = MROCE_AF_INET,
+                                            .ip = {10, 0, 0, (uint8_t)(i + 1)}};
+        addr[i] = p->md[i].addr;
+        assert_int_equal(roce_dev_create(&p->md[i], &cfg->dev, &p->dev[i]), 0);
+        assert_int_equal(dev_pd_alloc(&p->md[i], &p->pd[i]), 0);
+        assert_int_equal(dev_cq_create(&p->md[i], 1 << 16, &p->cq[i]), 0);
         struct roce_conn_attr a = cfg->conn;
         a.send_cq = a.recv_cq = p->cq[i];
         assert_int_equal(roce_conn_create(p->dev[i], p->pd[i], &a, &p->conn[i]),
@@ -149,7 +182,7 @@ static void rp_destroy(struct rp *p)
     mroce_twloop_destroy(p->loop);
     for (int i = 0; i < 2; i++) {
         roce_dev_destroy(p->dev[i]);
-        mroce_ctx_close(p->ctx[i]);
+        dev_release(&p->md[i]);
         free(p->buf[i]);
     }
     mroce_tw_destroy(p->tw);
@@ -447,8 +480,8 @@ static void test_rx_checks(void **state)
     struct rp *p = rp_create(&cfg);
     struct roce_qp_info qb;
     roce_conn_qp_info(p->conn[1], 0, &qb);
-    struct mroce_pkt_meta m = {.src = p->ctx[0]->addr,
-                               .dst = p->ctx[1]->addr,
+    struct mroce_pkt_meta m = {.src = p->md[0].addr,
+                               .dst = p->md[1].addr,
                                .src_port = 0xC001,
                                .dst_port = ROCE_UDP_PORT};
     struct roce_ip ip;
@@ -634,7 +667,7 @@ static void test_gbn_one_loss(void **state)
     static const struct mroce_ep_ops drop_ops = {op_max,  op_tx,  op_rx_drop,
                                                  op_next, op_exp, NULL};
     const struct mroce_ep_ops *ops[2] = {&roce_ops, &drop_ops};
-    struct mroce_addr addr[2] = {p->ctx[0]->addr, p->ctx[1]->addr};
+    struct mroce_addr addr[2] = {p->md[0].addr, p->md[1].addr};
     void *eps[2] = {p->dev[0], p->dev[1]};
     mroce_twloop_destroy(p->loop);
     mroce_tw_destroy(p->tw);

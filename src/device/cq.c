@@ -1,22 +1,21 @@
 /* Completion queues: a ring of caller-visible work completions. */
-#include "engine/eng.h"
+#include "device/dev.h"
 
-int mroce_cq_create(struct mroce_ctx *ctx, uint32_t depth,
-                    struct mroce_cq **out)
+int dev_cq_create(struct mroce_dev *dev, uint32_t depth, struct mroce_cq **out)
 {
     if (!depth || depth > (1u << 24))
         return MROCE_EINVAL;
-    struct mroce_cq *cq = eng_alloc(ctx, sizeof(*cq));
+    struct mroce_cq *cq = dev_alloc(dev, sizeof(*cq));
     if (!cq)
         return MROCE_ENOMEM;
-    cq->ring = eng_alloc(ctx, (size_t)depth * sizeof(*cq->ring));
+    cq->ring = dev_alloc(dev, (size_t)depth * sizeof(*cq->ring));
     if (!cq->ring) {
-        eng_free(ctx, cq);
+        dev_free(dev, cq);
         return MROCE_ENOMEM;
     }
-    cq->ctx = ctx;
+    cq->dev = dev;
     cq->depth = depth;
-    ENG_LIST_ADD(ctx->cqs, cq);
+    DEV_LIST_ADD(dev->cqs, cq);
     *out = cq;
     return 0;
 }
@@ -25,15 +24,15 @@ int mroce_cq_destroy(struct mroce_cq *cq)
 {
     if (cq->users)
         return MROCE_EBUSY;
-    ENG_LIST_DEL(cq->ctx->cqs, cq);
-    eng_free(cq->ctx, cq->ring);
-    eng_free(cq->ctx, cq);
+    DEV_LIST_DEL(cq->dev->cqs, cq);
+    dev_free(cq->dev, cq->ring);
+    dev_free(cq->dev, cq);
     return 0;
 }
 
 /* A post succeeds only while count + pending < depth, so every
  * completion already has its room here and the ring never overflows. */
-bool eng_cq_reserve(struct mroce_cq *cq)
+bool dev_cq_reserve(struct mroce_cq *cq)
 {
     if (cq->count + cq->pending >= cq->depth)
         return false;
@@ -41,7 +40,7 @@ bool eng_cq_reserve(struct mroce_cq *cq)
     return true;
 }
 
-void eng_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc)
+void dev_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc)
 {
     cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
     cq->count++;

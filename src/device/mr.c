@@ -1,15 +1,15 @@
 /* Protection domains and memory regions. Keys are 32-bit random values
  * (R-SEC-2) in an open-addressing table so lookups on the receive path
  * are O(1). */
-#include "engine/eng.h"
+#include "device/dev.h"
 
-int mroce_pd_alloc(struct mroce_ctx *ctx, struct mroce_pd **out)
+int dev_pd_alloc(struct mroce_dev *dev, struct mroce_pd **out)
 {
-    struct mroce_pd *pd = eng_alloc(ctx, sizeof(*pd));
+    struct mroce_pd *pd = dev_alloc(dev, sizeof(*pd));
     if (!pd)
         return MROCE_ENOMEM;
-    pd->ctx = ctx;
-    ENG_LIST_ADD(ctx->pds, pd);
+    pd->dev = dev;
+    DEV_LIST_ADD(dev->pds, pd);
     *out = pd;
     return 0;
 }
@@ -18,22 +18,22 @@ int mroce_pd_free(struct mroce_pd *pd)
 {
     if (pd->refs)
         return MROCE_EBUSY;
-    ENG_LIST_DEL(pd->ctx->pds, pd);
-    eng_free(pd->ctx, pd);
+    DEV_LIST_DEL(pd->dev->pds, pd);
+    dev_free(pd->dev, pd);
     return 0;
 }
 
-static uint32_t mr_slot(const struct mroce_ctx *ctx, uint32_t key)
+static uint32_t mr_slot(const struct mroce_dev *dev, uint32_t key)
 {
-    return (key * 2654435761u) & (ctx->mr_cap - 1);
+    return (key * 2654435761u) & (dev->mr_cap - 1);
 }
 
-struct mroce_mr *eng_mr_find(struct mroce_ctx *ctx, uint32_t key)
+struct mroce_mr *dev_mr_find(struct mroce_dev *dev, uint32_t key)
 {
-    if (!ctx->mr_cap)
+    if (!dev->mr_cap)
         return NULL;
-    for (uint32_t i = mr_slot(ctx, key);; i = (i + 1) & (ctx->mr_cap - 1)) {
-        struct mroce_mr *mr = ctx->mrs[i];
+    for (uint32_t i = mr_slot(dev, key);; i = (i + 1) & (dev->mr_cap - 1)) {
+        struct mroce_mr *mr = dev->mrs[i];
         if (!mr || mr->key == key)
             return mr;
     }
@@ -48,45 +48,45 @@ static void mr_insert(struct mroce_mr **tab, uint32_t cap, struct mroce_mr *mr)
 }
 
 /* Keeps the table at most half full. */
-static int mr_grow(struct mroce_ctx *ctx)
+static int mr_grow(struct mroce_dev *dev)
 {
-    if ((ctx->mr_count + 1) * 2 <= ctx->mr_cap)
+    if ((dev->mr_count + 1) * 2 <= dev->mr_cap)
         return 0;
-    uint32_t cap = ctx->mr_cap ? ctx->mr_cap * 2 : 64;
-    struct mroce_mr **tab = eng_alloc(ctx, cap * sizeof(*tab));
+    uint32_t cap = dev->mr_cap ? dev->mr_cap * 2 : 64;
+    struct mroce_mr **tab = dev_alloc(dev, cap * sizeof(*tab));
     if (!tab)
         return MROCE_ENOMEM;
-    for (uint32_t i = 0; i < ctx->mr_cap; i++)
-        if (ctx->mrs[i])
-            mr_insert(tab, cap, ctx->mrs[i]);
-    eng_free(ctx, ctx->mrs);
-    ctx->mrs = tab;
-    ctx->mr_cap = cap;
+    for (uint32_t i = 0; i < dev->mr_cap; i++)
+        if (dev->mrs[i])
+            mr_insert(tab, cap, dev->mrs[i]);
+    dev_free(dev, dev->mrs);
+    dev->mrs = tab;
+    dev->mr_cap = cap;
     return 0;
 }
 
 int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
                  struct mroce_mr **out)
 {
-    struct mroce_ctx *ctx = pd->ctx;
+    struct mroce_dev *dev = pd->dev;
     unsigned all = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                    MROCE_ACCESS_REMOTE_READ;
     if (!addr || !len || (access & ~all) ||
         ((access & MROCE_ACCESS_REMOTE_WRITE) &&
          !(access & MROCE_ACCESS_LOCAL_WRITE)))
         return MROCE_EINVAL;
-    if (mr_grow(ctx))
+    if (mr_grow(dev))
         return MROCE_ENOMEM;
-    struct mroce_mr *mr = eng_alloc(ctx, sizeof(*mr));
+    struct mroce_mr *mr = dev_alloc(dev, sizeof(*mr));
     if (!mr)
         return MROCE_ENOMEM;
     *mr = (struct mroce_mr){
-        .ctx = ctx, .pd = pd, .addr = addr, .len = len, .access = access};
+        .dev = dev, .pd = pd, .addr = addr, .len = len, .access = access};
     do
-        mr->key = (uint32_t)eng_rand(ctx);
-    while (!mr->key || eng_mr_find(ctx, mr->key));
-    mr_insert(ctx->mrs, ctx->mr_cap, mr);
-    ctx->mr_count++;
+        mr->key = (uint32_t)dev_rand(dev);
+    while (!mr->key || dev_mr_find(dev, mr->key));
+    mr_insert(dev->mrs, dev->mr_cap, mr);
+    dev->mr_count++;
     pd->refs++;
     *out = mr;
     return 0;
@@ -103,39 +103,39 @@ uint32_t mroce_mr_rkey(const struct mroce_mr *mr)
 }
 
 /* Backward-shift deletion keeps probe chains intact. */
-static void mr_remove(struct mroce_ctx *ctx, struct mroce_mr *mr)
+static void mr_remove(struct mroce_dev *dev, struct mroce_mr *mr)
 {
-    uint32_t mask = ctx->mr_cap - 1, i = mr_slot(ctx, mr->key);
-    while (ctx->mrs[i] != mr)
+    uint32_t mask = dev->mr_cap - 1, i = mr_slot(dev, mr->key);
+    while (dev->mrs[i] != mr)
         i = (i + 1) & mask;
-    for (uint32_t j = (i + 1) & mask; ctx->mrs[j]; j = (j + 1) & mask) {
-        uint32_t home = mr_slot(ctx, ctx->mrs[j]->key);
+    for (uint32_t j = (i + 1) & mask; dev->mrs[j]; j = (j + 1) & mask) {
+        uint32_t home = mr_slot(dev, dev->mrs[j]->key);
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            ctx->mrs[i] = ctx->mrs[j];
+            dev->mrs[i] = dev->mrs[j];
             i = j;
         }
     }
-    ctx->mrs[i] = NULL;
-    ctx->mr_count--;
+    dev->mrs[i] = NULL;
+    dev->mr_count--;
 }
 
 int mroce_dereg_mr(struct mroce_mr *mr)
 {
     if (mr->refs)
         return MROCE_EBUSY;
-    mr_remove(mr->ctx, mr);
+    mr_remove(mr->dev, mr);
     mr->pd->refs--;
-    eng_free(mr->ctx, mr);
+    dev_free(mr->dev, mr);
     return 0;
 }
 
 /* R-SEC-4: key exists, same PD, access right, range inside the region
  * (with overflow-safe arithmetic). */
-uint8_t *eng_mr_resolve(struct mroce_ctx *ctx, struct mroce_pd *pd,
-                        uint32_t key, uint64_t va, uint64_t len,
-                        unsigned access, int *err, struct mroce_mr **mrp)
+uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key, uint64_t va,
+                        uint64_t len, unsigned access, int *err,
+                        struct mroce_mr **mrp)
 {
-    struct mroce_mr *mr = eng_mr_find(ctx, key);
+    struct mroce_mr *mr = dev_mr_find(pd->dev, key);
     if (!mr || mr->pd != pd) {
         *err = MROCE_ENOENT;
         return NULL;

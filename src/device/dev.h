@@ -1,0 +1,115 @@
+/* The device: what the MetaRoCE engine (src/engine) and the RoCEv2
+ * engine (src/roce) share, below both -- memory, randomness, the
+ * endpoint's address and planes, and the verbs objects PD, MR and CQ.
+ * Neither engine calls the other; both call this. Sans-I/O: libc basics
+ * only; memory and randomness come through the hooks the context was
+ * opened with (src/verbs fills the defaults).
+ *
+ * The public functions on these objects (mroce_reg_mr, mroce_poll_cq,
+ * ...) are defined here; the two that take a context (mroce_pd_alloc,
+ * mroce_cq_create) are src/verbs wrappers around dev_pd_alloc and
+ * dev_cq_create.
+ *
+ * Thread-safety: none; a device and its objects belong to the thread
+ * that drives its context. */
+#ifndef MROCE_DEVICE_DEV_H
+#define MROCE_DEVICE_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mroce/mroce.h>
+
+/* Embedded in the context (struct mroce_ctx, src/engine/eng.h). */
+struct mroce_dev {
+    struct mroce_hooks hooks; /* every member set (src/verbs defaults) */
+    /* R-SEC-7: every random draw of both engines: hooks.rand64, or the
+     * default mroce_ctx_open chose (the kernel CSPRNG, or the
+     * deterministic generator over rng_state when the application asked
+     * for a deterministic run) */
+    uint64_t (*rng)(void *ud);
+    void *rng_ud;
+    uint64_t rng_state;
+    uint64_t tx_planes; /* R-PATH-14: planes data may be sent to now */
+    struct mroce_pd *pds;
+    struct mroce_cq *cqs;
+    struct mroce_mr **mrs; /* open-addressing table by key */
+    uint32_t mr_cap, mr_count;
+    uint32_t n_planes;      /* R-ENC-10: ports of the NIC, >= 1 */
+    struct mroce_addr addr; /* this endpoint's IP address */
+    struct mroce_addr plane_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+};
+
+struct mroce_mr {
+    struct mroce_dev *dev;
+    struct mroce_pd *pd;
+    uint8_t *addr;
+    uint64_t len;
+    uint32_t key;
+    unsigned access;
+    uint32_t refs; /* posted WRs pointing into it */
+};
+
+struct mroce_pd {
+    struct mroce_dev *dev;
+    struct mroce_pd *next, *prev; /* device list */
+    uint32_t refs;                /* regions and connections using it */
+};
+
+struct mroce_cq {
+    struct mroce_dev *dev;
+    struct mroce_cq *next, *prev; /* device list */
+    struct mroce_wc *ring;
+    uint32_t depth, head, count;
+    uint32_t pending; /* posted WRs whose completion is not pushed yet */
+    uint32_t users;   /* connections using it */
+};
+
+/* Intrusive doubly linked lists (pds and cqs on the device). */
+#define DEV_LIST_ADD(head, o)                                                  \
+    do {                                                                       \
+        (o)->next = (head);                                                    \
+        if (head)                                                              \
+            (head)->prev = (o);                                                \
+        (head) = (o);                                                          \
+    } while (0)
+#define DEV_LIST_DEL(head, o)                                                  \
+    do {                                                                       \
+        if ((o)->prev)                                                         \
+            (o)->prev->next = (o)->next;                                       \
+        else                                                                   \
+            (head) = (o)->next;                                                \
+        if ((o)->next)                                                         \
+            (o)->next->prev = (o)->prev;                                       \
+    } while (0)
+
+/* dev.c: hooks must have alloc, free and log set. */
+void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks);
+/* Frees every region, CQ and PD (their users must be gone). */
+void dev_release(struct mroce_dev *d);
+void *dev_alloc(struct mroce_dev *d, size_t size); /* zeroed or NULL */
+void dev_free(struct mroce_dev *d, void *p);
+uint64_t dev_rand(struct mroce_dev *d);
+/* Bytes of the device's own tables (the key table). */
+size_t dev_table_bytes(const struct mroce_dev *d);
+
+/* mr.c: protection domains */
+int dev_pd_alloc(struct mroce_dev *d, struct mroce_pd **out);
+
+/* mr.c */
+struct mroce_mr *dev_mr_find(struct mroce_dev *d, uint32_t key);
+/* Resolves [va, va+len) in key's region of pd for access (R-SEC-4);
+ * NULL and *err (ENOENT, EACCES, ERANGE) else. *mrp: the region. */
+uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key, uint64_t va,
+                        uint64_t len, unsigned access, int *err,
+                        struct mroce_mr **mrp);
+
+/* cq.c */
+int dev_cq_create(struct mroce_dev *d, uint32_t depth, struct mroce_cq **out);
+/* Room for one more completion; false: the CQ is full (EAGAIN). */
+bool dev_cq_reserve(struct mroce_cq *cq);
+/* Pushes a completion into room reserved before. */
+void dev_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc);
+
+#endif
