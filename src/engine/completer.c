@@ -227,11 +227,10 @@ static bool comp_echo_valid(const struct path_tx *pt, const struct mroce_hdr *h)
     return pt->psn_len[eng_psn_slot(pt, h->psn)] & ENG_PSN_PROBE;
 }
 
-static void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn, bool got,
-                     bool high, struct ack_sum *sum)
+static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                            uint32_t slot, bool got, bool high,
+                            struct ack_sum *sum)
 {
-    const struct path_tx *pt = &c->ptx[p];
-    uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
     bool probe = slot & ENG_PSN_PROBE;
     if (got) {
         sum->bytes += probe ? 0 : ENG_PSN_BYTES(slot);
@@ -254,10 +253,11 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t back = h->sack_high - psn;
-        if (!pt->psn_len[eng_psn_slot(pt, psn)])
+        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        if (!slot)
             continue;
         bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
-        comp_sum(c, p, psn, got, back == 0, sum);
+        comp_sum(c, p, psn, slot, got, back == 0, sum);
     }
 }
 
@@ -268,9 +268,11 @@ static void comp_echo(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
-    for (uint32_t psn = pt->una; seq_le(psn, h->psn); psn++)
-        if (pt->psn_len[eng_psn_slot(pt, psn)])
-            comp_sum(c, p, psn, psn == h->psn, false, sum);
+    for (uint32_t psn = pt->una; seq_le(psn, h->psn); psn++) {
+        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        if (slot)
+            comp_sum(c, p, psn, slot, psn == h->psn, false, sum);
+    }
 }
 
 /* R-VAL-4: an echo shows the peer holding a PSN of ours never sent (a

@@ -429,6 +429,13 @@ static inline uint32_t eng_psn_slot(const struct path_tx *pt, uint32_t psn)
     return psn & pt->psn_mask;
 }
 
+/* R-HDR-10: ns mod 2^32 plus the connection's random offset, so that an
+ * echo_ts cannot be guessed from the clock (R-VAL-1). */
+static inline uint32_t eng_ts(const struct mroce_conn *c, uint64_t now)
+{
+    return (uint32_t)now + c->ts_off;
+}
+
 /* R-VAL-1: ring slot i now holds a PSN sent with ts. */
 static inline void eng_path_sent_ts(struct path_tx *pt, uint32_t i, uint32_t ts)
 {
@@ -591,6 +598,5 @@ int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta);
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 void eng_path_first_hint(struct mroce_conn *c);
-uint32_t eng_ts(const struct mroce_conn *c, uint64_t now);
 
 #endif

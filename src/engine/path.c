@@ -6,13 +6,6 @@
 #define PATH_MIN_PTO 10000 /* ns */
 #define PATH_REO_NS 1000   /* ns, R-LOSS-8 */
 
-/* R-HDR-10: ns mod 2^32 plus the connection's random offset, so that an
- * echo_ts cannot be guessed from the clock (R-VAL-1). */
-uint32_t eng_ts(const struct mroce_conn *c, uint64_t now)
-{
-    return (uint32_t)now + c->ts_off;
-}
-
 static bool path_port_used(const struct mroce_conn *c, uint16_t port)
 {
     for (uint32_t p = 0; p < c->n_paths; p++)

@@ -204,9 +204,11 @@ int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
         return MROCE_WIRE_ENOSPC;
     mth_put(h, buf);
     uint8_t *p = buf + MROCE_MTH_LEN;
-    for (size_t i = 0; i < N_EXT; i++) {
-        if (!(oi->headers & ext_tab[i].flag))
+    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
+    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
+        if (!(left & ext_tab[i].flag))
             continue;
+        left &= (uint8_t)~ext_tab[i].flag;
         ext_tab[i].put(h, p);
         p += ext_tab[i].len;
     }
@@ -267,9 +269,11 @@ int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
     h->psn = mroce_be32_get(buf + 8);
     h->ts = mroce_be32_get(buf + 12);
     const uint8_t *p = buf + MROCE_MTH_LEN;
-    for (size_t i = 0; i < N_EXT; i++) {
-        if (!(oi->headers & ext_tab[i].flag))
+    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
+    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
+        if (!(left & ext_tab[i].flag))
             continue;
+        left &= (uint8_t)~ext_tab[i].flag;
         ext_tab[i].get(h, p);
         p += ext_tab[i].len;
     }
