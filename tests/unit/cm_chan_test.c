@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_cm.h>
 #include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
@@ -218,6 +219,10 @@ static void test_establish_psk(void **state)
     assert_int_equal(mroce_cm_security(v.cm, &m1, s1), 1);
     assert_int_equal(mroce_cm_security(c.cm, &m2, s2), 1);
     assert_memory_equal(s1, s2, sizeof(s1));
+    /* the agreed mode keys both connections' packets (R-AEAD-5) */
+    assert_int_equal(m1, MROCE_CM_MODE_ENC);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_ENCRYPT);
+    assert_int_equal(mroce_conn_sec_mode(c.s.conn), MROCE_SEC_ENCRYPT);
     assert_memory_not_equal(s1, zero, sizeof(s1));
     assert_int_equal(m1, m2);
     /* Tagged messages both ways, a KEEPALIVE in between. */
