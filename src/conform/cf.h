@@ -347,6 +347,9 @@ void cf_open(struct cf_t *t, const struct cf_open *o);
  * as given, so a test can announce bad ones); the agent's error code or
  * NULL. */
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine);
+/* After a set-up exchange done otherwise (the CM): the suite's endpoint
+ * takes the effective values of `mine` and the IUT's parameters. */
+void cf_apply_params(struct cf_t *t, const struct cf_params *mine);
 /* The parameter block the suite announces by default; as JSON. */
 void cf_my_params(struct cf_t *t, struct cf_params *out);
 json_t *cf_params_json(const struct cf_params *p);
@@ -663,7 +666,7 @@ bool cf_test_has_rule(const struct cf_test *ts, const char *rule);
 extern const struct cf_test cf_t_enc[], cf_t_hdr[], cf_t_conn[], cf_t_path[],
     cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[],
     cf_t_retry[], cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[],
-    cf_t_sec[], cf_t_mon[];
+    cf_t_sec[], cf_t_cm[], cf_t_mon[];
 
 /* ---- results and reports (runner.c, report.c) ---- */
 
@@ -671,6 +674,7 @@ struct cf_result {
     const struct cf_test *test;
     int verdict; /* CF_PASS, CF_FAIL, CF_SKIP */
     int kw;      /* the keyword it is graded by (runner.c) */
+    bool xfail;  /* a known failure (--xfail): does not fail the run */
     double time_s;
     char *msg;
 };
@@ -703,6 +707,8 @@ struct cf_opts {
     const char *json, *junit, *md;
     const char **filters;
     int n_filters;
+    const char **xfail; /* test ids of known failures, reported upstream */
+    int n_xfail;
     const char *fault;        /* run against this engine fault */
     const char *mutants_json; /* mutation run: output file */
     const char *only_mutant;  /* mutation run of one fault */

@@ -359,6 +359,11 @@ static void iut_effective(struct cf_t *t, const struct cf_params *mine)
         cf_abort(t, "out of memory");
 }
 
+void cf_apply_params(struct cf_t *t, const struct cf_params *mine)
+{
+    iut_effective(t, mine);
+}
+
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine)
 {
     static char code[32];
