@@ -365,6 +365,30 @@ int mroce_pd_free(struct mroce_pd *pd);
  * write), ENOMEM. */
 int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
                  struct mroce_mr **out);
+
+/* A region with no backing bytes, for simulations that move more data
+ * than the machine holds (docs/sim.md "Payload-free runs"). The engines
+ * never read or write its memory: every payload byte they would write
+ * into it (placement of WRITE, SEND and READ response data) goes to
+ * place, every byte they would read from it (data they send) comes from
+ * fill. off is the byte offset in the region; src/dst are the engine's
+ * packet buffer, lent for the call. The hooks run on the thread that
+ * drives the context, inside mroce_ctx_rx / mroce_ctx_tx. */
+struct mroce_mr_virt {
+    void (*place)(void *ud, uint64_t off, const uint8_t *src, size_t len);
+    void (*fill)(void *ud, uint64_t off, uint8_t *dst, size_t len);
+    void *ud;
+};
+
+/* Registers [va, va+len) as a payload-free region: va is any address
+ * (never dereferenced), peers address it as usual; v is copied. Work
+ * requests and placements that name it behave as for mroce_reg_mr, with
+ * the bytes moved through the hooks. Errors: EINVAL (as mroce_reg_mr, a
+ * hook missing, va + len wrapping, or overlap with another payload-free
+ * region of the context), ENOMEM. */
+int mroce_reg_mr_virt(struct mroce_pd *pd, uint64_t va, size_t len,
+                      unsigned access, const struct mroce_mr_virt *v,
+                      struct mroce_mr **out);
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
 uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
 /* Errors: EBUSY while a posted work request or receive refers to it, or
