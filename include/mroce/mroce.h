@@ -357,6 +357,11 @@ struct mroce_conn_attr {
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
     uint32_t rocev2_window;      /* RoCEv2: PSNs in flight per QP [1024] */
+    /* MetaRoCE: the connection's id, which the peer puts in every packet
+     * for it; 0: a fresh random id [0] (R-CONN-1). A caller that picks it
+     * (the drop-in libibverbs: the QP number, R-SOFT-2) must pick it
+     * unpredictably; EBUSY if the context already has it. */
+    uint32_t conn_id;
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
@@ -387,7 +392,8 @@ enum mroce_conn_state {
 };
 const char *mroce_conn_state_str(int state);
 
-/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM. */
+/* Errors: EINVAL (bad attr, pd/cq of another context), EBUSY (attr
+ * conn_id in use), ENOMEM. */
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
