@@ -175,6 +175,19 @@ int sv_nic_open(struct sv_ctx *c)
     return 0;
 }
 
+static void nic_log_counters(struct sv_ctx *c)
+{
+    struct mroce_dp_counters d;
+    mroce_dp_get_counters(c->dp, &d);
+    sv_log(c,
+           "mroce0 port %u closed: %llu passes, %llu sleeps, %llu wakes; "
+           "%llu packets out, %llu in, %llu lost by the impairment layer",
+           c->port, (unsigned long long)c->passes,
+           (unsigned long long)c->sleeps, (unsigned long long)c->wakes,
+           (unsigned long long)d.tx_pkts, (unsigned long long)d.rx_pkts,
+           (unsigned long long)d.imp_lost);
+}
+
 void sv_nic_close(struct sv_ctx *c)
 {
     if (c->running) {
@@ -183,6 +196,8 @@ void sv_nic_close(struct sv_ctx *c)
         pthread_join(c->thread, NULL);
         c->running = false;
     }
+    if (c->dp)
+        nic_log_counters(c);
     if (c->dp)
         mroce_dp_destroy(c->dp); /* closes the engine and its objects */
     c->dp = NULL;
