@@ -365,6 +365,19 @@ static int o_deadline(struct opts *o, const char *v)
     return 0;
 }
 
+static int o_payload(struct opts *o, const char *v)
+{
+    if (strcmp(v, "auto") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_AUTO;
+    else if (strcmp(v, "real") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_REAL;
+    else if (strcmp(v, "free") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_FREE;
+    else
+        return -1;
+    return 0;
+}
+
 static const struct {
     const char *name;
     opt_fn fn;
@@ -407,6 +420,9 @@ static const struct {
     {"--json", o_json, "FILE ('-' for stdout)"},
     {"--deadline-us", o_deadline, "simulated time limit [2000000]"},
     {"--sample-us", o_sample, "US between time-series samples [1]"},
+    {"--payload", o_payload,
+     "auto|real|free: buffers, or payload-free (every byte still "
+     "accounted for) [auto: free above 256 MiB of buffers]"},
 };
 
 static void f_victim(struct opts *o)

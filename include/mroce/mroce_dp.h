@@ -75,7 +75,9 @@ struct mroce_dp_attr {
     struct mroce_impair impair;
     const struct mroce_dpdk_attr *dpdk; /* MROCE_DP_DPDK only */
     /* The context the datapath opens. addr, udp_port and src_ports are
-     * set by the datapath; everything else is the caller's. */
+     * set by the datapath; everything else is the caller's, but a NULL
+     * crypto gets mroce_crypto_default() (the secure modes' provider,
+     * mroce_crypto.h). */
     struct mroce_ctx_attr ctx;
 };
 

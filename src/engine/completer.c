@@ -35,12 +35,11 @@ static bool comp_done(const struct mroce_conn *c, const struct sq_slot *q)
 /* R-ORD-7: sender completions in post order per stream. */
 void eng_comp_retire(struct mroce_conn *c, struct stream *s)
 {
-    uint32_t d = c->attr.sq_depth;
     while (s->msn_una != s->sq_next &&
-           s->sq[s->msn_una % d].acked >= s->sq[s->msn_una % d].npkts)
+           eng_sq(c, s, s->msn_una)->acked >= eng_sq(c, s, s->msn_una)->npkts)
         s->msn_una++;
-    while (s->sq_head != s->sq_next && comp_done(c, &s->sq[s->sq_head % d])) {
-        struct sq_slot *q = &s->sq[s->sq_head % d];
+    while (s->sq_head != s->sq_next && comp_done(c, eng_sq(c, s, s->sq_head))) {
+        struct sq_slot *q = eng_sq(c, s, s->sq_head);
         struct mroce_wc wc = {.wr_id = q->wr.wr_id,
                               .conn = c,
                               .stream = (uint16_t)(s - c->streams),
@@ -98,7 +97,7 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         comp_resp_acked(c, &c->resp[x->msn]);
     } else {
         struct stream *s = &c->streams[x->stream];
-        s->sq[x->msn % c->attr.sq_depth].acked++;
+        eng_sq(c, s, x->msn)->acked++;
         eng_comp_retire(c, s);
     }
     while (c->snd_una != c->snd_next &&
@@ -360,7 +359,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         x->tx_count--;
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
-    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
 }

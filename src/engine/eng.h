@@ -20,9 +20,10 @@
 #define ENG_PSN_RESENT 0x4000
 #define ENG_DRAIN_UNKNOWN UINT32_MAX /* sent before any rate hint */
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
-#define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
-#define ENG_TLP_GENS 3     /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
+#define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -171,6 +172,7 @@ struct nak_entry {
  * carries RoCEv2 QP tables (2 KB) a MetaRoCE connection never uses. */
 struct eng_params {
     uint32_t conn_id;
+    uint32_t init_psn, init_dsn, init_msn; /* R-CONN-5 */
     struct mroce_addr addr;
     uint16_t udp_port, n_paths, n_streams;
     uint32_t mtu, dsn_window, msg_window, max_rd;
@@ -178,6 +180,7 @@ struct eng_params {
 
 struct roce_conn;
 struct roce_dev;
+struct eng_aead;
 
 struct mroce_conn {
     struct mroce_ctx *ctx;
@@ -190,8 +193,15 @@ struct mroce_conn {
     uint8_t state;
     uint32_t n_paths, n_streams, mtu, dsn_window, path_window;
     uint32_t peer_msg_window, peer_max_rd;
-    struct mroce_conn *next, *prev; /* ctx list */
-    struct mroce_conn *hnext;       /* id hash chain */
+    /* Send, inbound-message and receive rings hold a power of two of
+     * slots (at least sq_depth, rq_depth), indexed by MSN or SSN & mask:
+     * 2^32 is a multiple of the ring size, so the index stays continuous
+     * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
+    uint32_t sq_mask, rq_mask;
+    uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+    struct mroce_conn *next, *prev;                /* ctx list */
+    struct mroce_conn *hnext;                      /* id hash chain */
 
     struct stream *streams;
     uint32_t rr_stream;
@@ -246,6 +256,7 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
@@ -310,6 +321,12 @@ struct mroce_ctx {
     /* set only during mroce_ctx_tx_ref: where the packet's payload lies */
     struct mroce_tx_ref *tx_ref;
 
+    /* secure modes (seal.c): the provider, and where an encrypted
+     * payload is opened to (mtu bytes) before it is placed */
+    struct mroce_crypto crypto;
+    bool has_crypto;
+    uint8_t *aead_buf;
+
     struct mroce_ctx_counters cnt;
 };
 
@@ -367,6 +384,23 @@ static inline bool eng_path_fast(const struct mroce_conn *c,
 static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
 {
     return (c->ctx->dev.tx_planes >> c->ptx[p].plane) & 1u;
+}
+
+/* A stream's send-queue slot of MSN msn, inbound message slot of MSN
+ * msn and receive slot of SSN ssn (power-of-two rings, see sq_mask). */
+static inline struct sq_slot *eng_sq(const struct mroce_conn *c,
+                                     const struct stream *s, uint32_t msn)
+{
+    return &s->sq[msn & c->sq_mask];
+}
+static inline struct in_msg *eng_in(const struct mroce_conn *c,
+                                    const struct stream *s, uint32_t msn)
+{
+    return &s->in[msn & c->sq_mask];
+}
+static inline uint32_t eng_rq(const struct mroce_conn *c, uint32_t ssn)
+{
+    return ssn & c->rq_mask;
 }
 
 /* The sender's slot of a DSN (R-DSN-1) and a path's slot of a PSN. */
@@ -461,14 +495,18 @@ void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
- * behind its headers buf[0, hl) and seals it, or, during tx_ref, refers
- * to it where it lies; returns the wire length. eng_txref_done fills in
- * a packet that came back whole. */
+ * behind its headers buf[0, hl) and adds the ICRC, or seals it
+ * (R-AEAD-3), or, during tx_ref, refers to it where it lies; returns the
+ * wire length. eng_tx_ctl encodes and finishes a packet without payload
+ * (control packets, PROBEs) the same way. eng_txref_done fills in a
+ * packet that came back whole. */
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta,
                    struct mroce_tx_ref *ref);
-size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len);
+int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
+               size_t cap);
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */

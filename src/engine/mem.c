@@ -147,10 +147,11 @@ static size_t mem_per_path(void)
            sizeof(uint16_t);
 }
 
-/* Queues sized by the application's depths (sq_depth, rq_depth). */
+/* Queues sized by the application's depths (sq_depth, rq_depth), each
+ * rounded up to a power of two. */
 static size_t mem_queues(const struct mroce_conn *c)
 {
-    size_t sq = c->attr.sq_depth, rq = c->attr.rq_depth;
+    size_t sq = c->sq_mask + 1, rq = c->rq_mask + 1; /* ring slots */
     size_t per = sizeof(struct stream) + sq * sizeof(struct sq_slot) +
                  rq * sizeof(struct mroce_recv_wr) +
                  rq * sizeof(struct mroce_mr *) + sq * sizeof(struct in_msg);

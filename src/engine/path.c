@@ -40,6 +40,8 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
         pt->rto = c->attr.max_rto_ns;
     pt->rto_at = pt->probe_at = ENG_NEVER;
     pt->drain_ns = ENG_DRAIN_UNKNOWN;
+    pt->next_psn = pt->una = c->local.init_psn; /* R-CONN-5 */
+    c->prx[p].high = c->remote.init_psn - 1;    /* R-SACK-4 */
     c->prx[p].ack_at = ENG_NEVER;
 }
 
@@ -130,7 +132,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
     /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
      * queue is where p's packets wait now, while PROBEs (served ahead of
      * data) may have kept p's SRTT near the fabric's base RTT */
@@ -384,7 +386,7 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
         eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
     pt->st.probes++;
     eng_req_meta(c, p, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, &h, buf, cap);
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -562,10 +564,10 @@ void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale)
 {
     if (!pr->any) {
+        *gap = psn != pr->high + 1; /* high starts just before init_psn */
         pr->any = true;
         pr->high = psn;
         mroce_sack_set(pr->bits, 0);
-        *gap = psn != 0;
         return;
     }
     if (seq_lt(pr->high, psn)) {

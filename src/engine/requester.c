@@ -5,17 +5,18 @@
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
-    meta->src = c->ctx->dev.addr;
-    meta->dst = c->remote.addr;
+    uint8_t plane = c->ptx[path].plane;
+    meta->src = c->ctx->dev.plane_addr[plane]; /* R-ENC-10 */
+    meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0;       /* R-ENC-6 */
-    meta->plane = c->ptx[path].plane; /* R-ENC-10 */
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->plane = plane;
 }
 
 static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)
 {
-    return &c->streams[x->stream].sq[x->msn % c->attr.sq_depth];
+    return eng_sq(c, &c->streams[x->stream], x->msn);
 }
 
 /* Fills the DXH and the opcode's own headers; returns the payload. */
@@ -101,7 +102,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
-    size_t n = eng_tx_payload(c->ctx, buf, (size_t)hl, payload, x->len);
+    size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
     eng_req_meta(c, p, meta);
     return (int)n;
@@ -211,14 +212,14 @@ static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
         return false;
     if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-MSG-14 */
         return false;
-    const struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    const struct sq_slot *q = eng_sq(c, s, s->sq_next);
     return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
 }
 
 static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
 {
     struct stream *s = &c->streams[sid];
-    struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    struct sq_slot *q = eng_sq(c, s, s->sq_next);
     uint32_t n = q->op == MROCE_OP_READ_REQ
                      ? 0
                      : req_chunk(c, q->wr.sge.length, q->sent_bytes);
@@ -265,10 +266,21 @@ static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
     return x->offset / c->mtu + 1 >= n;
 }
 
+/* R-CC-4: until the connection's first ACK arrives, at most
+ * init_cwnd_pkts data packets in all. The paths' byte windows alone allow
+ * more: each path may always send one packet (256 paths, 256 packets)
+ * and packets shorter than the mtu fit more per window. */
+static bool req_first_window_full(const struct mroce_conn *c)
+{
+    return !c->cnt.rx_acks && c->cnt.tx_data_pkts >= c->attr.init_cwnd_pkts;
+}
+
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
+        return 0;
+    if (req_first_window_full(c))
         return 0;
     if (c->inflight >= c->cc.cwnd || !req_has_new(c))
         return 0; /* cheap checks first: idle connections skip the path scan */
@@ -320,8 +332,7 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     }
     h.ts = eng_ts(now);
     eng_req_meta(c, 0, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf,
-                             MROCE_MAX_HDR_LEN + MROCE_ICRC_LEN);
+    return eng_tx_ctl(c, &h, buf, eng_ctx_max_pkt(c->ctx));
 }
 
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,

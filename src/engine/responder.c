@@ -119,7 +119,7 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
         *v = RV_DROP;
         return NULL;
     }
-    struct in_msg *m = &s->in[h->msn % window];
+    struct in_msg *m = eng_in(c, s, h->msn);
     if (!m->used) {
         *m = (struct in_msg){.used = true,
                              .op = h->opcode,
@@ -170,11 +170,15 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
 {
     if (!h->payload_len)
         return;
-    memcpy(dst, h->payload, h->payload_len);
-    if (c->ctx->fault & MROCE_FAULT_PLACE_FLIP) {
-        dst[0] ^= 1;
+    struct mroce_dev *d = &c->ctx->dev;
+    if (c->ctx->fault & MROCE_FAULT_PLACE_FLIP) { /* the first byte flipped */
+        uint8_t b0 = h->payload[0] ^ 1;
+        dev_mem_put(d, dst, &b0, 1);
+        dev_mem_put(d, dst + 1, h->payload + 1, h->payload_len - 1u);
         c->ctx->fault &= ~MROCE_FAULT_PLACE_FLIP;
+        return;
     }
+    dev_mem_put(d, dst, h->payload, h->payload_len);
 }
 
 /* R-SEC-4: resolve the target before a byte is written; a zero-length
@@ -201,7 +205,7 @@ static int resp_recv(struct mroce_conn *c, struct stream *s,
 {
     if (h->ssn - s->rq_head >= s->rq_tail - s->rq_head)
         return RV_RNR;
-    *rwr = &s->rq[h->ssn % c->attr.rq_depth];
+    *rwr = &s->rq[eng_rq(c, h->ssn)];
     return RV_OK;
 }
 
@@ -234,7 +238,7 @@ static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
     struct stream *s = &c->streams[h->stream];
     if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head))
         return resp_invalid(c);
-    struct sq_slot *q = &s->sq[h->msn % c->attr.sq_depth];
+    struct sq_slot *q = eng_sq(c, s, h->msn);
     if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len)
         return resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
@@ -348,7 +352,7 @@ static bool resp_execute(struct mroce_conn *c, struct stream *s, uint16_t sid,
 static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
                                uint16_t sid, const struct in_msg *m)
 {
-    uint32_t i = s->rq_head % c->attr.rq_depth;
+    uint32_t i = eng_rq(c, s->rq_head);
     struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
                           .conn = c,
                           .stream = sid,
@@ -369,7 +373,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
         return; /* flushed: nothing may start or complete any more */
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
-        struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
+        struct in_msg *m = eng_in(c, s, s->in_base);
         if (!m->used || m->msn != s->in_base || m->got < m->npkts)
             return;
         if (!resp_execute(c, s, sid, m))
@@ -424,7 +428,7 @@ static void resp_after(struct mroce_conn *c, uint64_t now,
         return;
     }
     if (h->opcode == MROCE_OP_READ_REQ) {
-        struct in_msg *m = &s->in[h->msn % c->attr.sq_depth];
+        struct in_msg *m = eng_in(c, s, h->msn);
         m->got = m->npkts; /* a READ request is complete on arrival */
     }
     eng_resp_retire(c, s);
@@ -465,7 +469,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        resp_nak(c, h, MROCE_NAK_RNR, 100);
+        resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
     }
     if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */
@@ -565,7 +569,7 @@ static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
     h->conn = c->remote.conn_id;
     h->ts = eng_ts(now);
     eng_req_meta(c, via, meta);
-    return mroce_wire_encode(h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, h, buf, cap);
 }
 
 static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,

@@ -10,6 +10,11 @@
  *   non-global address vector means "this host", the local address.
  * - QPN (R-SOFT-2): the MetaRoCE connection id, 24 random bits from the
  *   kernel's generator.
+ * - Initial sequence numbers (R-SOFT-3): each direction's start (R-CONN-5)
+ *   is derived from the two QPNs, the only secret values both ends hold
+ *   when they enter RTR; the verbs PSNs are kept but not used on the
+ *   wire (a passive perftest side never tells its own PSN: it stays in
+ *   RTR).
  * - Profile (R-SOFT-4): paths, streams, windows are not exchanged; both
  *   ends use the same profile, so the peer's values are ours. */
 #include <string.h>
@@ -66,6 +71,25 @@ uint32_t sv_addr_qpn(struct sv_ctx *c)
     return q;
 }
 
+/* splitmix64's finaliser: every input bit reaches every output bit. */
+static uint64_t addr_mix(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* R-SOFT-3: where the direction from QP `from` to QP `to` starts. */
+void sv_addr_init_seq(uint32_t from, uint32_t to, uint32_t *psn, uint32_t *dsn,
+                      uint32_t *msn)
+{
+    uint64_t k = (uint64_t)from << 32 | to;
+    *psn = (uint32_t)addr_mix(k ^ 1);
+    *dsn = (uint32_t)addr_mix(k ^ 2);
+    *msn = (uint32_t)addr_mix(k ^ 3);
+}
+
 static uint32_t addr_mtu_bytes(enum ibv_mtu m)
 {
     return 128u << m; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
@@ -93,6 +117,8 @@ int sv_addr_remote(const struct sv_qp *q, const struct ibv_ah_attr *ah,
     out->dsn_window = 4096; /* the engine's default, on both ends */
     out->msg_window = ADDR_MSG_WINDOW;
     out->max_rd = SV_MAX_RD;
+    sv_addr_init_seq(out->conn_id, q->ibv.qp_num, &out->init_psn,
+                     &out->init_dsn, &out->init_msn);
     return 0;
 }
 

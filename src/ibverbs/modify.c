@@ -131,7 +131,11 @@ static int mod_rtr(struct sv_qp *q)
     struct mroce_conn_params r;
     if (!q->conn || sv_addr_remote(q, &q->attr.ah_attr, &r))
         return EINVAL;
-    int rc = mroce_conn_connect(q->conn, &r);
+    uint32_t psn, dsn, msn;
+    sv_addr_init_seq(q->ibv.qp_num, r.conn_id, &psn, &dsn, &msn);
+    int rc = mroce_conn_set_init_seq(q->conn, psn, dsn, msn);
+    if (!rc)
+        rc = mroce_conn_connect(q->conn, &r);
     return rc ? sv_errno(rc) : 0;
 }
 

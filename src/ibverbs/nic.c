@@ -54,17 +54,6 @@ void sv_random(void *buf, size_t len)
     }
 }
 
-/* The engine's randomness (ids, keys, ports): the kernel's generator,
- * drawn 256 bytes at a time (R-SEC-2). Called with ctl held. */
-static uint64_t nic_rand64(void *ud)
-{
-    struct sv_ctx *c = ud;
-    if (!c->rng_left) {
-        sv_random(c->rng, sizeof(c->rng));
-        c->rng_left = sizeof(c->rng) / sizeof(c->rng[0]);
-    }
-    return c->rng[--c->rng_left];
-}
 
 /* ---- the control lock ---- */
 
@@ -103,8 +92,9 @@ static void nic_dp_attr(struct sv_ctx *c, struct mroce_dp_attr *a)
     a->no_gso = p->no_gso;
     a->no_gro = p->no_gro;
     a->impair.loss = p->loss;
-    a->impair.seed = nic_rand64(c);
-    a->ctx.hooks.rand64 = nic_rand64;
+    sv_random(&a->impair.seed, sizeof(a->impair.seed));
+    /* no rand64 hook: memory keys, ids and sequence starts come from the
+     * engine's own CSPRNG (R-SEC-7) */
     a->ctx.hooks.log = nic_eng_log;
     a->ctx.hooks.ud = c;
     a->ctx.mtu = 4096;

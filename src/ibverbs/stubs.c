@@ -116,7 +116,7 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
     return stub_null(EOPNOTSUPP); /* QPs take the classic post calls */
 }
 
-/* MetaRoCE places each packet where it belongs as it arrives (R-PLACE):
+/* MetaRoCE places each packet where it belongs as it arrives (R-ORD-2):
  * data is not guaranteed to land in order. */
 int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
                                uint32_t flags)

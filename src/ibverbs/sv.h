@@ -200,8 +200,6 @@ struct sv_ctx {
     struct mroce_ctx *eng;
     struct mroce_addr addr; /* bound address: the GID (R-SOFT-1) */
     uint16_t port;          /* bound UDP port: the port's LID (R-SOFT-1) */
-    uint64_t rng[32];       /* getrandom bytes for the engine's hook */
-    uint32_t rng_left;
 
     pthread_mutex_t ctl;    /* control path and every NIC pass */
     atomic_int ctl_waiting; /* application threads waiting for ctl */
@@ -297,6 +295,8 @@ int sv_addr_remote(const struct sv_qp *q, const struct ibv_ah_attr *ah,
                    struct mroce_conn_params *out);
 uint32_t sv_addr_qpn(struct sv_ctx *c);
 uint32_t sv_addr_msg_window(void);
+void sv_addr_init_seq(uint32_t from, uint32_t to, uint32_t *psn, uint32_t *dsn,
+                      uint32_t *msn);
 
 /* cq.c */
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "sim/pkt.h"
+#include "sim/vmem.h"
 
 #define MROCE_SIM_EXP_MAX_PLANES 16 /* the topology's limit */
 
@@ -40,6 +41,14 @@
  * samples merge and the interval doubles (docs/sim.md "Time series"). */
 #define MROCE_SIM_EXP_MAX_SAMPLES 65536
 #define MROCE_SIM_EXP_LINK_NAME 64
+
+/* Payload: real buffers, or payload-free regions (sim/vmem.h) with every
+ * byte still accounted for; AUTO takes payload-free when the buffers
+ * would exceed MROCE_SIM_EXP_PAYLOAD_AUTO_BYTES. */
+#define MROCE_SIM_EXP_PAYLOAD_AUTO 0
+#define MROCE_SIM_EXP_PAYLOAD_REAL 1
+#define MROCE_SIM_EXP_PAYLOAD_FREE 2
+#define MROCE_SIM_EXP_PAYLOAD_AUTO_BYTES (256ull << 20)
 
 /* Switches: 0 takes the default. */
 #define MROCE_SIM_EXP_DEFAULT 0
@@ -150,6 +159,10 @@ struct mroce_sim_exp_cfg {
                            host to host 1 (receiver's leaf), writing its
                            buffer `senders` times over [0] */
     uint64_t sample_ps; /* time-series interval [1 us] */
+    int payload;        /* MROCE_SIM_EXP_PAYLOAD_* [AUTO] */
+    int place_fault;    /* tests: MROCE_SIM_VMEM_FAULT_* on placement
+                           number place_fault_at (sim/vmem.h) [none] */
+    uint64_t place_fault_at;
     /* Called from the run loop at most every progress_every_s of wall
      * time (if set) [0.25 s]. */
     void (*progress)(void *ud, const struct mroce_sim_exp_progress *p);
@@ -249,6 +262,11 @@ struct mroce_sim_exp_result {
     /* the engines' own state at the end of the run, summed over the hosts
      * (mroce_ctx_state_bytes; unit sizes as one engine reports them) */
     struct mroce_state_bytes engine;
+    /* payload accounting (sim/vmem.h): the mode run, its granule, the
+     * memory the buffers took, and what the checks counted */
+    bool payload_free;
+    uint64_t granule, buffer_bytes;
+    struct mroce_sim_vmem_counters vmem;
 };
 
 /* Runs the scenario. Returns 0 if it ran (flows may still have failed:

@@ -16,6 +16,7 @@
 #include "sim/exp.h"
 #include "sim/topo.h"
 #include "sim/trace.h"
+#include "sim/vmem.h"
 
 #define EXP_US MROCE_SIM_PS_PER_US
 /* The run loops hand control back this often in simulated time, to
@@ -63,6 +64,7 @@ struct exp_flow {
     struct mroce_conn *sc, *rc;
     struct mroce_mr *smr, *dmr;
     uint8_t *sbuf, *dbuf;
+    struct mroce_sim_vbuf *sv, *dv; /* sv: free mode's source */
     uint32_t n_msgs, n_wc, n_recv;
 };
 
@@ -74,6 +76,7 @@ struct exp_meter {
     uint64_t last_t, last_placed, last_victim; /* at the last sample */
     uint64_t ticks;                            /* sampler events run */
     uint64_t *last_rx; /* per host: its last byte placed */
+    uint64_t now_ps;   /* of the packet the engines are taking */
     bool armed;        /* a sampler event is pending */
     struct mroce_sim_exp_sample *s;
     int n, cap;
@@ -101,6 +104,7 @@ struct exp_conv {
 struct exp {
     struct mroce_sim_exp_cfg c;
     struct mroce_sim_exp_result *res;
+    struct mroce_sim_vmem *vm; /* every receiving region's memory */
     struct mroce_sim_topo *t;
     struct mroce_sim_evlist *ev;
     struct mroce_sim_trace *trace;
@@ -117,6 +121,8 @@ struct exp {
     struct mroce_coll_allreduce *ar;
     struct mroce_coll_alltoall *a2a;
     struct mroce_coll_allgather *ag;
+    struct mroce_sim_vbuf **cbuf; /* [rank * 3 + MROCE_COLL_*] */
+    struct mroce_coll_mem cmem;
     bool coll_active;
     int coll_err;
     uint64_t coll_t0_ps, coll_done_ps;
@@ -152,6 +158,12 @@ int exp_coll_setup(struct exp *x);
 int exp_coll_run(struct exp *x);
 void exp_coll_free(struct exp *x);
 
+/* exp.c: the payload mode and its vmem for buffers of `bytes` in all,
+ * placed in granules of `granule` (a power of two). */
+int exp_vmem(struct exp *x, uint64_t bytes, uint64_t granule);
+/* The largest power of two dividing v (v > 0). */
+uint64_t exp_pow2_of(uint64_t v);
+
 /* exp_meter.c */
 int exp_rx_init(struct exp_rx *r, struct mroce_conn *conn);
 void exp_rx_free(struct exp_rx *r);
@@ -160,6 +172,9 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len);
 int exp_meter_start(struct exp *x);
+/* The vmem's placement callback: payload placed (each byte once). */
+void exp_meter_placed(void *ud, struct mroce_sim_vbuf *b, uint64_t off,
+                      uint64_t len);
 /* Events pending in the run other than the sampler's. */
 size_t exp_meter_busy(const struct exp *x);
 /* Closes the series and hands it to the result. */

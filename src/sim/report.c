@@ -216,6 +216,32 @@ static void json_engine(FILE *f, const struct mroce_sim_exp_result *r)
             e->dsn_bytes, e->psn_bytes, e->ctx_bytes, e->per_conn, e->per_path);
 }
 
+static void json_payload(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_sim_vmem_counters *v = &r->vmem;
+    fprintf(f,
+            "  \"payload\": {\"mode\": \"%s\", \"granule\": %" PRIu64
+            ", \"buffer_bytes\": %" PRIu64 ", \"placements\": %" PRIu64
+            ", \"placed_bytes\": %" PRIu64 ", \"fills\": %" PRIu64
+            ", \"misaligned\": %" PRIu64 ", \"bad_tags\": %" PRIu64
+            ", \"duplicates\": %" PRIu64 ", \"faults\": %" PRIu64 "},\n",
+            r->payload_free ? "free" : "real", r->granule, r->buffer_bytes,
+            v->placements, v->placed_bytes, v->fills, v->misaligned,
+            v->bad_tags, v->duplicates, v->faults);
+}
+
+static void table_payload(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_sim_vmem_counters *v = &r->vmem;
+    fprintf(f,
+            "  payload    %s, granule %" PRIu64 " B, buffers %.1f MB: %" PRIu64
+            " placements, %" PRIu64 " misaligned, %" PRIu64
+            " bad tags, %" PRIu64 " duplicates\n",
+            r->payload_free ? "free (no bytes: labels and tags)" : "real bytes",
+            r->granule, (double)r->buffer_bytes / 1e6, v->placements,
+            v->misaligned, v->bad_tags, v->duplicates);
+}
+
 static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
 {
     fprintf(f,
@@ -265,6 +291,7 @@ void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
         table_fct(f, r);
     table_fabric(f, r);
     table_health(f, r);
+    table_payload(f, r);
     table_cost(f, r);
     table_failed(f, r);
 }
@@ -297,6 +324,13 @@ static void json_faults(FILE *f, const struct mroce_sim_exp_cfg *c)
     fprintf(f, "]\n");
 }
 
+static const char *payload_str(int p)
+{
+    return p == MROCE_SIM_EXP_PAYLOAD_REAL   ? "real"
+           : p == MROCE_SIM_EXP_PAYLOAD_FREE ? "free"
+                                             : "auto";
+}
+
 static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
 {
     fprintf(f, "  \"transport\": \"%s\",\n  \"workload\": \"%s\",\n",
@@ -320,9 +354,10 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             onoff(c->trim), c->buf_per_port / 1024);
     fprintf(f,
             "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\", "
-            "\"victim\": %s, \"sample_us\": %.6f,\n",
+            "\"victim\": %s, \"sample_us\": %.6f, \"payload\": \"%s\",\n",
             c->iters, c->channels, coll_variant(c),
-            c->victim ? "true" : "false", R_US(c->sample_ps));
+            c->victim ? "true" : "false", R_US(c->sample_ps),
+            payload_str(c->payload));
     json_faults(f, c);
     fprintf(f, "  },\n");
 }
@@ -475,6 +510,7 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
         json_samples(f, r);
     json_flows(f, r, !with_wall);
     json_engine(f, r);
+    json_payload(f, r);
     if (with_wall)
         fprintf(f,
                 "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"

@@ -54,17 +54,17 @@
 
 /* Zero fields take the default in brackets (defaults.h). */
 struct mroce_sim_topo_cfg {
-    int hosts_per_leaf;   /* 1..254 [8] */
-    int leaves;           /* [2] */
-    int spines;           /* [hosts_per_leaf: non-blocking] */
-    int planes;           /* [1] */
-    uint64_t link_bps;    /* leaf-spine links [400G] */
-    uint64_t host_bps;    /* host-leaf links [link_bps] */
-    uint64_t delay_ps;    /* every link [1 us] */
-    uint32_t mtu;         /* payload bytes, sizes PFC and ideals [4096] */
-    uint32_t max_payload; /* largest UDP payload carried [9216] */
-    uint64_t seed;        /* every generator derives from it [0] */
-    uint64_t reroute_ps;  /* 0: switches never reroute around faults */
+    int hosts_per_leaf;    /* 1..254 [8] */
+    int leaves;            /* [2] */
+    int spines;            /* [hosts_per_leaf: non-blocking] */
+    int planes;            /* [1] */
+    uint64_t link_bps;     /* leaf-spine links [400G] */
+    uint64_t host_bps;     /* host-leaf links [link_bps] */
+    uint64_t delay_ps;     /* every link [1 us] */
+    uint32_t mtu;          /* payload bytes, sizes PFC and ideals [4096] */
+    uint32_t max_payload;  /* largest UDP payload carried [9216] */
+    uint64_t seed;         /* every generator derives from it [0] */
+    uint64_t reroute_ps;   /* 0: switches never reroute around faults */
     uint64_t buf_per_port; /* shared buffer of a switch per port, bytes;
                               0: the switch template's (defaults.h) */
     /* Switch template: n_ports, n_hosts and seed are filled per switch;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "wire/aead.h"
 #include "wire/be.h"
 #include "wire/crc32c.h"
 
@@ -51,6 +52,7 @@ static void dxh_get(struct mroce_hdr *h, const uint8_t *p)
 {
     h->dsn = mroce_be32_get(p);
     h->stream = mroce_be16_get(p + 4);
+    h->prot = p[6];
     h->msn = mroce_be32_get(p + 8);
     h->msg_len = mroce_be32_get(p + 12);
     h->offset = mroce_be32_get(p + 16);
@@ -220,7 +222,8 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 }
 
 /* R-RX-1: minimum length, version, opcode, length of the opcode's
- * headers, CRC, then the payload rule. */
+ * headers and trailer, CRC (plain packets only: a sealed one's tag is
+ * the engine's to check, R-AEAD-8), then the payload rule. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
 {
     memset(h, 0, sizeof(*h));
@@ -231,14 +234,19 @@ int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
     const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
     if (!oi)
         return MROCE_WIRE_EOPCODE;
-    if (len < (size_t)oi->hdr_len + MROCE_ICRC_LEN)
+    bool sealed = buf[0] & MROCE_HF_SEAL;
+    size_t tl = mroce_aead_trailer_len(buf[0]);
+    if (len < (size_t)oi->hdr_len + tl)
         return MROCE_WIRE_ETRUNC;
-    size_t body = len - MROCE_ICRC_LEN;
-    if (mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
+    size_t body = len - tl;
+    if (!sealed && mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
         return MROCE_WIRE_ECRC;
     if (body > oi->hdr_len && !(oi->headers & MROCE_H_PAYLOAD))
         return MROCE_WIRE_EPAYLOAD;
-    h->flags = buf[0] & MROCE_HF_MASK;
+    /* R-HDR-3: the key phase bit means something on sealed packets only */
+    h->flags =
+        buf[0] & (sealed ? MROCE_HF_MASK | MROCE_HF_SEAL | MROCE_HF_KPHASE
+                         : MROCE_HF_MASK);
     h->opcode = buf[1];
     h->path = mroce_be16_get(buf + 2);
     h->conn = mroce_be32_get(buf + 4);

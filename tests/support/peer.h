@@ -26,10 +26,12 @@
 #define PEER_MEM_LEN (64 * 1024) /* registered region */
 #define PEER_GUARD 4096          /* unregistered guard on each side */
 #define PEER_FILL 0xA5           /* pattern of untouched memory */
-#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_ICRC_LEN)
+#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_AEAD_TAG_LEN)
 #define PEER_OUT_MAX 1024          /* packets one drain can hold */
 #define PEER_REMOTE_ID 0x0BADF00Du /* the peer's own connection id */
 #define PEER_MAX_STREAMS 16
+
+struct peer_sec;
 
 /* What to build; zero fields take the defaults listed in peer.c. */
 struct peer_cfg {
@@ -41,6 +43,11 @@ struct peer_cfg {
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */
     uint64_t (*rand64)(void *ud);    /* optional rand hook */
     void *rand_ud;
+    /* the engine's own first PSN, DSN and MSN (R-CONN-5): its random
+     * draws, or with fixed_init these (mroce_conn_set_init_seq) */
+    bool fixed_init;
+    uint32_t init_psn, init_dsn, init_msn;
+    const struct mroce_crypto *crypto; /* engine context's provider */
 };
 
 /* One packet the engine emitted, decoded. h.payload points into buf, so
@@ -86,7 +93,23 @@ struct peer {
     uint8_t rx_seen[4096]; /* by DSN mod 4096, above rx_cum */
 
     struct peer *live_next; /* every peer not yet freed (peer_free_all) */
+    struct peer_sec *sec;   /* secure modes: support/peer_sec.h */
 };
+
+/* The engine's own sequence numbers start at its announced init values
+ * (R-CONN-5): its k-th PSN of a path, k-th DSN and k-th MSN of a stream. */
+static inline uint32_t peer_tpsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_psn + k;
+}
+static inline uint32_t peer_tdsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_dsn + k;
+}
+static inline uint32_t peer_tmsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_msn + k;
+}
 
 void peer_default_cfg(struct peer_cfg *cfg);
 /* Creates the engine side and connects it to the peer. cfg may be NULL. */

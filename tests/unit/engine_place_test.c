@@ -431,7 +431,8 @@ static void test_read_response(void **state)
     assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 3);
     for (int k = 0; k < 3; k++) {
         const struct mroce_hdr *h = &peer_find(p, MROCE_OP_READ_RESP, k)->h;
-        assert_int_equal(h->dsn, k); /* the responder's own DSN space */
+        /* the responder's own DSN space */
+        assert_int_equal(h->dsn, peer_tdsn(p, (uint32_t)k));
         assert_int_equal(h->msn, 0);
         assert_int_equal(h->stream, 0);
         assert_int_equal(h->msg_len, 2500);

@@ -173,7 +173,8 @@ static void test_reserved_probe_ack(void **state)
     peer_check_alive(p);
 }
 
-/* R-HDR-7: the reserved flag bits are ignored on receipt. */
+/* R-HDR-7: the reserved flag bit is ignored on receipt: without SEAL,
+ * bit 0x1 (the key phase of a sealed packet, R-AEAD-1) means nothing. */
 static void test_reserved_flags_ignored(void **state)
 {
     struct peer *p = *state;
@@ -182,7 +183,7 @@ static void test_reserved_flags_ignored(void **state)
     struct mroce_hdr h = next_write(p, PAYLOAD);
     uint8_t buf[PEER_PKT_MAX];
     size_t n = peer_encode(&h, data, PAYLOAD, buf);
-    buf[0] |= 0x3;
+    buf[0] |= 0x1;
     n = mroce_wire_seal(buf, n - MROCE_ICRC_LEN);
     assert_int_equal(peer_rx_raw(p, buf, n), 0);
     assert_memory_equal(p->mem, data, PAYLOAD);
@@ -203,16 +204,20 @@ static void crc_sweep(struct peer *p, uint8_t mask, bool exact_reason)
         bad[i] ^= mask;
         struct snap s = snap_of(p);
         assert_int_equal(peer_rx_raw(p, bad, n), MROCE_EPROTO);
-        if (exact_reason)
+        if (exact_reason && i == 0) /* SEAL set on a plain connection */
+            assert_int_equal(peer_cnt(p).drop_sec_mode, s.c.drop_sec_mode + 1);
+        else if (exact_reason)
             assert_int_equal(peer_ctx_cnt(p).drop_bad_crc,
                              s.x.drop_bad_crc + 1);
         assert_quiet_drop(p, &s);
     }
 }
 
-/* Bit 0x02 keeps the version (byte 0: a reserved flag) and maps WRITE to
- * SEND (same size class), so every single flip must fail the CRC. A full
- * byte inversion may hit version/opcode first: one drop either way. */
+/* Bit 0x02 keeps the version and maps WRITE to SEND (same size class),
+ * so every single flip must fail the CRC, but in byte 0, where it is
+ * SEAL (R-AEAD-1): a plain connection drops a sealed packet unopened
+ * (R-AEAD-8). A full byte inversion may hit version/opcode first: one
+ * drop either way. */
 static void test_bad_crc_each_byte(void **state)
 {
     struct peer *p = *state;

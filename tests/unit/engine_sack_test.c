@@ -13,9 +13,24 @@
 
 #define US 1000ull
 
+/* This file's sender tests read the engine's PSNs, DSNs and MSNs from 0:
+ * its first ones are fixed there (R-CONN-5 otherwise draws them). */
+static void sack_cfg(struct peer_cfg *cfg)
+{
+    peer_default_cfg(cfg);
+    cfg->fixed_init = true;
+}
+
+static struct peer *sack_peer(void)
+{
+    struct peer_cfg cfg;
+    sack_cfg(&cfg);
+    return peer_new(&cfg);
+}
+
 static int setup(void **state)
 {
-    *state = peer_new(NULL);
+    *state = sack_peer();
     return 0;
 }
 
@@ -29,7 +44,7 @@ static int teardown(void **state)
 static struct peer *peer_with(uint32_t ack_every, uint8_t rnr_retry)
 {
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.ack_every = ack_every;
     cfg.attr.rnr_retry = rnr_retry;
     return peer_new(&cfg);
@@ -262,7 +277,7 @@ static void spray10(struct peer *p, uint32_t next[4], uint32_t dsn[4][4])
  * on another path with that path's next PSN (R-SACK-2, R-LOSS-3). */
 static void sack_loss_case(uint16_t lp)
 {
-    struct peer *p = peer_new(NULL);
+    struct peer *p = sack_peer();
     uint32_t next[4] = {0}, dsn[4][4] = {{0}};
     spray10(p, next, dsn);
     assert_true(next[lp] >= 2);
@@ -592,7 +607,7 @@ static void test_rto_retransmits_active(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 2;
     struct peer *p = peer_new(&cfg);
     post_write(p, 1, 2 * PEER_MTU);
@@ -628,7 +643,7 @@ static void test_rto_repath_probe(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 2;
     struct peer *p = peer_new(&cfg);
     uint16_t port0 = peer_path(p, 0).src_port;
@@ -696,7 +711,7 @@ static int conn_down(struct peer *p)
 static void retry_limit_case(uint8_t retry_cnt)
 {
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.retry_cnt = retry_cnt;
     struct peer *p = peer_new(&cfg);
     uint64_t rto = peer_path(p, 0).rto_ns;
@@ -755,7 +770,7 @@ static void retry_limit_case(uint8_t retry_cnt)
 static void retry_limit_progress(void)
 {
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.retry_cnt = 3;
     struct peer *p = peer_new(&cfg);
     uint64_t rto = peer_path(p, 0).rto_ns;
@@ -834,7 +849,7 @@ static void test_third_copy_twice(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 2;
     cfg.remote.n_paths = 2;
     cfg.attr.sq_depth = 64;
@@ -869,7 +884,7 @@ static void test_tx_cap_64(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 1;
     cfg.attr.sq_depth = 128;
     cfg.attr.dsn_window = 256;
@@ -1006,7 +1021,7 @@ static void test_probe_waits_for_room(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 1;
     cfg.attr.path_window = 4;
     struct peer *p = peer_new(&cfg);
@@ -1051,7 +1066,7 @@ static void test_rnr_retry_exceeded(void **state)
 
 static void fatal_nak_case(uint8_t code, uint8_t status)
 {
-    struct peer *p = peer_new(NULL);
+    struct peer *p = sack_peer();
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 100), 0);
     assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, 100), 0);
     assert_int_equal(peer_drain(p, NULL, 0), 2);
@@ -1100,7 +1115,7 @@ static void test_nack_mismatch_is_stale(void **state)
 {
     (void)state;
     for (int k = 0; k < 3; k++) {
-        struct peer *p = peer_new(NULL);
+        struct peer *p = sack_peer();
         assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 100), 0);
         assert_int_equal(peer_drain(p, NULL, 0), 1);
         struct mroce_hdr h = p->out[0].h;
@@ -1276,7 +1291,7 @@ static void test_tlp_copies_silent_peer(void **state)
 {
     (void)state;
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.n_paths = 32;
     cfg.attr.min_rto_ns = 10000 * US; /* only probes in the window */
     struct peer *p = peer_new(&cfg);
@@ -1300,7 +1315,7 @@ static void test_tlp_copies_silent_peer(void **state)
 static void tail_copies_case(uint8_t copies)
 {
     struct peer_cfg cfg;
-    peer_default_cfg(&cfg);
+    sack_cfg(&cfg);
     cfg.attr.tail_copies = copies;
     struct peer *p = peer_new(&cfg);
     uint32_t next[4] = {0}, dsn[4][4] = {{0}};
@@ -1405,7 +1420,7 @@ static void test_overtaken_repath(void **state)
 {
     (void)state;
     for (int k = 0; k < 2; k++) {
-        struct peer *p = peer_new(NULL);
+        struct peer *p = sack_peer();
         overtaken_case(p, k == 1);
         peer_free(p);
     }

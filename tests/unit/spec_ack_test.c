@@ -1,0 +1,67 @@
+/* Spec v0.2 contradiction in ACK validation (R-ACK-6), checked against
+ * the engine: drop_bad_ack counts ACKs with an ignored part, once each,
+ * also when both the SACK part and dsn_cum are bogus (the spec said such
+ * an ACK counts 2, the engine counts 1); the valid part of an ACK is
+ * still processed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "support/peer.h"
+
+static int teardown(void **state)
+{
+    (void)state;
+    peer_free_all();
+    return 0;
+}
+
+/* One WRITE packet sent by the engine: its MTH and DXH. */
+static struct mroce_hdr one_write(struct peer *p)
+{
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 7, 0, 100), 0);
+    peer_drain(p, NULL, 0);
+    const struct peer_out *o = peer_find(p, MROCE_OP_WRITE, 0);
+    assert_non_null(o);
+    return o->h;
+}
+
+static int ack(struct peer *p, uint16_t path, uint32_t high, uint32_t cum)
+{
+    struct mroce_hdr a = peer_hdr(p, MROCE_OP_ACK, path, 0);
+    a.sack_high = high;
+    a.dsn_cum = cum;
+    mroce_sack_set(a.sack, 0);
+    return peer_feed(p, &a, NULL, 0);
+}
+
+static void test_both_parts_bogus_count_once(void **state)
+{
+    (void)state;
+    struct peer *p = peer_new(NULL);
+    struct mroce_hdr w = one_write(p);
+    /* sack_high 10 PSNs past the last sent, dsn_cum past snd_nxt */
+    assert_int_equal(ack(p, w.path, w.psn + 10, w.dsn + 1000), 0);
+    assert_int_equal(peer_cnt(p).drop_bad_ack, 1);
+    /* each part alone counts 1 too */
+    assert_int_equal(ack(p, w.path, w.psn + 10, w.dsn), 0);
+    assert_int_equal(peer_cnt(p).drop_bad_ack, 2);
+    struct mroce_wc wc;
+    assert_int_equal(peer_poll(p->scq, &wc, 1), 0);
+    /* a valid SACK part with a bogus dsn_cum: the SACK is still taken */
+    assert_int_equal(ack(p, w.path, w.psn, w.dsn + 1000), 0);
+    assert_int_equal(peer_cnt(p).drop_bad_ack, 3);
+    assert_int_equal(peer_poll(p->scq, &wc, 1), 1);
+    assert_int_equal(wc.wr_id, 7);
+    assert_int_equal(wc.status, MROCE_WC_SUCCESS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_both_parts_bogus_count_once, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
