@@ -62,7 +62,7 @@ static int rules_keyword(const char *s)
     return best;
 }
 
-/* "**R-ABC-12**" at the start of a line (after an optional "- " or "1. "):
+/* "**R-XXX-n**" at the start of a line (after an optional "- " or "1. "):
  * copies the id and returns true. */
 static bool rules_start(const char *line, char *id, size_t cap)
 {
