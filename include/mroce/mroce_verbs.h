@@ -1,7 +1,7 @@
 /* Extension calls of the drop-in libibverbs (build/lib/libibverbs.so.1):
  * what verbs cannot say about a MetaRoCE soft NIC -- its datapath, the
  * paths, planes and streams of a QP, per-path counters. docs/verbs.md
- * describes the soft NIC; tools/mroce-verbs-paths.c uses every call.
+ * describes the soft NIC; tools/mroce-verbs-paths.c uses them.
  *
  * A program calls them on objects of the soft NIC only (check with
  * mroce_verbs_is_soft first when it may also run on other devices) and
@@ -54,9 +54,10 @@ struct mroce_verbs_nic_info {
     uint16_t paths, streams;
     uint32_t planes;
     int datapath;
-    uint64_t passes; /* NIC thread passes */
-    uint64_t sleeps; /* times it slept for lack of work */
-    uint64_t wakes;  /* doorbells that woke it */
+    uint64_t passes;  /* NIC thread passes */
+    uint64_t sleeps;  /* times it slept for lack of work */
+    uint64_t wakes;   /* doorbells that woke it */
+    uint64_t assists; /* passes run by threads polling a CQ */
     struct mroce_dp_counters dp;
     struct mroce_ctx_counters eng;
 };

@@ -260,11 +260,9 @@ SV_1_1(ibv_resize_cq);
 
 /* ---- the application's side of the ring ---- */
 
-int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+/* Up to n completions out of the ring. */
+static uint32_t cq_take(struct sv_cq *cq, int n, struct ibv_wc *wc)
 {
-    struct sv_cq *cq = sv_cq_of(ibcq);
-    if (n < 0)
-        return -1;
     while (
         atomic_flag_test_and_set_explicit(&cq->poll_lock, memory_order_acquire))
         ;
@@ -275,11 +273,26 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
         wc[i] = cq->ring[(h + i) & cq->mask];
     atomic_store_explicit(&cq->head, h + k, memory_order_release);
     cq->empty_polls = k ? 0 : cq->empty_polls + 1;
-    bool yield = cq->empty_polls % CQ_EMPTY_YIELD == 0 && !k;
     atomic_flag_clear_explicit(&cq->poll_lock, memory_order_release);
     if (k && atomic_exchange(&cq->nic_waits, false))
         sv_nic_doorbell(cq->ctx); /* the NIC has more for this ring */
-    if (yield)
+    return k;
+}
+
+/* An empty ring: the polling thread lends the NIC its time (one pass, if
+ * the NIC is not in one), then looks again; a poller that keeps finding
+ * nothing yields its core now and then. */
+int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+    struct sv_cq *cq = sv_cq_of(ibcq);
+    if (n < 0)
+        return -1;
+    uint32_t k = cq_take(cq, n, wc);
+    if (k)
+        return (int)k;
+    if (cq->ctx->prof.assist && sv_nic_assist(cq->ctx))
+        k = cq_take(cq, n, wc);
+    if (!k && cq->empty_polls % CQ_EMPTY_YIELD == 0)
         sched_yield(); /* a busy poller leaves the core to the NIC */
     return (int)k;
 }

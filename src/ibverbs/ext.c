@@ -37,6 +37,7 @@ int mroce_verbs_nic_info(struct ibv_context *ic,
     out->passes = c->passes;
     out->sleeps = c->sleeps;
     out->wakes = c->wakes;
+    out->assists = c->assists;
     mroce_dp_get_counters(c->dp, &out->dp);
     mroce_ctx_get_counters(c->eng, &out->eng);
     sv_ctl_unlock(c);

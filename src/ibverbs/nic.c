@@ -54,7 +54,6 @@ void sv_random(void *buf, size_t len)
     }
 }
 
-
 /* ---- the control lock ---- */
 
 void sv_ctl_lock(struct sv_ctx *c)
@@ -204,6 +203,23 @@ int sv_nic_pass(struct sv_ctx *c)
     n += sv_nic_complete(c);
     c->passes++;
     return n;
+}
+
+/* Application-assisted progress: a thread that polls an empty CQ runs one
+ * NIC pass itself when the NIC thread is not in one (the control lock is
+ * free), so a polling application moves its own packets without waiting
+ * for the NIC thread to be scheduled (on a host with fewer cores than
+ * busy threads that wait is a time slice). The NIC thread still owns the
+ * datapath when nobody polls: one-sided operations need no caller.
+ * Returns whether a pass ran. */
+bool sv_nic_assist(struct sv_ctx *c)
+{
+    if (atomic_load(&c->ctl_waiting) || pthread_mutex_trylock(&c->ctl))
+        return false;
+    sv_nic_pass(c);
+    c->assists++;
+    pthread_mutex_unlock(&c->ctl);
+    return true;
 }
 
 /* Sleeps in the datapath's wait unless something was posted since the

@@ -77,7 +77,7 @@ static int prof_loss(struct sv_profile *p, char *err, size_t errlen)
 int sv_profile_load(struct sv_profile *p, char *err, size_t errlen)
 {
     uint64_t port, paths, streams, planes, run, batch, rto, retry, gso, gro,
-        spins, log;
+        spins, log, assist;
     memset(p, 0, sizeof(*p));
     if (prof_str("MROCE_VERBS_IP", "127.0.0.1", p->ip, sizeof(p->ip), err,
                  errlen) ||
@@ -96,6 +96,7 @@ int sv_profile_load(struct sv_profile *p, char *err, size_t errlen)
         prof_num("MROCE_VERBS_GRO", 0, 1, 1, &gro, err, errlen) ||
         prof_num("MROCE_VERBS_SPINS", 0, 1000000, 2000, &spins, err, errlen) ||
         prof_num("MROCE_VERBS_LOG", 0, 2, 0, &log, err, errlen) ||
+        prof_num("MROCE_VERBS_ASSIST", 0, 1, 1, &assist, err, errlen) ||
         prof_datapath(p, err, errlen) || prof_loss(p, err, errlen))
         return -1;
     p->port = (uint16_t)port;
@@ -110,6 +111,7 @@ int sv_profile_load(struct sv_profile *p, char *err, size_t errlen)
     p->no_gro = !gro;
     p->spins = (uint32_t)spins;
     p->log = (int)log;
+    p->assist = assist != 0;
     return 0;
 }
 

@@ -81,8 +81,8 @@ int sv_qp_conn(struct sv_qp *q, struct mroce_pd *pd, uint32_t qpn)
                                                       : sv_addr_msg_window();
     struct mroce_conn_attr a = {.send_cq = q->scq->cq,
                                 .recv_cq = q->rcq->cq,
-                                .n_streams = p->streams,
-                                .n_paths = p->paths,
+                                .n_streams = q->n_streams,
+                                .n_paths = q->n_paths,
                                 .sq_depth = sq,
                                 .rq_depth = q->rq.max_wr,
                                 .max_rd = SV_MAX_RD,

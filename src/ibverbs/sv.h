@@ -61,6 +61,7 @@ struct sv_profile {
     double loss;         /* MROCE_VERBS_LOSS: impairment, tests only [0] */
     bool no_gso, no_gro; /* MROCE_VERBS_GSO=0, MROCE_VERBS_GRO=0 */
     uint32_t spins;      /* MROCE_VERBS_SPINS: idle passes before sleep */
+    bool assist;         /* MROCE_VERBS_ASSIST: pollers run passes [1] */
     int log;             /* MROCE_VERBS_LOG [0] */
 };
 
@@ -215,6 +216,7 @@ struct sv_ctx {
     struct sv_cq *cqs;
     struct sv_async async;
     uint64_t passes, sleeps, wakes; /* NIC counters (extension) */
+    uint64_t assists;               /* passes run by polling threads */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)
@@ -265,6 +267,7 @@ void sv_ctl_unlock(struct sv_ctx *c);
 int sv_nic_open(struct sv_ctx *c); /* datapath + thread; errno value */
 void sv_nic_close(struct sv_ctx *c);
 void sv_nic_doorbell(struct sv_ctx *c); /* application side: wake it */
+bool sv_nic_assist(struct sv_ctx *c);   /* a poller runs one pass */
 /* One pass under ctl: rings -> engine, engine I/O, completions. */
 int sv_nic_pass(struct sv_ctx *c);
 
