@@ -7,7 +7,8 @@
 #   - ib_write_bw vs mroce-perf write_bw at 1 MiB and 64 KiB messages,
 #     4096-byte MTU, the same number of paths (16) and the same 128
 #     outstanding requests;
-#   - ib_write_lat vs mroce-perf write_lat, 8 bytes (medians, "typical").
+#   - ib_write_lat vs mroce-perf write_lat, 8 bytes, 20000 round trips
+#     (MROCE_BENCH_LAT_ITERS): their medians ("typical") and means.
 # MROCE_BENCH_REPEAT=N (default 3) runs each pair N times, verbs and native
 # alternately; the figures are medians of the runs, every run is kept.
 # Writes bench/out/verbs_vs_native.json:
@@ -32,6 +33,7 @@ PERF=$B/bin/mroce-perf
 OUT=bench/out
 PATHS=16
 DEPTH=128
+LAT_ITERS=${MROCE_BENCH_LAT_ITERS:-20000}
 for x in "$RUN" "$PERF"; do
     [ -x "$x" ] || { echo "no $x: build first (make build)" >&2; exit 1; }
 done
@@ -56,11 +58,11 @@ verbs_run() { # test size [args]
     shift 2
     PORT=$((PORT + 1))
     export MROCE_VERBS_PATHS=$PATHS
-    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -D "$SECS" -p $PORT "$@" \
+    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
         >"$TMP/vs.log" 2>&1 &
     local spid=$!
     listening $PORT || { cat "$TMP/vs.log" >&2; return 1; }
-    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -D "$SECS" -p $PORT "$@" \
+    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
         127.0.0.1 >"$TMP/vc.log" 2>&1 || { cat "$TMP/vc.log" >&2; return 1; }
     wait $spid || return 1
     awk -v s="$s" '$1 == s && NF >= 5 && $3 ~ /^[0-9.]+$/' "$TMP/vc.log"
@@ -75,7 +77,7 @@ native_run() { # test size [args]
         >"$TMP/ns.log" 2>&1 &
     local spid=$!
     listening $PORT || { cat "$TMP/ns.log" >&2; return 1; }
-    timeout $((SECS + 60)) "$PERF" client 127.0.0.1 "$t" -s "$s" -D "$SECS" \
+    timeout $((SECS + 60)) "$PERF" client 127.0.0.1 "$t" -s "$s" \
         -p $PORT --udp-port $((PORT + 7001)) --paths $PATHS "$@" \
         --json "$TMP/n.json" >"$TMP/nc.log" 2>&1 || {
         cat "$TMP/nc.log" >&2
@@ -102,9 +104,10 @@ for s in 1048576 65536; do
     vr=() nr=()
     for r in $(seq 1 "$REPEAT"); do
         # ib_write_bw's average: the 4th column with --report_gbits
-        v=$(verbs_run ib_write_bw $s --report_gbits -t $DEPTH | awk '{print $4}')
+        v=$(verbs_run ib_write_bw $s -D "$SECS" --report_gbits -t $DEPTH |
+            awk '{print $4}')
         vr+=("${v:-null}")
-        n=$(native_run write_bw $s -t $DEPTH | jq '.bw_avg_gbps')
+        n=$(native_run write_bw $s -D "$SECS" -t $DEPTH | jq '.bw_avg_gbps')
         nr+=("${n:-null}")
         echo "write_bw $s run $r: verbs ${v:-failed} Gb/s, native ${n:-failed} Gb/s" >&2
     done
@@ -117,10 +120,10 @@ done
 vl=() nl=() va=() na=()
 for r in $(seq 1 "$REPEAT"); do
     # ib_write_lat: t_typical (median) is column 5, t_avg column 6
-    line=$(verbs_run ib_write_lat 8)
+    line=$(verbs_run ib_write_lat 8 -n $LAT_ITERS)
     vl+=("$(echo "$line" | awk '{print $5}')")
     va+=("$(echo "$line" | awk '{print $6}')")
-    j=$(native_run write_lat 8)
+    j=$(native_run write_lat 8 -n $LAT_ITERS)
     nl+=("$(echo "$j" | jq '.t_typical_us')")
     na+=("$(echo "$j" | jq '.t_avg_us')")
     echo "write_lat 8 run $r: verbs ${vl[-1]:-failed} us, native ${nl[-1]:-failed} us" >&2
@@ -131,7 +134,7 @@ diff=$(awk -v a="$vm" -v b="$nm" 'BEGIN { if (a == "null" || b == "null") print 
 lat="{\"size\":8,\"verbs_us\":$vm,\"native_us\":$nm,\"diff_us\":$diff,\"verbs_avg_us\":$(median "${va[@]}"),\"native_avg_us\":$(median "${na[@]}"),\"verbs_runs\":$(jlist "${vl[@]}"),\"native_runs\":$(jlist "${nl[@]}")}"
 
 load=$(cut -d' ' -f1 /proc/loadavg)
-cfg="{\"seconds\":$SECS,\"repeat\":$REPEAT,\"paths\":$PATHS,\"mtu\":4096,\"tx_depth\":$DEPTH,\"where\":\"127.0.0.1, two processes each\",\"loadavg_at_end\":$load,\"cpus\":$(nproc)}"
+cfg="{\"seconds\":$SECS,\"lat_iters\":$LAT_ITERS,\"repeat\":$REPEAT,\"paths\":$PATHS,\"mtu\":4096,\"tx_depth\":$DEPTH,\"where\":\"127.0.0.1, two processes each\",\"loadavg_at_end\":$load,\"cpus\":$(nproc)}"
 bw=$(
     IFS=,
     echo "${bw_entries[*]}"
