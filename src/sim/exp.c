@@ -85,6 +85,12 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
                                struct mroce_sim_exp_cfg *o)
 {
     *o = *in;
+    if (o->fat_k > 0) { /* k-ary: everything follows from k (topo.h) */
+        o->oversub = EXP_DEF(o->oversub, 1);
+        o->hosts_per_leaf = o->oversub * (o->fat_k / 2);
+        o->spines = o->fat_k / 2;
+        o->hosts = o->fat_k * (o->fat_k / 2) * o->hosts_per_leaf;
+    }
     o->hosts = EXP_DEF(o->hosts, 16);
     o->hosts_per_leaf = EXP_DEF(o->hosts_per_leaf, o->hosts < 8 ? o->hosts : 8);
     o->spines = EXP_DEF(o->spines, o->hosts_per_leaf);
@@ -144,6 +150,11 @@ int exp_check(struct exp *x)
     if (c->transport != MROCE_TRANSPORT_METAROCE &&
         c->transport != MROCE_TRANSPORT_ROCEV2)
         return exp_fail(x, MROCE_EINVAL, "unknown transport %d", c->transport);
+    if (c->fat_k < 0 || c->fat_k % 2 || c->fat_k > 64 || c->oversub < 0 ||
+        (c->fat_k && (c->fat_k < 4 || c->hosts_per_leaf > 254)))
+        return exp_fail(x, MROCE_EINVAL,
+                        "a fat-tree's k is even, 4..64, with at most 254 "
+                        "hosts per leaf");
     if (c->hosts < 2 || c->hosts > EXP_MAX_HOSTS || c->hosts_per_leaf < 1 ||
         c->hosts % c->hosts_per_leaf)
         return exp_fail(x, MROCE_EINVAL,
@@ -244,6 +255,8 @@ int exp_topo(struct exp *x)
         .hosts_per_leaf = c->hosts_per_leaf,
         .leaves = c->hosts / c->hosts_per_leaf,
         .spines = c->spines,
+        .pods = c->fat_k,
+        .core_per_agg = c->fat_k / 2,
         .planes = c->planes,
         .link_bps = c->link_bps,
         .mtu = c->mtu,

@@ -121,6 +121,11 @@ struct mroce_sim_exp_cfg {
     int hosts_per_leaf; /* must divide hosts [min(8, hosts)] */
     int spines;         /* [hosts_per_leaf: non-blocking] */
     int planes;         /* [1] */
+    int fat_k;          /* > 0: a 3-tier k-ary fat-tree (topo.h) instead
+                           of the leaf-spine: k pods of k/2 leaves and k/2
+                           aggregation switches, (k/2)^2 cores; hosts,
+                           hosts_per_leaf and spines follow from k [0] */
+    int oversub;        /* fat-tree: hosts per leaf = oversub x k/2 [1] */
     uint64_t link_bps;  /* every link [400G] */
     uint32_t mtu;       /* payload bytes per packet [4096] */
     int paths;          /* MetaRoCE paths per connection [engine: 16] */

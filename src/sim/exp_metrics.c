@@ -142,8 +142,10 @@ static int exp_res_of(struct exp *x, const struct mroce_sim_link_info *li)
         return n + li->host;
     case MROCE_SIM_LINK_SPINE_UP:
         return 2 * n + li->leaf;
-    default:
+    case MROCE_SIM_LINK_SPINE_DOWN:
         return 2 * n + leaves + li->leaf;
+    default: /* a fat-tree's core tier: not a resource of the bound */
+        return -1;
     }
 }
 
@@ -289,9 +291,11 @@ static void exp_apply(struct exp *x, struct exp_cap *k,
 static double exp_fluid(struct exp *x, struct exp_cap *k)
 {
     memset(k->cap, 0, (size_t)k->n_res * sizeof(*k->cap));
-    for (int i = 0; i < k->n_links; i++)
-        k->cap[exp_res_of(x, mroce_sim_topo_link_info(x->t, i))] +=
-            k->up[i] * k->frac[i] / x->c.planes;
+    for (int i = 0; i < k->n_links; i++) {
+        int r = exp_res_of(x, mroce_sim_topo_link_info(x->t, i));
+        if (r >= 0)
+            k->cap[r] += k->up[i] * k->frac[i] / x->c.planes;
+    }
     double sum = 0;
     for (int p = 0; p < k->n_pairs; p++) {
         int res[4], nr = exp_pair_res(x, k->ps[p], k->pd[p], res);

@@ -37,12 +37,21 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
                 mroce_sim_report_transport_str(c->transport),
                 mroce_sim_exp_workload_str(c->workload), r->n_flows, c->size,
                 c->msg_bytes, c->seed);
-    fprintf(f,
-            "  fabric     %d hosts = %d leaves x %d, %d spines, %d plane(s), "
-            "%.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
-            c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
-            c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
-            onoff(c->pfc));
+    if (c->fat_k)
+        fprintf(f,
+                "  fabric     %d hosts: %d-ary fat-tree, %d pods x %d leaves x "
+                "%d hosts, %d aggs per pod, %d cores, %d plane(s), %.0f Gb/s, "
+                "MTU %" PRIu32 ", PFC %s\n",
+                c->hosts, c->fat_k, c->fat_k, c->fat_k / 2, c->hosts_per_leaf,
+                c->spines, c->fat_k * c->fat_k / 4, c->planes,
+                (double)c->link_bps / 1e9, c->mtu, onoff(c->pfc));
+    else
+        fprintf(f,
+                "  fabric     %d hosts = %d leaves x %d, %d spines, %d "
+                "plane(s), %.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
+                c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
+                c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
+                onoff(c->pfc));
     if (c->trim == MROCE_SIM_EXP_ON ||
         c->buf_per_port != MROCE_SIM_BUF_PER_PORT)
         fprintf(f,
@@ -336,8 +345,11 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
     fprintf(f, "  \"transport\": \"%s\",\n  \"workload\": \"%s\",\n",
             mroce_sim_report_transport_str(c->transport),
             mroce_sim_exp_workload_str(c->workload));
+    fprintf(f, "  \"topology\": \"%s\",\n",
+            c->fat_k ? "fat-tree" : "leaf-spine");
     fprintf(f,
-            "  \"config\": {\"hosts\": %d, \"hosts_per_leaf\": %d, "
+            "  \"config\": {\"fat_k\": %d, \"oversub\": %d, "
+            "\"hosts\": %d, \"hosts_per_leaf\": %d, "
             "\"spines\": %d, \"planes\": %d, \"link_gbps\": %g, "
             "\"mtu\": %" PRIu32 ", \"paths\": %d, \"qps\": %d,\n"
             "    \"pfc\": \"%s\", \"dcqcn\": \"%s\", \"loss\": %g, "
@@ -346,8 +358,9 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
             "\"deadline_us\": %.6f, \"trim\": \"%s\", "
             "\"buffer_kb_per_port\": %" PRIu64 ",\n",
-            c->hosts, c->hosts_per_leaf, c->spines, c->planes,
-            (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps, onoff(c->pfc),
+            c->fat_k, c->oversub, c->hosts, c->hosts_per_leaf, c->spines,
+            c->planes, (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps,
+            onoff(c->pfc),
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps),
