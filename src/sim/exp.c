@@ -825,6 +825,16 @@ void exp_progress(struct exp *x, double t0, double *last)
     x->c.progress(x->c.progress_ud, &p);
 }
 
+bool exp_over_budget(struct exp *x, double t0)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    if (!c->soft_deadline_ps || mroce_sim_ev_now(x->ev) < c->soft_deadline_ps ||
+        exp_wall() - t0 < c->wall_budget_s)
+        return false;
+    x->res->wall_cut = true;
+    return true;
+}
+
 static bool exp_in_flight(struct exp *x)
 {
     struct mroce_sim_pool_counters pc;
@@ -849,6 +859,8 @@ static int exp_loop(struct exp *x)
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
         exp_progress(x, t0, &last);
+        if (exp_over_budget(x, t0))
+            break;
     }
     x->res->end_ps = mroce_sim_ev_now(x->ev);
     uint64_t stop = x->res->end_ps + EXP_DRAIN_PS;

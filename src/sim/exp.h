@@ -154,10 +154,15 @@ struct mroce_sim_exp_cfg {
     int senders;            /* incast fan-in [4] */
     uint8_t rocev2_timeout; /* RoCEv2 ACK timeout 4.096 us x 2^t [14] */
     uint64_t deadline_ps;   /* simulated time limit [2 s] */
-    int iters;              /* collectives back to back [1] */
-    int channels;           /* collective channels (streams) [1] */
-    int flavour;            /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
-    int shifted;            /* all-to-all: shifted schedule, not concurrent */
+    /* A softer limit: past soft_deadline_ps of simulated time the run
+     * also stops as soon as it has used wall_budget_s of wall time (a run
+     * that is cheap enough goes on to deadline_ps) [none] */
+    uint64_t soft_deadline_ps;
+    double wall_budget_s;
+    int iters;    /* collectives back to back [1] */
+    int channels; /* collective channels (streams) [1] */
+    int flavour;  /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
+    int shifted;  /* all-to-all: shifted schedule, not concurrent */
     struct mroce_sim_exp_plane_fault fail_plane[MROCE_SIM_EXP_MAX_FAULTS];
     int n_fail_plane;
     int victim;         /* incast: add a victim flow from the last
@@ -219,6 +224,8 @@ struct mroce_sim_exp_result {
     uint64_t plane_tx_bytes[MROCE_SIM_EXP_MAX_PLANES];
     struct mroce_sim_pool_counters pkts; /* conservation, at the end */
     uint64_t end_ps;      /* simulated time when the run stopped */
+    bool wall_cut;        /* stopped past the soft deadline, out of wall
+                             budget (cfg.wall_budget_s) */
     uint64_t pcap_frames; /* frames written to the trace */
     uint64_t events;
     /* collectives (zero for flow workloads) */

@@ -358,6 +358,8 @@ static void exp_coll_loop(struct exp *x)
         exp_coll_step(x);
         exp_kick_all(x);
         exp_progress(x, t0, &last);
+        if (exp_over_budget(x, t0))
+            break;
     }
     x->res->wall_s += exp_wall() - t0;
 }

@@ -145,6 +145,9 @@ uint32_t exp_base_rtt_ns(const struct exp *x);
 int exp_ep_open(struct exp *x, struct exp_ep *e);
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops);
 void exp_progress(struct exp *x, double t0, double *last);
+/* True if the run must stop here: past the soft deadline and out of its
+ * wall budget (sets res->wall_cut). */
+bool exp_over_budget(struct exp *x, double t0);
 void exp_fabric(struct exp *x);
 size_t exp_ep_max_pkt(const void *ep);
 int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
