@@ -401,16 +401,48 @@ static int exp_pairs(struct exp *x, int *src, int *dst)
     return n;
 }
 
-/* Transport header bytes of the data packets that carry most of a flow:
- * all packets of a MetaRoCE WRITE carry MTH+DXH+RETH (+SNH+IMM for
- * WRITE_IMM) and the CRC; a RoCEv2 WRITE's middle packets carry the BTH
- * and the ICRC (its first packet adds a RETH, its last an ImmDt). */
+/* Transport header bytes per data packet, the mean over the packets of
+ * a message of msg bytes of the workload's kind (imm: it carries an
+ * immediate; send: SEND, else WRITE), summed from the wire modules' own
+ * opcode tables (mroce_wire_hdr_len, roce_op_info), so the ideals use
+ * what the frames carry. MetaRoCE repeats its headers in every packet
+ * (MTH+DXH, RETH for a WRITE, SNH and IMM as needed, and the CRC); a
+ * RoCEv2 message has a RETH in its first packet, the immediate in its
+ * last, the BTH and ICRC in all, and pads each to 4 bytes. */
+double exp_msg_hdr(const struct exp *x, uint64_t msg, bool imm, bool send)
+{
+    uint64_t mtu = x->c.mtu, n = msg ? (msg + mtu - 1) / mtu : 1;
+    if (x->c.transport != MROCE_TRANSPORT_ROCEV2) {
+        uint8_t op = send ? (imm ? MROCE_OP_SEND_IMM : MROCE_OP_SEND)
+                          : (imm ? MROCE_OP_WRITE_IMM : MROCE_OP_WRITE);
+        return (double)(mroce_wire_hdr_len(op) + MROCE_ICRC_LEN);
+    }
+    uint8_t first = send ? ROCE_OP_SEND_FIRST : ROCE_OP_WRITE_FIRST;
+    uint8_t mid = send ? ROCE_OP_SEND_MIDDLE : ROCE_OP_WRITE_MIDDLE;
+    uint8_t last = send ? (imm ? ROCE_OP_SEND_LAST_IMM : ROCE_OP_SEND_LAST)
+                        : (imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST);
+    uint8_t only = send ? (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY)
+                        : (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY);
+    uint64_t pad = -msg & 3, sum;
+    if (n == 1)
+        sum = roce_op_info(only)->hdr_len;
+    else
+        sum = roce_op_info(first)->hdr_len + roce_op_info(last)->hdr_len +
+              (n - 2) * roce_op_info(mid)->hdr_len;
+    return (double)(sum + pad + n * ROCE_ICRC_LEN) / (double)n;
+}
+
+/* A flow's messages: WRITEs, the last of each stream with an immediate
+ * (exp_post); the mean over the flow's packets. */
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
 {
-    if (x->c.transport == MROCE_TRANSPORT_ROCEV2)
-        return ROCE_BTH_LEN + ROCE_ICRC_LEN;
-    uint8_t op = n_msgs > 1 ? MROCE_OP_WRITE : MROCE_OP_WRITE_IMM;
-    return (uint32_t)mroce_wire_hdr_len(op) + MROCE_ICRC_LEN;
+    uint64_t m = x->msg ? x->msg : x->c.mtu;
+    if (n_msgs <= 1)
+        return (uint32_t)(exp_msg_hdr(x, m, true, false) + 0.5);
+    double h = exp_msg_hdr(x, m, false, false),
+           hi = exp_msg_hdr(x, m, true, false);
+    double k = x->n_streams ? x->n_streams : 1;
+    return (uint32_t)(((n_msgs - k) * h + k * hi) / n_msgs + 0.5);
 }
 
 /* The ideal FCT of a flow alone; with P planes its packets are shared

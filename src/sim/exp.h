@@ -234,7 +234,11 @@ struct mroce_sim_exp_result {
     uint64_t coll_bytes; /* S: bytes per rank actually used */
     uint64_t jct_max_ps; /* slowest iteration (jct_ps is the mean) */
     uint64_t alpha_ps;   /* per-step latency in the ideal */
-    double eta;          /* payload / wire bytes of a full packet */
+    double eta;          /* payload / wire bytes of the messages sent */
+    double hdr_bytes;    /* their transport header per packet, the mean
+                            (wire opcode tables) */
+    double eta_measured; /* payload placed / wire bytes of the data
+                            packets delivered (the frames' own count) */
     double line_gbps;    /* B: host line rate, all planes */
     double algbw_gbps, busbw_gbps, ideal_busbw_gbps;
     /* health and fairness (metrics.md) */

@@ -71,6 +71,7 @@ struct exp_flow {
 /* Receive-side counters and the time series (exp_meter.c). */
 struct exp_meter {
     uint64_t rx_data, rx_ce, ooo;   /* data packets at the receivers */
+    uint64_t rx_wire;               /* their bytes on the wire */
     uint64_t placed, victim_placed; /* payload bytes placed, once each */
     uint64_t interval;              /* current sample interval */
     uint64_t last_t, last_placed, last_victim; /* at the last sample */
@@ -141,6 +142,7 @@ int exp_trace(struct exp *x);
 /* A link by name, or by decimal id; -1 if none. */
 int exp_link_id(struct exp *x, const char *name);
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs);
+double exp_msg_hdr(const struct exp *x, uint64_t msg, bool imm, bool send);
 uint32_t exp_base_rtt_ns(const struct exp *x);
 int exp_ep_open(struct exp *x, struct exp_ep *e);
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops);

@@ -154,6 +154,7 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
         struct exp_rx *r = exp_rx_find(e, meta);
         if (r) {
             m->rx_data++;
+            m->rx_wire += mroce_sim_wire_bytes((uint32_t)len, meta->src.family);
             m->rx_ce += meta->ecn == MROCE_ECN_CE;
             exp_reorder(m, r, &k, roce);
         }
@@ -312,6 +313,7 @@ void exp_meter_finish(struct exp *x)
     r->n_samples = m->n;
     m->s = NULL;
     r->rx_data_pkts = m->rx_data;
+    r->eta_measured = m->rx_wire ? (double)m->placed / (double)m->rx_wire : 0;
     r->rx_ce_pkts = m->rx_ce;
     r->placed_bytes = m->placed;
 }

@@ -388,12 +388,14 @@ static void json_fct(FILE *f, const struct mroce_sim_exp_result *r)
     fprintf(f,
             "  \"coll_verified\": %s, \"iters_done\": %d, "
             "\"coll_bytes\": %" PRIu64 ",\n  \"jct_max_us\": %.6f, "
-            "\"alpha_us\": %.6f, \"eta\": %.6f, \"line_gbps\": %g,\n"
+            "\"alpha_us\": %.6f, \"eta\": %.6f, \"eta_measured\": %.6f, "
+            "\"hdr_bytes\": %.3f, \"line_gbps\": %g,\n"
             "  \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
             "\"ideal_busbw_gbps\": %.6f,\n",
             r->coll_verified ? "true" : "false", r->iters_done, r->coll_bytes,
-            R_US(r->jct_max_ps), R_US(r->alpha_ps), r->eta, r->line_gbps,
-            r->algbw_gbps, r->busbw_gbps, r->ideal_busbw_gbps);
+            R_US(r->jct_max_ps), R_US(r->alpha_ps), r->eta, r->eta_measured,
+            r->hdr_bytes, r->line_gbps, r->algbw_gbps, r->busbw_gbps,
+            r->ideal_busbw_gbps);
     json_pct(f, "fct_us", &r->fct_us, false);
     json_pct(f, "fct_slowdown", &r->slowdown, false);
 }

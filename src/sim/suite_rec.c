@@ -226,6 +226,8 @@ static void rec_bw(struct sj *rec, const struct mroce_sim_exp_result *r,
                                         : 0);
     rec_num_or_null(rec, "algbw_gbps", ok && coll, r->algbw_gbps);
     sj_add_num(rec, "eta", r->eta);
+    sj_add_num(rec, "eta_measured", r->eta_measured);
+    sj_add_num(rec, "hdr_bytes", r->hdr_bytes);
     sj_add_num(rec, "alpha_us", US(r->alpha_ps));
     sj_add_num(rec, "line_gbps", r->line_gbps);
     sj_add_int(rec, "coll_bytes", (long long)r->coll_bytes);
