@@ -886,6 +886,7 @@ static int exp_loop(struct exp *x)
         err = exp_conv_start(x);
     if (err)
         return err;
+    mroce_sim_perfctr_start(&x->pc);
     while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
            exp_meter_busy(x)) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
@@ -899,6 +900,7 @@ static int exp_loop(struct exp *x)
     while (x->n_settled == x->n_flows && exp_in_flight(x) &&
            mroce_sim_ev_now(x->ev) < stop)
         mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
+    mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s = exp_wall() - t0;
     exp_meter_finish(x);
     exp_conv_finish(x);
@@ -1057,6 +1059,7 @@ void exp_fabric(struct exp *x)
         r->events_per_s = (double)r->events / r->wall_s;
         r->pkts_per_s = (double)r->pkts.injected / r->wall_s;
     }
+    r->insns = mroce_sim_perfctr_read(&x->pc);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
@@ -1147,6 +1150,7 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
 {
     memset(res, 0, sizeof(*res));
     struct exp x = {.res = res};
+    mroce_sim_perfctr_open(&x.pc);
     mroce_sim_exp_cfg_resolve(cfg, &x.c);
     res->cfg = x.c;
     double t0 = exp_wall();
@@ -1160,6 +1164,7 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
     if (!err && !coll)
         err = exp_results(&x);
     int terr = exp_teardown(&x);
+    mroce_sim_perfctr_close(&x.pc);
     return err ? err : terr;
 }
 

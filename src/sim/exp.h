@@ -275,6 +275,9 @@ struct mroce_sim_exp_result {
     struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */
     double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
+    /* instructions the run loops retired (perf_event_open, sim/perfctr.h),
+     * -1 where the machine has no counter */
+    int64_t insns;
     /* the engines' own state at the end of the run, summed over the hosts
      * (mroce_ctx_state_bytes; unit sizes as one engine reports them) */
     struct mroce_state_bytes engine;

@@ -350,6 +350,7 @@ static void exp_coll_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
+    mroce_sim_perfctr_start(&x->pc);
     while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
@@ -361,6 +362,7 @@ static void exp_coll_loop(struct exp *x)
         if (exp_over_budget(x, t0))
             break;
     }
+    mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s += exp_wall() - t0;
 }
 

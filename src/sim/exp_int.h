@@ -14,6 +14,7 @@
 #include "coll/comm.h"
 #include "io/ep.h"
 #include "sim/exp.h"
+#include "sim/perfctr.h"
 #include "sim/topo.h"
 #include "sim/trace.h"
 #include "sim/vmem.h"
@@ -103,6 +104,7 @@ struct exp_conv {
 };
 
 struct exp {
+    struct mroce_sim_perfctr pc; /* instructions of the run loops */
     struct mroce_sim_exp_cfg c;
     struct mroce_sim_exp_result *res;
     struct mroce_sim_vmem *vm; /* every receiving region's memory */

@@ -225,6 +225,22 @@ static void json_engine(FILE *f, const struct mroce_sim_exp_result *r)
             e->dsn_bytes, e->psn_bytes, e->ctx_bytes, e->per_conn, e->per_path);
 }
 
+/* Instructions the run loops retired (perf counters), per data packet
+ * sent and per event; null where the machine has no counter. */
+static void json_insns(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    if (r->insns < 0 || !r->data_pkts || !r->events) {
+        fprintf(f, "  \"insns\": null, \"insns_per_pkt\": null, "
+                   "\"insns_per_event\": null,\n");
+        return;
+    }
+    fprintf(f,
+            "  \"insns\": %" PRId64 ", \"insns_per_pkt\": %.1f, "
+            "\"insns_per_event\": %.1f,\n",
+            r->insns, (double)r->insns / (double)r->data_pkts,
+            (double)r->insns / (double)r->events);
+}
+
 static void json_payload(FILE *f, const struct mroce_sim_exp_result *r)
 {
     const struct mroce_sim_vmem_counters *v = &r->vmem;
@@ -526,13 +542,15 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
     json_flows(f, r, !with_wall);
     json_engine(f, r);
     json_payload(f, r);
-    if (with_wall)
+    if (with_wall) {
+        json_insns(f, r);
         fprintf(f,
                 "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"
                 "  \"events_per_s\": %.0f,\n  \"pkts_per_s\": %.0f,\n"
                 "  \"peak_rss_mb\": %.1f\n",
                 r->setup_s, r->wall_s, r->events_per_s, r->pkts_per_s,
                 r->peak_rss_mb);
+    }
     fprintf(f, "}\n");
     return ferror(f) ? -1 : 0;
 }

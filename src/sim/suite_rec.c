@@ -336,6 +336,10 @@ static void rec_cost(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_num(rec, "setup_s", r->setup_s);
     sj_add_num(rec, "wall_s", r->wall_s);
     sj_add_num(rec, "peak_rss_mb", r->peak_rss_mb);
+    if (r->insns >= 0 && r->data_pkts)
+        sj_add_num(rec, "insns_per_pkt", (double)r->insns / r->data_pkts);
+    else
+        sj_add_null(rec, "insns_per_pkt");
     sj_add_str(rec, "payload", r->payload_free ? "free" : "real");
     sj_add_int(rec, "buffer_bytes", (long long)r->buffer_bytes);
     sj_add_bool(rec, "wall_cut", r->wall_cut);
