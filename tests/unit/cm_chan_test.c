@@ -218,6 +218,10 @@ static void test_establish_psk(void **state)
     assert_int_equal(mroce_cm_security(v.cm, &m1, s1), 1);
     assert_int_equal(mroce_cm_security(c.cm, &m2, s2), 1);
     assert_memory_equal(s1, s2, sizeof(s1));
+    /* without a crypto provider the key authenticates the exchange only
+     * (test_modes_keyed: with providers, ENC keys both connections) */
+    assert_int_equal(m1, MROCE_CM_MODE_NONE);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_NONE);
     assert_memory_not_equal(s1, zero, sizeof(s1));
     assert_int_equal(m1, m2);
     /* Tagged messages both ways, a KEEPALIVE in between. */
