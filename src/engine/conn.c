@@ -142,15 +142,17 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->scq = a.send_cq;
     c->rcq = a.recv_cq;
     conn_init_local(c);
-    if (eng_conn_link(ctx, c)) {
+    int err = eng_conn_link(ctx, c, a.conn_id);
+    if (err) {
         conn_free(c);
-        return MROCE_ENOMEM;
+        return err;
     }
     /* R-CONN-5, R-SEC-7: where this side's sequence numbers start, each
      * its own draw of the context's random source */
     c->local.init_psn = (uint32_t)eng_rand(ctx);
     c->local.init_dsn = (uint32_t)eng_rand(ctx);
     c->local.init_msn = (uint32_t)eng_rand(ctx);
+    c->ts_off = (uint32_t)eng_rand(ctx); /* R-HDR-10, R-VAL-1 */
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
