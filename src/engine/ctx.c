@@ -318,8 +318,11 @@ static int ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-static int ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
-                  struct mroce_pkt_meta *meta)
+/* Not inlined: eng_ctx_tx, called for nothing as often as not, keeps a
+ * short prologue. */
+__attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
+                                            uint8_t *buf, size_t cap,
+                                            struct mroce_pkt_meta *meta)
 {
     int n = ctx_acks_tx(ctx, now, buf, cap, meta);
     if (n > 0)

@@ -594,7 +594,17 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
-bool eng_sched_busy(const struct mroce_ctx *ctx);
+/* Whether any connection is ready or has an ACK to send: the summary
+ * words only (one per 4,096 connections), so that a transmit call with
+ * nothing to do costs little. */
+static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    uint64_t any = 0;
+    for (uint32_t i = 0; i < (s->cap + 4095) / 4096; i++)
+        any |= s->ready.s[i] | s->acks.s[i];
+    return any != 0;
+}
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
 

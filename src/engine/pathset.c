@@ -95,60 +95,67 @@ static inline int ps_next(const uint64_t *b, uint32_t n, uint32_t from)
     return -1;
 }
 
-/* R-PATH-13 class masks, best first, for a packet that may not go to
- * `avoid` (-1: none). The proven class (retransmissions) is found by
- * eng_pset_pick among the fast ones. */
-struct ps_cls {
-    uint64_t m[RANK_NONE][PS_WORDS];
-};
-
-static void ps_classes(struct mroce_conn *c, const uint64_t *ok, int avoid,
-                       struct ps_cls *k)
+/* The paths of R-PATH-13 class r (RANK_PROVEN: the fast ones, among
+ * which eng_pset_pick looks for proven ones) for a packet that may not
+ * go to `avoid` (-1: none) but as RANK_OWN. */
+static void ps_class(const struct mroce_conn *c, const uint64_t *ok, int avoid,
+                     int r, uint64_t *m)
 {
     const struct eng_pset *s = &c->pset;
     for (uint32_t w = 0; w < ps_words(c); w++) {
-        uint64_t cand = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w];
-        uint64_t own = 0;
+        uint64_t cand = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w], own = 0;
         if (avoid >= 0 && (uint32_t)avoid / 64 == w) {
             own = cand & ((uint64_t)1 << (avoid % 64));
             cand &= ~own;
         }
         uint64_t slow = s->b[PS_SLOW][w], idle = s->b[PS_IDLE][w];
         uint64_t known = s->b[PS_KNOWN][w];
-        k->m[RANK_IDLE_KNOWN][w] = cand & idle & known & ~slow;
-        k->m[RANK_IDLE][w] = cand & idle & ~known;
-        k->m[RANK_PROVEN][w] = 0;
-        k->m[RANK_FAST][w] = cand & ~idle & ~slow;
-        k->m[RANK_SLOW][w] = cand & slow;
-        k->m[RANK_OWN][w] = own;
+        switch (r) {
+        case RANK_IDLE_KNOWN:
+            m[w] = cand & idle & known & ~slow;
+            break;
+        case RANK_IDLE:
+            m[w] = cand & idle & ~known;
+            break;
+        case RANK_PROVEN:
+        case RANK_FAST:
+            m[w] = cand & ~idle & ~slow;
+            break;
+        case RANK_SLOW:
+            m[w] = cand & slow;
+            break;
+        default:
+            m[w] = own;
+        }
     }
 }
 
 /* R-PATH-13 class 3: proven among the fast non-idle paths, first from
  * the round-robin position; retransmissions only, so the walk is rare. */
-static int ps_proven(struct mroce_conn *c, const uint64_t *fast, uint64_t now)
+static int ps_proven(struct mroce_conn *c, uint64_t *fast, uint64_t now)
 {
-    uint64_t left[PS_WORDS];
-    for (uint32_t w = 0; w < ps_words(c); w++)
-        left[w] = fast[w];
     int p;
-    while ((p = ps_next(left, c->n_paths, c->rr_path)) >= 0) {
+    while ((p = ps_next(fast, c->n_paths, c->rr_path)) >= 0) {
         if (eng_path_proven(c, &c->ptx[p], now))
             return p;
-        ps_put(left, (uint16_t)p, false);
+        ps_put(fast, (uint16_t)p, false);
     }
     return -1;
 }
 
 /* The best class's first path from the round-robin position and its
- * class (RANK_NONE when no path qualifies). */
-static int ps_best(struct mroce_conn *c, const struct ps_cls *k, int avoid,
+ * class (RANK_NONE when no path qualifies); the classes are computed
+ * one at a time, best first, and the first usually has one. */
+static int ps_best(struct mroce_conn *c, const uint64_t *ok, int avoid,
                    uint64_t now, int *cls)
 {
+    uint64_t m[PS_WORDS];
     for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
-        int p = r == RANK_PROVEN
-                    ? (avoid >= 0 ? ps_proven(c, k->m[RANK_FAST], now) : -1)
-                    : ps_next(k->m[r], c->n_paths, c->rr_path);
+        if (r == RANK_PROVEN && avoid < 0)
+            continue; /* new data has no proven class */
+        ps_class(c, ok, avoid, r, m);
+        int p = r == RANK_PROVEN ? ps_proven(c, m, now)
+                                 : ps_next(m, c->n_paths, c->rr_path);
         if (p >= 0) {
             *cls = r;
             return p;
@@ -177,9 +184,7 @@ static bool ps_held(struct mroce_conn *c, const uint64_t *up_open)
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
     const uint64_t *ok = ps_planes(c, true);
-    struct ps_cls k;
-    ps_classes(c, ok, avoid, &k);
-    int cls, p = ps_best(c, &k, avoid, now, &cls);
+    int cls, p = ps_best(c, ok, avoid, now, &cls);
     if (eng_path_run_open(c)) {
         int r = eng_path_rank(c, c->run_path, avoid, bytes, now);
         if (r < RANK_NONE && r <= cls) {

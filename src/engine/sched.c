@@ -231,18 +231,6 @@ struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
 
 /* ---- ready set ---- */
 
-/* Whether any connection is ready or has an ACK to send: the summary
- * words only, so that a transmit call with nothing to do costs little. */
-bool eng_sched_busy(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    size_t n = sched_sum_words(s->cap);
-    uint64_t any = 0;
-    for (size_t i = 0; i < n; i++)
-        any |= s->ready.s[i] | s->acks.s[i];
-    return any != 0;
-}
-
 void eng_sched_ready(struct mroce_conn *c)
 {
     c->ver++;
