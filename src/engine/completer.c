@@ -253,10 +253,6 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
-    if (pt->cum_unsampled && h->sack_high == pt->cum_psn) {
-        pt->cum_unsampled = false; /* R-RTT-2, R-ACK-100 */
-        sum->high_new = sum->high_data = true;
-    }
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
         uint32_t back = h->sack_high - psn;
         uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
@@ -318,8 +314,6 @@ static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
         !seq_lt(psn, pt->next_psn))
         return;
     eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
-    pt->cum_psn = psn;
-    pt->cum_unsampled = true;
     comp_path_progress(c, pt, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
     eng_pset_update(c, x->last_path); /* its window */
@@ -377,6 +371,18 @@ static uint64_t comp_hint_rtt(const struct mroce_conn *c,
     return base && (!r || r > base) ? base : r;
 }
 
+/* R-LOSS-8: how long the peer may have held the ACK of the sack_high
+ * packet before sending it (R-ACK-1 case 3): nothing if that packet, the
+ * path's newest, asked for an ACK at once. */
+static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
+                          const struct mroce_hdr *h)
+{
+    if (h->sack_high == pt->next_psn - 1 && pt->newest_ackreq)
+        return 0;
+    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                        c->peer_ack_delay_ns);
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum)
 {
@@ -387,7 +393,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         if (rtt) {
             eng_path_rtt_sample(c, pt, rtt);
             if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
-                eng_rack_delivered(c, pt->plane, now, rtt);
+                eng_rack_delivered(c, pt->plane, now, rtt, comp_held(c, pt, h));
         }
     }
     uint16_t ce = comp_new_ce(pt, h);

@@ -171,9 +171,6 @@ struct path_tx {
     bool tlp_done, probe_due, probe_retx;
     bool newest_ackreq; /* its newest data transmission asked for an ACK:
                            the peer does not hold that ACK (R-ACK-1) */
-    bool cum_unsampled; /* cum_psn was resolved by a dsn_cum (R-ACK-100):
-                           an ACK of p with it as sack_high still samples */
-    uint32_t cum_psn;
     uint16_t ce_seen, rx_seen;
     struct cc_path cc;
     struct path_cnt st;
@@ -690,7 +687,7 @@ void eng_rack_check(struct mroce_conn *c, uint16_t p);
 uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane);
 uint64_t eng_rack_next(const struct mroce_conn *c);
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
-                        uint64_t rtt);
+                        uint64_t rtt, uint64_t held);
 void eng_rack_fire(struct mroce_conn *c, uint64_t now);
 
 /* pathset.c: R-PATH-13 path choice over bitmaps */

@@ -148,17 +148,18 @@ uint64_t eng_rack_next(const struct mroce_conn *c)
 
 /* R-LOSS-8: a data transmission of `plane` sent at now - rtt was
  * delivered with an RTT sample. It is w if sent after the plane's w; its
- * RTT also feeds the plane's recent highest, which rises at once and
- * decays by 1/64 of the difference per lower sample. */
+ * RTT, less what the peer may have held its ACK (`held`, R-ACK-1), also
+ * feeds the plane's recent highest, which rises at once and decays by
+ * 1/64 of the difference per lower sample. */
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
-                        uint64_t rtt)
+                        uint64_t rtt, uint64_t held)
 {
     struct eng_rack *w = &c->rack[plane];
-    uint64_t sent = now - rtt;
-    if (rtt >= w->hi)
-        w->hi = rtt;
+    uint64_t sent = now - rtt, q = rtt > held ? rtt - held : 0;
+    if (q >= w->hi)
+        w->hi = q;
     else
-        w->hi -= (w->hi - rtt) / 64;
+        w->hi -= (w->hi - q) / 64;
     if (sent > w->sent) {
         w->sent = sent;
         w->rtt = rtt;

@@ -399,6 +399,8 @@ static bool peer_is_data(uint8_t op)
 void peer_ack_all(struct peer *p)
 {
     bool touched[256] = {false};
+    uint32_t cum0 = p->rx_cum;
+    int last = -1;
     for (int i = 0; i < p->n_out; i++) {
         const struct mroce_hdr *h = &p->out[i].h;
         if (!peer_is_data(h->opcode) && h->opcode != MROCE_OP_PROBE)
@@ -407,13 +409,16 @@ void peer_ack_all(struct peer *p)
         if (peer_is_data(h->opcode))
             peer_rx_dsn(p, h->dsn);
         touched[h->path] = true;
+        last = h->path > last ? h->path : last;
     }
+    /* each path's own SACK resolves its packets (with an RTT sample)
+     * before the last ACK's dsn_cum covers everything (R-ACK-100) */
     for (uint16_t path = 0; path < 256; path++) {
         if (!touched[path])
             continue;
         struct mroce_hdr h = peer_hdr(p, MROCE_OP_ACK, path, 0);
         h.sack_high = p->rx_high[path];
-        h.dsn_cum = p->rx_cum;
+        h.dsn_cum = path == last ? p->rx_cum : cum0;
         h.echo_ts = peer_echo(p, path, h.sack_high);
         memcpy(h.sack, p->rx_bits[path], sizeof(h.sack));
         assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
