@@ -371,16 +371,19 @@ static uint64_t comp_hint_rtt(const struct mroce_conn *c,
     return base && (!r || r > base) ? base : r;
 }
 
-/* R-LOSS-8: how long the peer may have held the ACK of the sack_high
- * packet before sending it (R-ACK-1 case 3): nothing if that packet, the
- * path's newest, asked for an ACK at once. */
+/* R-LOSS-8: how much longer than `ack_delay` the peer may have held the
+ * ACK of the sack_high packet (R-ACK-1 case 3, a hold scaled to the
+ * granted rate): nothing if that packet, the path's newest, asked for an
+ * ACK at once. A hold of `ack_delay` is within the spread R-LOSS-8's
+ * window allows for. */
 static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
                           const struct mroce_hdr *h)
 {
     if (h->sack_high == pt->next_psn - 1 && pt->newest_ackreq)
         return 0;
     return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                        c->peer_ack_delay_ns);
+                        c->peer_ack_delay_ns) -
+           c->peer_ack_delay_ns;
 }
 
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
