@@ -139,6 +139,16 @@ static int o_spines(struct opts *o, const char *v)
     return parse_int(v, 1, 1024, &o->c.spines);
 }
 
+static int o_fat_tree(struct opts *o, const char *v)
+{
+    return parse_int(v, 4, 64, &o->c.fat_k) || o->c.fat_k % 2 ? -1 : 0;
+}
+
+static int o_oversub(struct opts *o, const char *v)
+{
+    return parse_int(v, 1, 64, &o->c.oversub);
+}
+
 static int o_planes(struct opts *o, const char *v)
 {
     return parse_int(v, 1, 16, &o->c.planes);
@@ -365,6 +375,19 @@ static int o_deadline(struct opts *o, const char *v)
     return 0;
 }
 
+static int o_payload(struct opts *o, const char *v)
+{
+    if (strcmp(v, "auto") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_AUTO;
+    else if (strcmp(v, "real") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_REAL;
+    else if (strcmp(v, "free") == 0)
+        o->c.payload = MROCE_SIM_EXP_PAYLOAD_FREE;
+    else
+        return -1;
+    return 0;
+}
+
 static const struct {
     const char *name;
     opt_fn fn;
@@ -385,6 +408,10 @@ static const struct {
     {"--hosts-per-leaf", o_hpl, "H, divides N [min(8, N)]"},
     {"--spines", o_spines, "S [H: non-blocking]"},
     {"--planes", o_planes, "P [1]"},
+    {"--fat-tree", o_fat_tree,
+     "K: a 3-tier K-ary fat-tree (K even) instead of the leaf-spine; "
+     "hosts, hosts-per-leaf and spines follow from K"},
+    {"--oversub", o_oversub, "O: fat-tree leaf oversubscription [1]"},
     {"--link-gbps", o_gbps, "G, every link [400]"},
     {"--mtu", o_mtu, "payload BYTES per packet [4096]"},
     {"--paths", o_paths, "MetaRoCE paths per connection [16]"},
@@ -407,6 +434,9 @@ static const struct {
     {"--json", o_json, "FILE ('-' for stdout)"},
     {"--deadline-us", o_deadline, "simulated time limit [2000000]"},
     {"--sample-us", o_sample, "US between time-series samples [1]"},
+    {"--payload", o_payload,
+     "auto|real|free: buffers, or payload-free (every byte still "
+     "accounted for) [auto: free above 256 MiB of buffers]"},
 };
 
 static void f_victim(struct opts *o)

@@ -53,7 +53,8 @@ struct cm_policy cm_chan_policy(const struct mroce_cm *cm)
 {
     return (struct cm_policy){.attr = &cm->attr,
                               .psk = cm->has_psk ? &cm->psk : NULL,
-                              .tcp_peer = cm->tcp_peer};
+                              .tcp_peer = cm->tcp_peer,
+                              .can = cm->can};
 }
 
 int mroce_cm_dial(const char *host, uint16_t port, int timeout_ms,

@@ -198,9 +198,9 @@ static int ag_setup(struct mroce_coll_allgather *ag,
     ag->n_slices = (uint32_t)((ag->chunk + ag->slice - 1) / ag->slice);
     ag->steps = (uint32_t)cm->n - 1;
     for (int r = 0; r < cm->n; r++) {
-        struct mroce_coll_rank *k = &cm->rank[r];
         if (mroce_coll_is_local(cm, r))
-            memcpy(k->rbuf + (size_t)r * a->bytes, k->sbuf, a->bytes);
+            mroce_coll_copy(cm, r, MROCE_COLL_RBUF, (size_t)r * a->bytes,
+                            MROCE_COLL_SBUF, 0, a->bytes);
         for (uint32_t c = 0; c < C; c++) {
             struct ag_chan *ch = chan(ag, r, (int)c);
             ch->m = c < ag->n_slices ? (ag->n_slices - c + C - 1) / C : 0;

@@ -136,13 +136,8 @@ static int on_recv(struct mroce_coll_allreduce *ar, int r,
     if (ar->flavour == MROCE_COLL_WRITE_IMM &&
         (!wc->has_imm || wc->imm != it.s * ar->n_slices + it.j))
         return MROCE_EPROTO;
-    if (is_rs(ar, it.s)) {
-        struct mroce_coll_rank *me = &ar->comm->rank[r];
-        float *acc = (float *)(void *)(me->rbuf + it.off);
-        const float *in = (const float *)(void *)(me->scratch + it.off);
-        for (size_t i = 0; i < it.len / sizeof(float); i++)
-            acc[i] += in[i];
-    }
+    if (is_rs(ar, it.s))
+        mroce_coll_sum_f32(ar->comm, r, it.off, it.len);
     ch->rx_done++;
     return 0;
 }
@@ -216,8 +211,8 @@ static int ar_setup(struct mroce_coll_allreduce *ar,
     ar->flavour = a->flavour;
     for (int r = 0; r < cm->n; r++) {
         if (mroce_coll_is_local(cm, r))
-            memcpy(cm->rank[r].rbuf, cm->rank[r].sbuf,
-                   a->count * sizeof(float));
+            mroce_coll_copy(cm, r, MROCE_COLL_RBUF, 0, MROCE_COLL_SBUF, 0,
+                            a->count * sizeof(float));
         for (int c = 0; c < cm->n_channels; c++) {
             struct ar_chan *ch = chan(ar, r, c);
             uint32_t C = cm->n_channels;

@@ -183,12 +183,11 @@ int mroce_coll_alltoall_start(struct mroce_coll_comm *comm,
         .peer = calloc((size_t)n * (size_t)n, sizeof(struct a2a_peer))};
     int err = a->step && a->left && a->peer ? 0 : MROCE_ENOMEM;
     for (int r = 0; !err && r < n; r++) {
-        struct mroce_coll_rank *k = &comm->rank[r];
         a->step[r] = 1;
         if (!mroce_coll_is_local(comm, r))
             continue;
-        memcpy(k->rbuf + (size_t)r * a->block, k->sbuf + (size_t)r * a->block,
-               a->block);
+        mroce_coll_copy(comm, r, MROCE_COLL_RBUF, (size_t)r * a->block,
+                        MROCE_COLL_SBUF, (size_t)r * a->block, a->block);
         a->left[r] = 2 * (n - 1) * comm->n_channels;
         a->done_left += a->left[r];
     }

@@ -182,3 +182,36 @@ void mroce_coll_comm_endpoints(const struct mroce_coll_comm *comm,
             addrs[r] = comm->rank[r].addr;
     }
 }
+
+static uint8_t *comm_buf(const struct mroce_coll_rank *k, int which)
+{
+    return which == MROCE_COLL_SBUF   ? k->sbuf
+           : which == MROCE_COLL_RBUF ? k->rbuf
+                                      : k->scratch;
+}
+
+void mroce_coll_copy(const struct mroce_coll_comm *comm, int r, int dst_buf,
+                     size_t dst_off, int src_buf, size_t src_off, size_t len)
+{
+    if (comm->mem) {
+        comm->mem->copy(comm->mem->ud, r, dst_buf, dst_off, src_buf, src_off,
+                        len);
+        return;
+    }
+    const struct mroce_coll_rank *k = &comm->rank[r];
+    memcpy(comm_buf(k, dst_buf) + dst_off, comm_buf(k, src_buf) + src_off, len);
+}
+
+void mroce_coll_sum_f32(const struct mroce_coll_comm *comm, int r, size_t off,
+                        size_t len)
+{
+    if (comm->mem) {
+        comm->mem->sum_f32(comm->mem->ud, r, off, len);
+        return;
+    }
+    const struct mroce_coll_rank *me = &comm->rank[r];
+    float *acc = (float *)(void *)(me->rbuf + off);
+    const float *in = (const float *)(void *)(me->scratch + off);
+    for (size_t i = 0; i < len / sizeof(float); i++)
+        acc[i] += in[i];
+}

@@ -60,11 +60,24 @@ struct mroce_coll_rank {
     struct mroce_coll_buf_desc desc[MROCE_COLL_N_BUFS];
 };
 
+/* Local operations on a rank's buffers, for buffers with no bytes
+ * behind them (a payload-free simulation, docs/sim.md): a copy between
+ * two of a rank's buffers (MROCE_COLL_SBUF ...) and the all-reduce's
+ * float32 sum rbuf += scratch. NULL in the communicator: the buffers are
+ * memory and the collectives use them directly. */
+struct mroce_coll_mem {
+    void (*copy)(void *ud, int rank, int dst_buf, size_t dst_off, int src_buf,
+                 size_t src_off, size_t len);
+    void (*sum_f32)(void *ud, int rank, size_t off, size_t len);
+    void *ud;
+};
+
 struct mroce_coll_comm {
     int n;
     uint16_t n_channels;
     size_t buf_bytes;
-    struct mroce_coll_rank *rank; /* [n] */
+    const struct mroce_coll_mem *mem; /* NULL: real buffers */
+    struct mroce_coll_rank *rank;     /* [n] */
     /* Nonzero if made by mroce_coll_comm_create_over: the context, PD,
      * CQ and connections are the caller's. */
     int borrowed;
@@ -157,6 +170,13 @@ struct mroce_coll_comm *mroce_coll_comm_alloc(int n_ranks, uint16_t n_channels,
  * Errors: ENOMEM, or those of mroce_reg_mr; what was made stays in k for
  * the communicator's destroy. */
 int mroce_coll_rank_bufs(struct mroce_coll_rank *k, size_t bytes);
+
+/* A local copy between rank r's buffers, and rbuf += scratch as float32
+ * sums, through comm->mem when set. */
+void mroce_coll_copy(const struct mroce_coll_comm *comm, int r, int dst_buf,
+                     size_t dst_off, int src_buf, size_t src_off, size_t len);
+void mroce_coll_sum_f32(const struct mroce_coll_comm *comm, int r, size_t off,
+                        size_t len);
 
 /* Bytes of [addr, addr+len) as an SGE of a registered region. */
 struct mroce_sge mroce_coll_sge(const struct mroce_mr *mr, const void *addr,

@@ -43,7 +43,10 @@ void dev_release(struct mroce_dev *d)
         if (d->mrs[i])
             dev_free(d, d->mrs[i]);
     dev_free(d, d->mrs);
+    dev_free(d, d->virt);
     d->mrs = NULL;
+    d->virt = NULL;
+    d->n_virt = d->cap_virt = 0;
     d->mr_cap = d->mr_count = 0;
     while (d->cqs) {
         struct mroce_cq *cq = d->cqs;

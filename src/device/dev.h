@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <mroce/mroce.h>
 
@@ -39,6 +40,8 @@ struct mroce_dev {
     uint32_t n_planes;      /* R-ENC-10: ports of the NIC, >= 1 */
     struct mroce_addr addr; /* this endpoint's IP address */
     struct mroce_addr plane_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+    struct mroce_mr **virt; /* payload-free regions, sorted by address */
+    uint32_t n_virt, cap_virt;
 };
 
 struct mroce_mr {
@@ -48,7 +51,8 @@ struct mroce_mr {
     uint64_t len;
     uint32_t key;
     unsigned access;
-    uint32_t refs; /* posted WRs pointing into it */
+    uint32_t refs;          /* posted WRs pointing into it */
+    struct mroce_mr_virt v; /* payload-free: the hooks (place set) */
 };
 
 struct mroce_pd {
@@ -104,6 +108,36 @@ struct mroce_mr *dev_mr_find(struct mroce_dev *d, uint32_t key);
 uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key, uint64_t va,
                         uint64_t len, unsigned access, int *err,
                         struct mroce_mr **mrp);
+
+/* Payload bytes between the engines' packets and application memory:
+ * every copy of payload into or out of a registered region goes through
+ * these, so a payload-free region (mroce_reg_mr_virt) sees it through its
+ * hooks. Without such regions they are a memcpy. */
+void dev_mem_put_slow(struct mroce_dev *d, uint8_t *dst, const uint8_t *src,
+                      size_t len);
+void dev_mem_get_slow(struct mroce_dev *d, uint8_t *dst, const uint8_t *src,
+                      size_t len);
+/* True if [p, p+len) lies in a payload-free region (no bytes to point
+ * at: a zero-copy transmit must copy through the hook instead). */
+bool dev_mem_is_virt(const struct mroce_dev *d, const uint8_t *p, size_t len);
+
+static inline void dev_mem_put(struct mroce_dev *d, uint8_t *dst,
+                               const uint8_t *src, size_t len)
+{
+    if (d->n_virt)
+        dev_mem_put_slow(d, dst, src, len);
+    else
+        memcpy(dst, src, len);
+}
+
+static inline void dev_mem_get(struct mroce_dev *d, uint8_t *dst,
+                               const uint8_t *src, size_t len)
+{
+    if (d->n_virt)
+        dev_mem_get_slow(d, dst, src, len);
+    else
+        memcpy(dst, src, len);
+}
 
 /* cq.c */
 int dev_cq_create(struct mroce_dev *d, uint32_t depth, struct mroce_cq **out);

@@ -1,6 +1,8 @@
 /* Protection domains and memory regions. Keys are 32-bit random values
  * (R-SEC-2) in an open-addressing table so lookups on the receive path
  * are O(1). */
+#include <string.h>
+
 #include "device/dev.h"
 
 int dev_pd_alloc(struct mroce_dev *dev, struct mroce_pd **out)
@@ -65,21 +67,24 @@ static int mr_grow(struct mroce_dev *dev)
     return 0;
 }
 
-int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
-                 struct mroce_mr **out)
+static bool mr_access_ok(unsigned access)
 {
-    struct mroce_dev *dev = pd->dev;
     unsigned all = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                    MROCE_ACCESS_REMOTE_READ;
-    if (!addr || !len || (access & ~all) ||
-        ((access & MROCE_ACCESS_REMOTE_WRITE) &&
-         !(access & MROCE_ACCESS_LOCAL_WRITE)))
-        return MROCE_EINVAL;
+    return !(access & ~all) && (!(access & MROCE_ACCESS_REMOTE_WRITE) ||
+                                (access & MROCE_ACCESS_LOCAL_WRITE));
+}
+
+/* A new region with a fresh key (R-SEC-2), or NULL (ENOMEM). */
+static struct mroce_mr *mr_new(struct mroce_pd *pd, uint8_t *addr, size_t len,
+                               unsigned access)
+{
+    struct mroce_dev *dev = pd->dev;
     if (mr_grow(dev))
-        return MROCE_ENOMEM;
+        return NULL;
     struct mroce_mr *mr = dev_alloc(dev, sizeof(*mr));
     if (!mr)
-        return MROCE_ENOMEM;
+        return NULL;
     *mr = (struct mroce_mr){
         .dev = dev, .pd = pd, .addr = addr, .len = len, .access = access};
     do
@@ -88,8 +93,128 @@ int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
     mr_insert(dev->mrs, dev->mr_cap, mr);
     dev->mr_count++;
     pd->refs++;
+    return mr;
+}
+
+int mroce_reg_mr(struct mroce_pd *pd, void *addr, size_t len, unsigned access,
+                 struct mroce_mr **out)
+{
+    if (!addr || !len || !mr_access_ok(access))
+        return MROCE_EINVAL;
+    struct mroce_mr *mr = mr_new(pd, addr, len, access);
+    if (!mr)
+        return MROCE_ENOMEM;
     *out = mr;
     return 0;
+}
+
+/* ---- Payload-free regions ---- */
+
+static uint64_t mr_base(const struct mroce_mr *mr)
+{
+    return (uint64_t)(uintptr_t)mr->addr;
+}
+
+/* Index of the first payload-free region that starts above a. */
+static uint32_t virt_upper(const struct mroce_dev *dev, uint64_t a)
+{
+    uint32_t lo = 0, hi = dev->n_virt;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mr_base(dev->virt[mid]) <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The payload-free region holding [p, p+len), or NULL. */
+static struct mroce_mr *virt_find(const struct mroce_dev *dev, const uint8_t *p,
+                                  size_t len)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    uint32_t i = virt_upper(dev, a);
+    if (i == 0)
+        return NULL;
+    struct mroce_mr *mr = dev->virt[i - 1];
+    uint64_t off = a - mr_base(mr);
+    return off <= mr->len && len <= mr->len - off ? mr : NULL;
+}
+
+static bool virt_room(struct mroce_dev *dev)
+{
+    if (dev->n_virt < dev->cap_virt)
+        return true;
+    uint32_t cap = dev->cap_virt ? dev->cap_virt * 2 : 8;
+    struct mroce_mr **v = dev_alloc(dev, cap * sizeof(*v));
+    if (!v)
+        return false;
+    if (dev->n_virt)
+        memcpy(v, dev->virt, dev->n_virt * sizeof(*v));
+    dev_free(dev, dev->virt);
+    dev->virt = v;
+    dev->cap_virt = cap;
+    return true;
+}
+
+int mroce_reg_mr_virt(struct mroce_pd *pd, uint64_t va, size_t len,
+                      unsigned access, const struct mroce_mr_virt *v,
+                      struct mroce_mr **out)
+{
+    struct mroce_dev *dev = pd->dev;
+    if (!va || !len || va + len < va || !v || !v->place || !v->fill ||
+        !mr_access_ok(access))
+        return MROCE_EINVAL;
+    uint32_t i = virt_upper(dev, va);
+    if ((i > 0 && mr_base(dev->virt[i - 1]) + dev->virt[i - 1]->len > va) ||
+        (i < dev->n_virt && mr_base(dev->virt[i]) < va + len))
+        return MROCE_EINVAL; /* overlaps: the hooks would be ambiguous */
+    if (!virt_room(dev))
+        return MROCE_ENOMEM;
+    struct mroce_mr *mr = mr_new(pd, (uint8_t *)(uintptr_t)va, len, access);
+    if (!mr)
+        return MROCE_ENOMEM;
+    mr->v = *v;
+    memmove(&dev->virt[i + 1], &dev->virt[i],
+            (dev->n_virt - i) * sizeof(*dev->virt));
+    dev->virt[i] = mr;
+    dev->n_virt++;
+    *out = mr;
+    return 0;
+}
+
+static void virt_remove(struct mroce_dev *dev, struct mroce_mr *mr)
+{
+    uint32_t i = virt_upper(dev, mr_base(mr)) - 1;
+    memmove(&dev->virt[i], &dev->virt[i + 1],
+            (dev->n_virt - i - 1) * sizeof(*dev->virt));
+    dev->n_virt--;
+}
+
+void dev_mem_put_slow(struct mroce_dev *d, uint8_t *dst, const uint8_t *src,
+                      size_t len)
+{
+    struct mroce_mr *mr = virt_find(d, dst, len);
+    if (mr)
+        mr->v.place(mr->v.ud, (uint64_t)(uintptr_t)dst - mr_base(mr), src, len);
+    else
+        memcpy(dst, src, len);
+}
+
+void dev_mem_get_slow(struct mroce_dev *d, uint8_t *dst, const uint8_t *src,
+                      size_t len)
+{
+    struct mroce_mr *mr = virt_find(d, src, len);
+    if (mr)
+        mr->v.fill(mr->v.ud, (uint64_t)(uintptr_t)src - mr_base(mr), dst, len);
+    else
+        memcpy(dst, src, len);
+}
+
+bool dev_mem_is_virt(const struct mroce_dev *d, const uint8_t *p, size_t len)
+{
+    return d->n_virt && virt_find(d, p, len);
 }
 
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr)
@@ -124,6 +249,8 @@ int mroce_dereg_mr(struct mroce_mr *mr)
     if (mr->refs)
         return MROCE_EBUSY;
     mr_remove(mr->dev, mr);
+    if (mr->v.place)
+        virt_remove(mr->dev, mr);
     mr->pd->refs--;
     dev_free(mr->dev, mr);
     return 0;

@@ -457,7 +457,7 @@ void eng_free(struct mroce_ctx *ctx, void *p);
 uint64_t eng_rand(struct mroce_ctx *ctx);
 uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
-int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_share_note(struct mroce_conn *c, uint64_t now);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);

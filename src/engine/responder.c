@@ -180,11 +180,15 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
 {
     if (!h->payload_len)
         return;
-    memcpy(dst, h->payload, h->payload_len);
-    if (c->ctx->fault & MROCE_FAULT_PLACE_FLIP) {
-        dst[0] ^= 1;
+    struct mroce_dev *d = &c->ctx->dev;
+    if (c->ctx->fault & MROCE_FAULT_PLACE_FLIP) { /* the first byte flipped */
+        uint8_t b0 = h->payload[0] ^ 1;
+        dev_mem_put(d, dst, &b0, 1);
+        dev_mem_put(d, dst + 1, h->payload + 1, h->payload_len - 1u);
         c->ctx->fault &= ~MROCE_FAULT_PLACE_FLIP;
+        return;
     }
+    dev_mem_put(d, dst, h->payload, h->payload_len);
 }
 
 /* R-SEC-4: resolve the target before a byte is written; R-MSG-2: a

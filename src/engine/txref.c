@@ -30,15 +30,16 @@ static void txref_set(struct mroce_tx_ref *ref, const uint8_t *hdr, size_t hl,
 size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len)
 {
-    struct mroce_tx_ref *ref = c->ctx->tx_ref;
+    struct mroce_ctx *ctx = c->ctx;
+    struct mroce_tx_ref *ref = ctx->tx_ref;
     if (c->aead) /* R-AEAD-3 */
         return eng_seal(c, buf, hl, payload, len, ref);
-    if (ref && len) {
+    if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {
         txref_set(ref, buf, hl, payload, len);
         return hl + len + MROCE_ICRC_LEN;
     }
     if (len)
-        memcpy(buf + hl, payload, len);
+        dev_mem_get(&ctx->dev, buf + hl, payload, len);
     return mroce_wire_seal(buf, hl + len);
 }
 

@@ -172,7 +172,7 @@ static void comp_read_place(struct roce_qp *qp, uint64_t now,
         return;
     }
     if (want)
-        memcpy(w->laddr + off, h->payload, want);
+        dev_mem_put(qp->conn->dev->mdev, w->laddr + off, h->payload, want);
     qp->cnt.rx_data_pkts++;
     qp->comp_psn = roce_psn_add(h->psn, 1);
     if (h->psn == w->last_psn)

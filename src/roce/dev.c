@@ -270,7 +270,7 @@ int roce_qp_finish(struct roce_qp *qp, const struct mroce_pkt_meta *meta,
     struct roce_ip ip;
     uint32_t pad = -plen & 3;
     if (plen)
-        memcpy(buf + hlen, payload, plen);
+        dev_mem_get(qp->conn->dev->mdev, buf + hlen, payload, plen);
     memset(buf + hlen + plen, 0, pad);
     size_t n = hlen + plen + pad;
     if (qp->conn->dev->attr.no_icrc_tx) {

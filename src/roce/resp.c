@@ -128,7 +128,8 @@ static void resp_send(struct roce_qp *qp, const struct roce_hdr *h,
         return;
     }
     if (h->payload_len)
-        memcpy(r->laddr + qp->recv_off, h->payload, h->payload_len);
+        dev_mem_put(qp->conn->dev->mdev, r->laddr + qp->recv_off, h->payload,
+                    h->payload_len);
     qp->recv_off += h->payload_len;
     qp->msg = RMSG_SEND;
     if (oi->pos & ROCE_P_LAST)
@@ -172,7 +173,8 @@ static void resp_write(struct roce_qp *qp, const struct roce_hdr *h,
         return;
     }
     if (h->payload_len) {
-        memcpy(qp->wr_dst, h->payload, h->payload_len);
+        dev_mem_put(qp->conn->dev->mdev, qp->wr_dst, h->payload,
+                    h->payload_len);
         qp->wr_dst += h->payload_len;
     }
     qp->wr_left -= h->payload_len;

@@ -31,21 +31,32 @@ bool exp_is_coll(int workload)
  * r's engine (exp_ep_open), connections as comm.c makes them. */
 #define EXP_COLL_QD 128
 
-static int exp_rank_bufs(struct mroce_coll_comm *c, struct mroce_coll_rank *k)
+/* A rank's three buffers are vmem regions (sim/vmem.h): its sbuf a
+ * source named by the rank, rbuf and scratch destinations; registered
+ * through their hooks in both payload modes. */
+static int exp_rank_bufs(struct exp *x, int r)
 {
+    struct mroce_coll_comm *c = x->comm;
+    struct mroce_coll_rank *k = &c->rank[r];
     unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                    MROCE_ACCESS_REMOTE_READ;
+    struct mroce_sim_vbuf **v = &x->cbuf[(size_t)r * MROCE_COLL_N_BUFS];
+    struct mroce_mr **mr[MROCE_COLL_N_BUFS] = {&k->smr, &k->rmr, &k->xmr};
+    uint8_t **p[MROCE_COLL_N_BUFS] = {&k->sbuf, &k->rbuf, &k->scratch};
     k->conn = calloc((size_t)c->n, sizeof(*k->conn));
-    k->sbuf = calloc(1, c->buf_bytes);
-    k->rbuf = calloc(1, c->buf_bytes);
-    k->scratch = calloc(1, c->buf_bytes);
-    if (!k->conn || !k->sbuf || !k->rbuf || !k->scratch)
+    if (!k->conn)
         return MROCE_ENOMEM;
-    int err = mroce_reg_mr(k->pd, k->sbuf, c->buf_bytes, acc, &k->smr);
-    if (!err)
-        err = mroce_reg_mr(k->pd, k->rbuf, c->buf_bytes, acc, &k->rmr);
-    return err ? err
-               : mroce_reg_mr(k->pd, k->scratch, c->buf_bytes, acc, &k->xmr);
+    for (int b = 0; b < MROCE_COLL_N_BUFS; b++) {
+        v[b] = mroce_sim_vbuf_new(x->vm, c->buf_bytes, b == MROCE_COLL_SBUF,
+                                  (uint64_t)r, r, NULL);
+        if (!v[b])
+            return MROCE_ENOMEM;
+        *p[b] = mroce_sim_vbuf_addr(v[b]);
+        int err = mroce_sim_vbuf_reg(v[b], k->pd, acc, mr[b]);
+        if (err)
+            return err;
+    }
+    return 0;
 }
 
 static int exp_rank_open(struct exp *x, int r)
@@ -63,7 +74,7 @@ static int exp_rank_open(struct exp *x, int r)
     k->pd = e->pd;
     k->cq = e->cq;
     mroce_sim_topo_host_addr(x->t, r, &k->addr);
-    err = exp_rank_bufs(c, k);
+    err = exp_rank_bufs(x, r);
     return err ? exp_fail(x, err, "rank %d buffers: %s", r, mroce_strerror(err))
                : 0;
 }
@@ -168,6 +179,22 @@ static int exp_connect_all(struct exp *x)
     return 0;
 }
 
+/* The collectives' local operations, on the ranks' regions. */
+static void exp_coll_copy(void *ud, int rank, int dst_buf, size_t dst_off,
+                          int src_buf, size_t src_off, size_t len)
+{
+    struct exp *x = ud;
+    struct mroce_sim_vbuf **v = &x->cbuf[(size_t)rank * MROCE_COLL_N_BUFS];
+    mroce_sim_vbuf_copy(v[dst_buf], dst_off, v[src_buf], src_off, len);
+}
+
+static void exp_coll_sum(void *ud, int rank, size_t off, size_t len)
+{
+    struct exp *x = ud;
+    struct mroce_sim_vbuf **v = &x->cbuf[(size_t)rank * MROCE_COLL_N_BUFS];
+    mroce_sim_vbuf_add_f32(v[MROCE_COLL_RBUF], v[MROCE_COLL_SCRATCH], off, len);
+}
+
 static int exp_comm(struct exp *x)
 {
     int n = x->c.hosts;
@@ -179,6 +206,11 @@ static int exp_comm(struct exp *x)
     x->comm->n = n;
     x->comm->n_channels = (uint16_t)x->c.channels;
     x->comm->buf_bytes = x->res->coll_bytes;
+    x->cbuf = calloc((size_t)n * MROCE_COLL_N_BUFS, sizeof(*x->cbuf));
+    if (!x->cbuf)
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+    x->cmem = (struct mroce_coll_mem){exp_coll_copy, exp_coll_sum, x};
+    x->comm->mem = &x->cmem;
     for (int r = 0; r < n; r++) {
         int err = exp_rank_open(x, r);
         if (err)
@@ -262,18 +294,21 @@ static int exp_allreduce_start(struct exp *x)
     return mroce_coll_allreduce_start(cm, &a, &x->ar);
 }
 
-/* Receive buffers are cleared first: a stale block of the previous
- * iteration must not pass the check. */
-static void exp_clear_rbufs(struct mroce_coll_comm *cm)
+/* Every iteration starts a placement epoch with rbuf and scratch
+ * cleared: a stale block of the previous iteration must not pass the
+ * check. (Fresh regions are zero already: nothing to clear the first
+ * time.) */
+static void exp_coll_epoch(struct exp *x)
 {
-    for (int r = 0; r < cm->n; r++)
-        memset(cm->rank[r].rbuf, 0, cm->buf_bytes);
+    bool clear = x->res->iters_done > 0;
+    for (size_t i = 0; i < (size_t)x->comm->n * MROCE_COLL_N_BUFS; i++)
+        mroce_sim_vbuf_epoch(x->cbuf[i],
+                             clear && i % MROCE_COLL_N_BUFS != MROCE_COLL_SBUF);
 }
 
 static int exp_alltoall_start(struct exp *x)
 {
     struct mroce_coll_comm *cm = x->comm;
-    exp_clear_rbufs(cm);
     struct mroce_coll_alltoall_args a = {
         .block = x->res->coll_bytes / (uint64_t)cm->n,
         .schedule =
@@ -285,7 +320,6 @@ static int exp_alltoall_start(struct exp *x)
 static int exp_allgather_start(struct exp *x)
 {
     struct mroce_coll_comm *cm = x->comm;
-    exp_clear_rbufs(cm);
     size_t bytes = x->res->coll_bytes / (uint64_t)cm->n;
     struct mroce_coll_allgather_args a = {
         .bytes = bytes,
@@ -295,6 +329,7 @@ static int exp_allgather_start(struct exp *x)
 
 static int exp_coll_start(struct exp *x)
 {
+    exp_coll_epoch(x);
     int err = x->c.workload == MROCE_SIM_EXP_ALLREDUCE ? exp_allreduce_start(x)
               : x->c.workload == MROCE_SIM_EXP_ALLTOALL
                   ? exp_alltoall_start(x)
@@ -315,6 +350,7 @@ static void exp_coll_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
+    mroce_sim_perfctr_start(&x->pc);
     while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
@@ -323,15 +359,82 @@ static void exp_coll_loop(struct exp *x)
         exp_coll_step(x);
         exp_kick_all(x);
         exp_progress(x, t0, &last);
+        if (exp_over_budget(x, t0))
+            break;
     }
+    mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s += exp_wall() - t0;
 }
 
-/* Returns -1 if the result is right, else the first bad offset. */
+/* What granule g of a block should hold in payload-free mode: the sum
+ * of every rank's labels (all-reduce, precomputed in sum), or one rank's
+ * source labels from granule g0 on (all-to-all, all-gather). */
+struct exp_want {
+    struct exp *x;
+    uint64_t id, g0;
+    const uint64_t *sum;
+};
+
+static uint64_t exp_want_label(void *ud, uint64_t g)
+{
+    const struct exp_want *w = ud;
+    if (w->sum)
+        return w->sum[g];
+    return mroce_sim_vbuf_label(w->x->vm, w->id, w->g0 + g);
+}
+
+/* The all-reduce's result, granule by granule: every rank's labels. */
+static uint64_t *exp_label_sums(struct exp *x, uint64_t n_gran)
+{
+    uint64_t *sum = calloc(n_gran ? n_gran : 1, sizeof(*sum));
+    for (uint64_t g = 0; sum && g < n_gran; g++)
+        for (int r = 0; r < x->comm->n; r++)
+            sum[g] += mroce_sim_vbuf_label(x->vm, (uint64_t)r, g);
+    return sum;
+}
+
+/* Payload-free: every rank's rbuf by labels, block by block. */
+static long exp_coll_check_labels(struct exp *x)
+{
+    uint64_t n = (uint64_t)x->comm->n, s = x->res->coll_bytes;
+    uint64_t gsz = mroce_sim_vmem_granule(x->vm), block = s / n;
+    uint64_t *sum = x->ar ? exp_label_sums(x, (s + gsz - 1) / gsz) : NULL;
+    if (x->ar && !sum)
+        return 0; /* out of memory: cannot say it is right */
+    long bad = -1;
+    for (uint64_t q = 0; q < n && bad < 0; q++) {
+        const struct mroce_sim_vbuf *rb =
+            x->cbuf[q * MROCE_COLL_N_BUFS + MROCE_COLL_RBUF];
+        if (sum) {
+            struct exp_want w = {x, 0, 0, sum};
+            bad =
+                (long)mroce_sim_vbuf_check_labels(rb, 0, s, exp_want_label, &w);
+            continue;
+        }
+        for (uint64_t r = 0; r < n && bad < 0; r++) {
+            struct exp_want w = {x, r, x->a2a ? q * block / gsz : 0, NULL};
+            bad = (long)mroce_sim_vbuf_check_labels(rb, r * block, block,
+                                                    exp_want_label, &w);
+        }
+    }
+    free(sum);
+    return bad;
+}
+
+/* Returns -1 if the result is right, else the first bad offset: no
+ * granule placed twice in any buffer, and the content right (bytes or
+ * labels; a missing placement leaves stale or zero content). */
 static long exp_coll_check(struct exp *x)
 {
     struct mroce_coll_comm *cm = x->comm;
     uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
+    for (size_t i = 0; i < n * MROCE_COLL_N_BUFS; i++) {
+        int64_t bad = mroce_sim_vbuf_check_count(x->cbuf[i], 0, s, 0, 1);
+        if (bad >= 0)
+            return (long)bad;
+    }
+    if (mroce_sim_vmem_mode(x->vm) == MROCE_SIM_VMEM_FREE)
+        return exp_coll_check_labels(x);
     if (x->ar)
         return mroce_coll_allreduce_check(cm, s / sizeof(float), NULL);
     if (x->a2a)
@@ -440,12 +543,36 @@ static double exp_coll_ideal_t(struct exp *x, double bw, double *factor)
     return host > fabric ? host : fabric;
 }
 
+/* The size of the messages the collective posts: the rings' slice, the
+ * all-to-all's piece of a block per channel. */
+static uint64_t exp_coll_msg_bytes(const struct exp *x)
+{
+    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
+    uint64_t s = x->res->coll_bytes;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        uint64_t chunk = s / sizeof(float) / n;
+        return (chunk + ch - 1) / ch * sizeof(float);
+    }
+    if (x->c.workload == MROCE_SIM_EXP_ALLTOALL)
+        return s / n / ch;
+    return (s / n + ch - 1) / ch;
+}
+
 static void exp_coll_ideal(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
     const struct mroce_sim_exp_cfg *c = &x->c;
-    uint32_t hdr = exp_hdr_bytes(x, 2);
-    r->eta = (double)c->mtu / (c->mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4);
+    /* the frames the collective sends: messages of msg bytes, each a
+     * WRITE_IMM (or a SEND), their headers from the wire tables */
+    uint64_t msg = exp_coll_msg_bytes(x);
+    bool send = c->workload == MROCE_SIM_EXP_ALLREDUCE &&
+                c->flavour == MROCE_SIM_EXP_FLAVOUR_SEND;
+    double mh = exp_msg_hdr(x, msg, !send, send);
+    double pkts = (double)((msg + c->mtu - 1) / c->mtu);
+    uint32_t hdr = (uint32_t)(mh + 0.5);
+    r->hdr_bytes = mh;
+    r->eta =
+        (double)msg / ((double)msg + pkts * (mh + MROCE_SIM_WIRE_OVERHEAD_V4));
     r->line_gbps = (double)c->link_bps * c->planes / 1e9;
     r->alpha_ps = exp_coll_alpha(x, hdr, c->workload != MROCE_SIM_EXP_ALLTOALL);
     double bw = r->eta * r->line_gbps * 1e9 / 8; /* payload bytes/s */
@@ -492,15 +619,44 @@ int exp_coll_run(struct exp *x)
     return exp_metrics(x);
 }
 
+/* Real mode: the collectives' own patterns; payload-free sources are
+ * their labels already. */
 static void exp_coll_fill(struct exp *x)
 {
     uint64_t s = x->res->coll_bytes, n = (uint64_t)x->c.hosts;
+    if (mroce_sim_vmem_mode(x->vm) == MROCE_SIM_VMEM_FREE)
+        return;
     if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE)
         mroce_coll_allreduce_fill(x->comm, s / sizeof(float));
     else if (x->c.workload == MROCE_SIM_EXP_ALLTOALL)
         mroce_coll_alltoall_fill(x->comm, s / n);
     else
         mroce_coll_allgather_fill(x->comm, s / n);
+}
+
+/* Every packet and every collective message starts on a multiple of
+ * this: the MTU, the ring's chunk and slice, the all-to-all's block and
+ * piece, as powers of two. */
+static uint64_t exp_coll_granule(const struct exp *x)
+{
+    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
+    uint64_t s = x->res->coll_bytes, g = exp_pow2_of(x->c.mtu);
+    uint64_t v[2];
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        uint64_t chunk = s / sizeof(float) / n;
+        v[0] = chunk * sizeof(float);
+        v[1] = (chunk + ch - 1) / ch * sizeof(float);
+    } else if (x->c.workload == MROCE_SIM_EXP_ALLTOALL) {
+        v[0] = s / n;
+        v[1] = s / n / ch;
+    } else {
+        v[0] = s / n;
+        v[1] = (s / n + ch - 1) / ch;
+    }
+    for (int i = 0; i < 2; i++)
+        if (v[i] && exp_pow2_of(v[i]) < g)
+            g = exp_pow2_of(v[i]);
+    return g;
 }
 
 int exp_coll_setup(struct exp *x)
@@ -512,6 +668,10 @@ int exp_coll_setup(struct exp *x)
     x->n_streams = 1;
     exp_coll_sizes(x);
     err = exp_topo(x);
+    if (!err)
+        err = exp_vmem(
+            x, MROCE_COLL_N_BUFS * x->res->coll_bytes * (uint64_t)x->c.hosts,
+            exp_coll_granule(x));
     if (!err)
         err = exp_comm(x);
     if (!err)
@@ -527,8 +687,13 @@ int exp_coll_setup(struct exp *x)
 void exp_coll_free(struct exp *x)
 {
     exp_coll_release(x);
-    for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++)
-        x->comm->rank[r].ctx = NULL; /* closed, as host r's engine */
+    for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++) {
+        struct mroce_coll_rank *k = &x->comm->rank[r];
+        k->ctx = NULL;                         /* closed, as host r's engine */
+        k->sbuf = k->rbuf = k->scratch = NULL; /* the vmem's */
+    }
     mroce_coll_comm_destroy(x->comm);
     x->comm = NULL;
+    free(x->cbuf);
+    x->cbuf = NULL;
 }

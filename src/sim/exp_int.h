@@ -14,8 +14,10 @@
 #include "coll/comm.h"
 #include "io/ep.h"
 #include "sim/exp.h"
+#include "sim/perfctr.h"
 #include "sim/topo.h"
 #include "sim/trace.h"
+#include "sim/vmem.h"
 
 #define EXP_US MROCE_SIM_PS_PER_US
 /* The run loops hand control back this often in simulated time, to
@@ -63,17 +65,20 @@ struct exp_flow {
     struct mroce_conn *sc, *rc;
     struct mroce_mr *smr, *dmr;
     uint8_t *sbuf, *dbuf;
+    struct mroce_sim_vbuf *sv, *dv; /* sv: free mode's source */
     uint32_t n_msgs, n_wc, n_recv;
 };
 
 /* Receive-side counters and the time series (exp_meter.c). */
 struct exp_meter {
     uint64_t rx_data, rx_ce, ooo;   /* data packets at the receivers */
+    uint64_t rx_wire;               /* their bytes on the wire */
     uint64_t placed, victim_placed; /* payload bytes placed, once each */
     uint64_t interval;              /* current sample interval */
     uint64_t last_t, last_placed, last_victim; /* at the last sample */
     uint64_t ticks;                            /* sampler events run */
     uint64_t *last_rx; /* per host: its last byte placed */
+    uint64_t now_ps;   /* of the packet the engines are taking */
     bool armed;        /* a sampler event is pending */
     struct mroce_sim_exp_sample *s;
     int n, cap;
@@ -99,8 +104,10 @@ struct exp_conv {
 };
 
 struct exp {
+    struct mroce_sim_perfctr pc; /* instructions of the run loops */
     struct mroce_sim_exp_cfg c;
     struct mroce_sim_exp_result *res;
+    struct mroce_sim_vmem *vm; /* every receiving region's memory */
     struct mroce_sim_topo *t;
     struct mroce_sim_evlist *ev;
     struct mroce_sim_trace *trace;
@@ -117,6 +124,8 @@ struct exp {
     struct mroce_coll_allreduce *ar;
     struct mroce_coll_alltoall *a2a;
     struct mroce_coll_allgather *ag;
+    struct mroce_sim_vbuf **cbuf; /* [rank * 3 + MROCE_COLL_*] */
+    struct mroce_coll_mem cmem;
     bool coll_active;
     int coll_err;
     uint64_t coll_t0_ps, coll_done_ps;
@@ -135,10 +144,14 @@ int exp_trace(struct exp *x);
 /* A link by name, or by decimal id; -1 if none. */
 int exp_link_id(struct exp *x, const char *name);
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs);
+double exp_msg_hdr(const struct exp *x, uint64_t msg, bool imm, bool send);
 uint32_t exp_base_rtt_ns(const struct exp *x);
 int exp_ep_open(struct exp *x, struct exp_ep *e);
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops);
 void exp_progress(struct exp *x, double t0, double *last);
+/* True if the run must stop here: past the soft deadline and out of its
+ * wall budget (sets res->wall_cut). */
+bool exp_over_budget(struct exp *x, double t0);
 void exp_fabric(struct exp *x);
 size_t exp_ep_max_pkt(const void *ep);
 int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
@@ -152,6 +165,12 @@ int exp_coll_setup(struct exp *x);
 int exp_coll_run(struct exp *x);
 void exp_coll_free(struct exp *x);
 
+/* exp.c: the payload mode and its vmem for buffers of `bytes` in all,
+ * placed in granules of `granule` (a power of two). */
+int exp_vmem(struct exp *x, uint64_t bytes, uint64_t granule);
+/* The largest power of two dividing v (v > 0). */
+uint64_t exp_pow2_of(uint64_t v);
+
 /* exp_meter.c */
 int exp_rx_init(struct exp_rx *r, struct mroce_conn *conn);
 void exp_rx_free(struct exp_rx *r);
@@ -160,6 +179,9 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len);
 int exp_meter_start(struct exp *x);
+/* The vmem's placement callback: payload placed (each byte once). */
+void exp_meter_placed(void *ud, struct mroce_sim_vbuf *b, uint64_t off,
+                      uint64_t len);
 /* Events pending in the run other than the sampler's. */
 size_t exp_meter_busy(const struct exp *x);
 /* Closes the series and hands it to the result. */

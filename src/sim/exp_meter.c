@@ -4,13 +4,10 @@
  * Every packet a host hands to its engine passes exp_meter_rx. A data
  * packet (one that carries payload: MetaRoCE opcodes with a DXH, RoCEv2
  * SEND and WRITE) is counted delivered, CE-marked or not, reordered or
- * not, and its payload is counted placed if the engine placed it: the
- * receiving connection's counters before and after the packet say
- * whether it was a new data packet (rx_data_pkts) that was neither a
- * duplicate nor dropped. So each payload byte counts once, and RoCEv2's
- * go-back-N discards are not placed. O(1) per packet: a binary search
- * of the sender among the endpoint's receive records and two counter
- * reads.
+ * not: O(1), a binary search of the sender among the endpoint's receive
+ * records. What the engine places arrives through the receiving region's
+ * hook (sim/vmem.h) at exp_meter_placed: each payload byte counts once,
+ * and RoCEv2's go-back-N discards are not placed.
  *
  * The sampler is one event every sample interval that turns the placed
  * bytes since the last sample into Gbit/s and reads the queues (all
@@ -143,22 +140,6 @@ static void exp_reorder(struct exp_meter *m, struct exp_rx *r,
         }
 }
 
-/* Packets the engine counted as data but did not place. */
-static uint64_t exp_unplaced(const struct mroce_conn_counters *c)
-{
-    return c->rx_dup_pkts + c->rnr_naks + c->drop_bad_path +
-           c->drop_dsn_window + c->drop_msn_window + c->drop_bad_key +
-           c->drop_bad_bounds + c->drop_bad_access + c->drop_bad_msg +
-           c->drop_state + c->drop_ooo;
-}
-
-static bool exp_placed(const struct mroce_conn_counters *a,
-                       const struct mroce_conn_counters *b)
-{
-    return b->rx_data_pkts - a->rx_data_pkts >
-           exp_unplaced(b) - exp_unplaced(a);
-}
-
 int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len)
@@ -166,28 +147,38 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
     struct exp *x = e->x;
     bool roce = x->c.transport == MROCE_TRANSPORT_ROCEV2;
     struct exp_pkt k = {0};
-    struct exp_rx *r = NULL;
-    if (e->n_rx &&
-        (roce ? exp_pkt_roce(buf, len, &k) : exp_pkt_meta(buf, len, &k)))
-        r = exp_rx_find(e, meta);
-    if (!r)
-        return mroce_ctx_rx(e->ctx, now_ns, meta, buf, len);
-    struct mroce_conn_counters c0, c1;
-    mroce_conn_get_counters(r->conn, &c0);
-    int rc = mroce_ctx_rx(e->ctx, now_ns, meta, buf, len);
-    mroce_conn_get_counters(r->conn, &c1);
     struct exp_meter *m = &x->m;
-    m->rx_data++;
-    m->rx_ce += meta->ecn == MROCE_ECN_CE;
-    exp_reorder(m, r, &k, roce);
-    if (exp_placed(&c0, &c1)) {
-        m->placed += k.payload;
-        exp_conv_placed(x, r, k.payload, now_ns * MROCE_SIM_PS_PER_NS);
-        m->last_rx[e->host] = now_ns * MROCE_SIM_PS_PER_NS;
-        if (r->victim)
-            m->victim_placed += k.payload;
+    m->now_ps = now_ns * MROCE_SIM_PS_PER_NS; /* for exp_meter_placed */
+    if (e->n_rx &&
+        (roce ? exp_pkt_roce(buf, len, &k) : exp_pkt_meta(buf, len, &k))) {
+        struct exp_rx *r = exp_rx_find(e, meta);
+        if (r) {
+            m->rx_data++;
+            m->rx_wire += mroce_sim_wire_bytes((uint32_t)len, meta->src.family);
+            m->rx_ce += meta->ecn == MROCE_ECN_CE;
+            exp_reorder(m, r, &k, roce);
+        }
     }
-    return rc;
+    return mroce_ctx_rx(e->ctx, now_ns, meta, buf, len);
+}
+
+/* The engine placed payload (each byte once: retransmissions of placed
+ * data and go-back-N discards never get here). owner is the flow's
+ * receive record (NULL for collectives' buffers). */
+void exp_meter_placed(void *ud, struct mroce_sim_vbuf *b, uint64_t off,
+                      uint64_t len)
+{
+    (void)off;
+    struct exp *x = ud;
+    struct exp_meter *m = &x->m;
+    struct exp_rx *r = mroce_sim_vbuf_owner(b);
+    m->placed += len;
+    m->last_rx[mroce_sim_vbuf_host(b)] = m->now_ps;
+    if (!r)
+        return;
+    exp_conv_placed(x, r, (uint32_t)len, m->now_ps);
+    if (r->victim)
+        m->victim_placed += len;
 }
 
 /* ---- The time series ---- */
@@ -205,16 +196,11 @@ static void exp_sw_max(const struct mroce_sim_switch *sw, uint64_t *max)
  * (summed over planes: all that waits for host 0 at its leaves). */
 static void exp_queues(struct exp *x, struct mroce_sim_exp_sample *s)
 {
-    const struct mroce_sim_exp_cfg *c = &x->c;
-    int leaves = c->hosts / c->hosts_per_leaf;
-    for (int p = 0; p < c->planes; p++) {
-        for (int l = 0; l < leaves; l++)
-            exp_sw_max(mroce_sim_topo_leaf(x->t, p, l), &s->qbytes);
-        for (int k = 0; k < c->spines; k++)
-            exp_sw_max(mroce_sim_topo_spine(x->t, p, k), &s->qbytes);
+    for (int i = 0; i < mroce_sim_topo_n_switches(x->t); i++)
+        exp_sw_max(mroce_sim_topo_switch(x->t, i), &s->qbytes);
+    for (int p = 0; p < x->c.planes; p++)
         s->q_dst_bytes += mroce_sim_switch_qbytes(
             mroce_sim_topo_leaf(x->t, p, 0), 0); /* port 0: host 0 */
-    }
 }
 
 static double exp_gbps(uint64_t bytes, uint64_t ps)
@@ -327,6 +313,7 @@ void exp_meter_finish(struct exp *x)
     r->n_samples = m->n;
     m->s = NULL;
     r->rx_data_pkts = m->rx_data;
+    r->eta_measured = m->rx_wire ? (double)m->placed / (double)m->rx_wire : 0;
     r->rx_ce_pkts = m->rx_ce;
     r->placed_bytes = m->placed;
 }

@@ -14,7 +14,8 @@ struct mroce_sim_host {
     struct mroce_sim_host_cfg cfg;
     const struct mroce_ep_ops *ops;
     void *ep;
-    uint8_t *buf; /* the engine writes here; the pool copies once */
+    struct mroce_sim_pkt *spare; /* a taken pool buffer the engine writes
+                                    into; kept when it wrote nothing */
     size_t cap;
     mroce_sim_ev_handle timer; /* the one pending timer event, or 0 */
     uint64_t timer_at;
@@ -28,26 +29,29 @@ struct mroce_sim_host {
 /* ---- Driving ---- */
 
 static int host_classify(const struct mroce_sim_host *h,
-                         const struct mroce_pkt_meta *meta, size_t len)
+                         const struct mroce_pkt_meta *meta, const uint8_t *buf,
+                         size_t len)
 {
     if (h->cfg.classify)
-        return h->cfg.classify(h->cfg.classify_ud, meta, h->buf, len);
+        return h->cfg.classify(h->cfg.classify_ud, meta, buf, len);
     return len <= MROCE_SIM_CTRL_MAX_PAYLOAD ? MROCE_SIM_PRIO_CTRL
                                              : MROCE_SIM_PRIO_DATA;
 }
 
-/* Turns the engine's output into a packet on the NIC. */
+/* Turns the engine's output, written into the spare buffer, into a
+ * packet on the NIC. */
 static void host_inject(struct mroce_sim_host *h,
                         const struct mroce_pkt_meta *meta, size_t len,
                         uint64_t now)
 {
     struct mroce_sim_pkt *p =
-        mroce_sim_pkt_inject(h->pool, meta, h->buf, (uint32_t)len, now);
+        mroce_sim_pkt_commit(h->pool, h->spare, meta, (uint32_t)len, now);
+    h->spare = NULL;
     if (!p) {
         h->c.tx_errors++;
         return;
     }
-    int prio = host_classify(h, meta, len);
+    int prio = host_classify(h, meta, p->data, len);
     p->prio =
         prio == MROCE_SIM_PRIO_CTRL ? MROCE_SIM_PRIO_CTRL : MROCE_SIM_PRIO_DATA;
     p->src_host = h->cfg.id;
@@ -84,7 +88,11 @@ static void host_pull(struct mroce_sim_host *h, uint64_t now)
         struct mroce_pkt_meta meta;
         memset(&meta, 0, sizeof(meta));
         h->c.pulls++;
-        int len = h->ops->tx(h->ep, now_ns, h->buf, h->cap, &meta);
+        if (!h->spare && !(h->spare = mroce_sim_pkt_take(h->pool))) {
+            h->c.tx_errors++;
+            break;
+        }
+        int len = h->ops->tx(h->ep, now_ns, h->spare->data, h->cap, &meta);
         if (len <= 0) {
             h->c.tx_errors += len < 0;
             break;
@@ -205,7 +213,8 @@ void mroce_sim_host_destroy(struct mroce_sim_host *h)
     if (h->timer)
         mroce_sim_ev_cancel(h->ev, h->timer);
     mroce_sim_nic_destroy(h->nic);
-    free(h->buf);
+    if (h->spare)
+        mroce_sim_pkt_untake(h->pool, h->spare);
     free(h);
 }
 
@@ -232,13 +241,7 @@ int mroce_sim_host_attach(struct mroce_sim_host *h,
     size_t cap = ops ? ops->max_pkt(ep) : 0;
     if (cap > mroce_sim_pool_max_payload(h->pool))
         return MROCE_EINVAL;
-    if (cap > h->cap) {
-        uint8_t *b = realloc(h->buf, cap);
-        if (!b)
-            return MROCE_ENOMEM;
-        h->buf = b;
-        h->cap = cap;
-    }
+    h->cap = cap;
     h->ops = ops;
     h->ep = ops ? ep : NULL;
     if (ops)

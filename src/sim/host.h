@@ -9,8 +9,8 @@
  * Driving, after every interaction (a packet received, a timer fired, a
  * NIC slot freed, a kick):
  *   1. pull: while the NIC has room, call tx and hand the packet to the
- *      NIC, so the engine is paced by the line (nic.h); the payload is
- *      copied once into a pooled packet;
+ *      NIC, so the engine is paced by the line (nic.h); the engine writes
+ *      straight into a pooled packet's buffer (no copy);
  *   2. re-arm: read next_expiry and keep at most one pending timer event,
  *      never later than the expiry: moved earlier, the event is cancelled
  *      and rescheduled; moved later, the event stays, fires early, sees
@@ -88,7 +88,7 @@ int mroce_sim_host_id(const struct mroce_sim_host *h);
 
 /* Attaches the endpoint (ops and ep stay the caller's and must outlive
  * the host or be detached with ops NULL) and kicks it. Errors: EINVAL
- * (ops incomplete, or max_pkt above the pool's max payload), ENOMEM. */
+ * (ops incomplete, or max_pkt above the pool's max payload). */
 int mroce_sim_host_attach(struct mroce_sim_host *h,
                           const struct mroce_ep_ops *ops, void *ep);
 

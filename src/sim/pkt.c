@@ -28,6 +28,7 @@ struct mroce_sim_pool {
     struct pool_class cls[2]; /* [0] small, [1] big */
     struct pool_chunk *chunks;
     uint32_t chunk;
+    uint64_t taken; /* buffers out for an endpoint to write, not packets */
     struct mroce_sim_pool_counters c;
 };
 
@@ -128,19 +129,29 @@ uint64_t mroce_sim_flow_hash(const struct mroce_pkt_meta *meta)
     return mroce_sim_mix64(h ^ ports);
 }
 
-struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
-                                           const struct mroce_pkt_meta *meta,
-                                           const uint8_t *buf, uint32_t len,
-                                           uint64_t now_ps)
+static struct mroce_sim_pkt *pool_get(struct mroce_sim_pool *pool, int big)
 {
-    int big = len > pool->cls[0].cap;
     struct pool_class *cl = &pool->cls[big];
-    if (len > cl->cap || (!cl->free && !pool_grow(pool, big)))
+    if (!cl->free && !pool_grow(pool, big))
         return NULL;
     struct mroce_sim_pkt *p = cl->free;
     cl->free = p->next;
     p->next = NULL;
-    memcpy(p->data, buf, len);
+    return p;
+}
+
+static void pool_unget(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
+{
+    struct pool_class *cl = &pool->cls[p->big];
+    p->next = cl->free;
+    cl->free = p;
+}
+
+/* Fills everything but the payload and counts the packet injected. */
+static void pkt_init(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
+                     const struct mroce_pkt_meta *meta, uint32_t len,
+                     uint64_t now_ps)
+{
     p->len = len;
     p->meta = *meta;
     p->wire_bytes = mroce_sim_wire_bytes(len, meta->src.family);
@@ -157,6 +168,56 @@ struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
     pool->c.injected++;
     if (++pool->c.in_flight > pool->c.peak_in_flight)
         pool->c.peak_in_flight = pool->c.in_flight;
+}
+
+struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
+                                           const struct mroce_pkt_meta *meta,
+                                           const uint8_t *buf, uint32_t len,
+                                           uint64_t now_ps)
+{
+    int big = len > pool->cls[0].cap;
+    if (len > pool->cls[big].cap)
+        return NULL;
+    struct mroce_sim_pkt *p = pool_get(pool, big);
+    if (!p)
+        return NULL;
+    memcpy(p->data, buf, len);
+    pkt_init(pool, p, meta, len, now_ps);
+    return p;
+}
+
+struct mroce_sim_pkt *mroce_sim_pkt_take(struct mroce_sim_pool *pool)
+{
+    struct mroce_sim_pkt *p = pool_get(pool, 1);
+    pool->taken += p != NULL;
+    return p;
+}
+
+void mroce_sim_pkt_untake(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
+{
+    pool->taken--;
+    pool_unget(pool, p);
+}
+
+struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
+                                           struct mroce_sim_pkt *p,
+                                           const struct mroce_pkt_meta *meta,
+                                           uint32_t len, uint64_t now_ps)
+{
+    pool->taken--;
+    if (len > pool->cls[1].cap) {
+        pool_unget(pool, p);
+        return NULL;
+    }
+    if (len <= pool->cls[0].cap) { /* ACK-sized: keep the big one free */
+        struct mroce_sim_pkt *s = pool_get(pool, 0);
+        if (s) {
+            memcpy(s->data, p->data, len);
+            pool_unget(pool, p);
+            p = s;
+        }
+    }
+    pkt_init(pool, p, meta, len, now_ps);
     return p;
 }
 
@@ -201,7 +262,8 @@ void mroce_sim_pool_get_counters(const struct mroce_sim_pool *pool,
 }
 
 /* Also walks the free lists: a packet freed twice or never would make
- * their length disagree with the live count. */
+ * their length disagree with the live count (plus the buffers taken by
+ * endpoints to write into, one per host at most). */
 bool mroce_sim_pool_conserved(const struct mroce_sim_pool *pool)
 {
     const struct mroce_sim_pool_counters *c = &pool->c;
@@ -213,5 +275,5 @@ bool mroce_sim_pool_conserved(const struct mroce_sim_pool *pool)
             free_n++;
     return dropped == c->dropped_total &&
            c->injected == c->delivered + dropped + c->in_flight &&
-           free_n + c->in_flight == c->allocated;
+           free_n + c->in_flight + pool->taken == c->allocated;
 }

@@ -1,12 +1,12 @@
 /* Simulated packets and their pool.
  *
- * A packet is an engine's UDP payload (copied once, when the host injects
- * it) plus what the fabric needs: addressing (struct mroce_pkt_meta), the
- * priority, the bytes it occupies on the wire, a flow hash of its 5-tuple,
- * a trimmed flag, its injection time and a hop count. Packets come from a
- * pool of preallocated chunks with two size classes (control-sized and
- * MTU-sized buffers), so the hot path never calls malloc once the pool
- * has grown to the simulation's peak.
+ * A packet is an engine's UDP payload (written by the engine straight into
+ * a pooled buffer, mroce_sim_pkt_take/_commit) plus what the fabric needs:
+ * addressing (struct mroce_pkt_meta), the priority, the bytes it occupies on
+ * the wire, a flow hash of its 5-tuple, a trimmed flag, its injection time and
+ * a hop count. Packets come from a pool of preallocated chunks with two size
+ * classes (control-sized and MTU-sized buffers), so the hot path never calls
+ * malloc once the pool has grown to the simulation's peak.
  *
  * Ownership: a packet belongs to exactly one holder at a time (a NIC or
  * switch queue, a link in flight, a host delivering it). The holder that
@@ -99,6 +99,22 @@ struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
                                            const struct mroce_pkt_meta *meta,
                                            const uint8_t *buf, uint32_t len,
                                            uint64_t now_ps);
+
+/* Zero-copy injection: take a buffer of the big class (max_payload
+ * bytes, not counted), let the endpoint write into p->data, then commit
+ * it as a packet of len bytes (counted injected, fields filled as by
+ * mroce_sim_pkt_inject). A packet that fits the small class is moved
+ * into a small buffer (a copy of at most 256 bytes): the returned packet
+ * may differ from p, and p then went back to the pool. A taken buffer
+ * that is not committed goes back with mroce_sim_pkt_untake. take returns
+ * NULL when memory ran out; commit returns NULL when len exceeds
+ * max_payload (p went back to the pool, nothing counted). */
+struct mroce_sim_pkt *mroce_sim_pkt_take(struct mroce_sim_pool *pool);
+struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
+                                           struct mroce_sim_pkt *p,
+                                           const struct mroce_pkt_meta *meta,
+                                           uint32_t len, uint64_t now_ps);
+void mroce_sim_pkt_untake(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
 
 /* Cuts the payload to keep bytes (no-op if already shorter), updates
  * wire_bytes and sets trimmed. */

@@ -184,6 +184,125 @@ static void test_two_lists(void **state)
     log_free(b);
 }
 
+/* ---- Against a reference model ----
+ *
+ * Random schedules (dense ties, a few ps to milliseconds ahead, the far
+ * future, the saturated NEVER), random cancels, events scheduled from
+ * handlers and between runs, runs to random instants: the list must fire
+ * exactly what a sorted array of (time, insertion number) fires, in that
+ * order. This crosses the list's resizes (ticks halving, the wheel
+ * growing) and its far heap. */
+#define MODEL_MAX 200000
+
+struct model {
+    struct mroce_sim_evlist *l;
+    struct mroce_sim_rng r;
+    uint64_t t[MODEL_MAX]; /* time of event i */
+    bool live[MODEL_MAX];  /* pending in the model */
+    mroce_sim_ev_handle h[MODEL_MAX];
+    uint64_t n; /* events scheduled */
+    uint64_t fired, bad;
+    uint64_t last_t, last_i;
+};
+
+static uint64_t model_delay(struct model *m)
+{
+    uint64_t x = mroce_sim_rng_next(&m->r);
+    switch (x % 8) {
+    case 0:
+        return 0;
+    case 1:
+        return x >> 40 & 7; /* dense ties */
+    case 2:
+        return 1000000 + (x >> 20) % 83000; /* a link: 1 us + a frame */
+    case 3:
+        return (x >> 20) % 100000;
+    case 4:
+        return (x >> 20) % 3000000000ull; /* up to 3 ms: timers */
+    case 5:
+        return x % 16 == 5 ? MROCE_SIM_NEVER : (x >> 20) % 10000;
+    default:
+        return (x >> 20) % 2000000;
+    }
+}
+
+static void model_ev(void *obj, uint64_t arg, uint64_t now);
+
+static void model_add(struct model *m, uint64_t now)
+{
+    if (m->n >= MODEL_MAX)
+        return;
+    uint64_t d = model_delay(m);
+    uint64_t t =
+        d == MROCE_SIM_NEVER || now + d < now ? MROCE_SIM_NEVER : now + d;
+    uint64_t i = m->n++;
+    m->t[i] = t;
+    m->live[i] = true;
+    m->h[i] = mroce_sim_ev_at(m->l, t, model_ev, m, i);
+    assert_true(m->h[i] != 0);
+}
+
+/* Fires event i: it must be the earliest live one in the model. */
+static void model_ev(void *obj, uint64_t arg, uint64_t now)
+{
+    struct model *m = obj;
+    assert_true(m->live[arg]);
+    assert_int_equal(m->t[arg], now);
+    if (m->fired && (now < m->last_t || (now == m->last_t && arg < m->last_i)))
+        m->bad++;
+    m->live[arg] = false;
+    m->fired++;
+    m->last_t = now;
+    m->last_i = arg;
+    uint64_t x = mroce_sim_rng_next(&m->r);
+    for (uint64_t k = 0; k < x % 3; k++)
+        model_add(m, now);
+    if (x % 5 == 0 && m->n) { /* cancel some pending one */
+        uint64_t j = (x >> 8) % m->n;
+        assert_int_equal(mroce_sim_ev_cancel(m->l, m->h[j]), m->live[j]);
+        m->live[j] = false;
+    }
+}
+
+static uint64_t model_min(const struct model *m)
+{
+    uint64_t best = MROCE_SIM_NEVER;
+    for (uint64_t i = 0; i < m->n; i++)
+        if (m->live[i] && m->t[i] < best)
+            best = m->t[i];
+    return best;
+}
+
+static void test_against_model(void **state)
+{
+    (void)state;
+    struct model *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    m->l = mroce_sim_ev_create(16);
+    mroce_sim_rng_init(&m->r, 42);
+    for (int i = 0; i < 5000; i++)
+        model_add(m, 0);
+    for (int round = 0; round < 400 && m->n < MODEL_MAX; round++) {
+        uint64_t now = mroce_sim_ev_now(m->l);
+        assert_int_equal(mroce_sim_ev_next_time(m->l), model_min(m));
+        uint64_t until = now + mroce_sim_rng_next(&m->r) % 20000000;
+        mroce_sim_ev_run(m->l, until);
+        for (uint64_t i = 0; i < m->n; i++) /* none due was left */
+            assert_false(m->live[i] && m->t[i] <= until &&
+                         m->t[i] != MROCE_SIM_NEVER);
+        for (int k = 0; k < 50; k++) /* between runs, at the new now */
+            model_add(m, mroce_sim_ev_now(m->l));
+    }
+    mroce_sim_ev_run(m->l, MROCE_SIM_NEVER);
+    assert_int_equal(m->bad, 0);
+    for (uint64_t i = 0; i < m->n; i++)
+        assert_false(m->live[i]);
+    assert_int_equal(mroce_sim_ev_pending(m->l), 0);
+    assert_true(m->fired > 100000);
+    mroce_sim_ev_destroy(m->l);
+    free(m);
+}
+
 /* ---- Micro-benchmark: the classic hold model ---- */
 
 struct hold {
@@ -244,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_run_until_and_stop),
         cmocka_unit_test(test_two_lists),
+        cmocka_unit_test(test_against_model),
         cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,45 @@ static void test_inject_copies_and_counts(void **state)
     mroce_sim_pool_destroy(pool);
 }
 
+/* Zero-copy injection: the endpoint writes into a taken buffer; a data
+ * packet is committed in place, an ACK-sized one moves to the small class
+ * and its big buffer goes back; taken buffers count in conservation. */
+static void test_take_commit(void **state)
+{
+    (void)state;
+    struct mroce_sim_pool *pool = mroce_sim_pool_create(9000, 4);
+    struct mroce_pkt_meta m = meta_of(7);
+    struct mroce_sim_pkt *t = mroce_sim_pkt_take(pool);
+    assert_non_null(t);
+    assert_true(mroce_sim_pool_conserved(pool));
+    for (int i = 0; i < 4148; i++)
+        t->data[i] = (uint8_t)(i * 5);
+    struct mroce_sim_pkt *p = mroce_sim_pkt_commit(pool, t, &m, 4148, 9);
+    assert_ptr_equal(p, t); /* in place */
+    assert_int_equal(p->len, 4148);
+    assert_int_equal(p->data[4147], (uint8_t)(4147 * 5));
+    assert_int_equal(p->wire_bytes, 4148 + MROCE_SIM_WIRE_OVERHEAD_V4);
+    struct mroce_sim_pkt *t2 = mroce_sim_pkt_take(pool);
+    memset(t2->data, 0xab, 72);
+    struct mroce_sim_pkt *a = mroce_sim_pkt_commit(pool, t2, &m, 72, 10);
+    assert_non_null(a);
+    assert_ptr_not_equal(a, t2); /* moved to the small class */
+    assert_int_equal(a->data[71], 0xab);
+    struct mroce_sim_pkt *t3 = mroce_sim_pkt_take(pool);
+    assert_ptr_equal(t3, t2); /* the big buffer came back */
+    assert_true(mroce_sim_pool_conserved(pool));
+    assert_null(mroce_sim_pkt_commit(pool, t3, &m, 9001, 11)); /* too big */
+    struct mroce_sim_pool_counters c;
+    mroce_sim_pool_get_counters(pool, &c);
+    assert_int_equal(c.injected, 2);
+    assert_true(mroce_sim_pool_conserved(pool));
+    mroce_sim_pkt_untake(pool, mroce_sim_pkt_take(pool));
+    mroce_sim_pkt_deliver(pool, p);
+    mroce_sim_pkt_deliver(pool, a);
+    assert_true(mroce_sim_pool_conserved(pool));
+    mroce_sim_pool_destroy(pool);
+}
+
 /* The pool grows in chunks and reuses what comes back: 10,000 cycles of
  * 100 live packets allocate a bounded number. */
 static void test_reuse(void **state)
@@ -133,6 +172,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inject_copies_and_counts),
+        cmocka_unit_test(test_take_commit),
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_trim_and_wire_bytes),
         cmocka_unit_test(test_flow_hash),

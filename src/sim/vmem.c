@@ -1,0 +1,422 @@
+/* Memory for experiments; see vmem.h for the model. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+#include "sim/vmem.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sim/rng.h"
+
+#define VMEM_TAG_STRIDE 512u
+#define VMEM_MIN_GRANULE 64u
+#define VMEM_PAGE 4096u
+#define VMEM_LABEL_SEED 0x6c6162656cull /* "label" */
+
+struct mroce_sim_vbuf {
+    struct mroce_sim_vmem *vm;
+    struct mroce_sim_vbuf *next; /* the vmem's list */
+    uint8_t *addr;               /* real: the bytes; free: reserved */
+    uint64_t len, n_gran;
+    uint64_t map_len; /* free: the reservation */
+    bool source;
+    uint64_t id;     /* free sources: labels from it */
+    uint64_t *label; /* free destinations: per granule */
+    uint8_t *count;  /* placements per granule this epoch */
+    uint8_t expect;  /* placements an epoch brings */
+    int host;
+    void *owner;
+};
+
+struct mroce_sim_vmem {
+    struct mroce_sim_vmem_cfg c;
+    unsigned gshift;  /* log2 G */
+    uint32_t n_tags;  /* tag positions in a full granule */
+    uint64_t mix[64]; /* mix(position k) of tag k */
+    uint64_t label_key;
+    struct mroce_sim_vbuf *bufs;
+    uint64_t bytes; /* what the regions hold */
+    struct mroce_sim_vmem_counters n;
+};
+
+/* ---- The vmem ---- */
+
+struct mroce_sim_vmem *mroce_sim_vmem_create(const struct mroce_sim_vmem_cfg *c)
+{
+    uint64_t g = c->granule;
+    bool free_mode = c->mode == MROCE_SIM_VMEM_FREE;
+    if ((c->mode != MROCE_SIM_VMEM_REAL && !free_mode) || !g ||
+        (free_mode && g < VMEM_MIN_GRANULE) || (g & (g - 1)) || g > (1u << 30))
+        return NULL;
+    struct mroce_sim_vmem *vm = calloc(1, sizeof(*vm));
+    if (!vm)
+        return NULL;
+    vm->c = *c;
+    vm->gshift = (unsigned)__builtin_ctzll(g);
+    uint64_t stride = g < VMEM_TAG_STRIDE ? g : VMEM_TAG_STRIDE;
+    vm->n_tags = (uint32_t)(g / stride);
+    if (vm->n_tags > 64) /* granules above 32 KiB: tags further apart */
+        vm->n_tags = 64;
+    for (uint32_t k = 0; k < 64; k++)
+        vm->mix[k] = mroce_sim_mix64(0x746167ull << 32 | k); /* "tag" */
+    vm->label_key = mroce_sim_seed(c->seed, VMEM_LABEL_SEED);
+    return vm;
+}
+
+static void vbuf_free(struct mroce_sim_vbuf *b)
+{
+    if (b->vm->c.mode == MROCE_SIM_VMEM_FREE)
+        munmap(b->addr, b->map_len);
+    else
+        free(b->addr);
+    free(b->label);
+    free(b->count);
+    free(b);
+}
+
+void mroce_sim_vmem_destroy(struct mroce_sim_vmem *vm)
+{
+    if (!vm)
+        return;
+    while (vm->bufs) {
+        struct mroce_sim_vbuf *b = vm->bufs;
+        vm->bufs = b->next;
+        vbuf_free(b);
+    }
+    free(vm);
+}
+
+int mroce_sim_vmem_mode(const struct mroce_sim_vmem *vm)
+{
+    return vm->c.mode;
+}
+
+uint64_t mroce_sim_vmem_granule(const struct mroce_sim_vmem *vm)
+{
+    return vm->c.granule;
+}
+
+void mroce_sim_vmem_get_counters(const struct mroce_sim_vmem *vm,
+                                 struct mroce_sim_vmem_counters *out)
+{
+    *out = vm->n;
+}
+
+uint64_t mroce_sim_vmem_bytes(const struct mroce_sim_vmem *vm)
+{
+    return vm->bytes;
+}
+
+/* Tag position k of a granule: its byte offset in the granule. */
+static inline uint64_t vmem_tag_pos(const struct mroce_sim_vmem *vm, uint32_t k)
+{
+    return (uint64_t)k << (vm->gshift - __builtin_ctz(vm->n_tags));
+}
+
+uint64_t mroce_sim_vbuf_label(const struct mroce_sim_vmem *vm, uint64_t id,
+                              uint64_t g)
+{
+    uint64_t l = mroce_sim_mix64(vm->label_key ^ mroce_sim_mix64(id) ^
+                                 (g * 0x9e3779b97f4a7c15ull));
+    return l ? l : 1; /* 0 means "nothing placed" */
+}
+
+/* ---- Regions ---- */
+
+static bool vbuf_alloc(struct mroce_sim_vmem *vm, struct mroce_sim_vbuf *b)
+{
+    b->count = calloc(b->n_gran, 1);
+    if (!b->count)
+        return false;
+    if (vm->c.mode == MROCE_SIM_VMEM_REAL) {
+        b->addr = calloc(1, b->len);
+        vm->bytes += b->len;
+        return b->addr != NULL;
+    }
+    b->map_len = (b->len + VMEM_PAGE - 1) / VMEM_PAGE * VMEM_PAGE;
+    void *p = mmap(NULL, b->map_len, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    b->addr = p;
+    if (!b->source) {
+        b->label = calloc(b->n_gran, sizeof(*b->label));
+        vm->bytes += b->n_gran * sizeof(*b->label);
+    }
+    vm->bytes += b->n_gran;
+    return b->source || b->label;
+}
+
+struct mroce_sim_vbuf *mroce_sim_vbuf_new(struct mroce_sim_vmem *vm,
+                                          uint64_t len, bool source,
+                                          uint64_t id, int host, void *owner)
+{
+    struct mroce_sim_vbuf *b = calloc(1, sizeof(*b));
+    if (!b || !len) {
+        free(b);
+        return NULL;
+    }
+    *b = (struct mroce_sim_vbuf){.vm = vm,
+                                 .len = len,
+                                 .n_gran =
+                                     (len + vm->c.granule - 1) >> vm->gshift,
+                                 .source = source,
+                                 .id = id,
+                                 .host = host,
+                                 .owner = owner,
+                                 .expect = 1};
+    if (!vbuf_alloc(vm, b)) {
+        if (vm->c.mode == MROCE_SIM_VMEM_FREE && b->addr)
+            munmap(b->addr, b->map_len);
+        else if (vm->c.mode == MROCE_SIM_VMEM_REAL)
+            free(b->addr);
+        free(b->label);
+        free(b->count);
+        free(b);
+        return NULL;
+    }
+    b->next = vm->bufs;
+    vm->bufs = b;
+    return b;
+}
+
+uint8_t *mroce_sim_vbuf_addr(const struct mroce_sim_vbuf *b)
+{
+    return b->addr;
+}
+
+uint64_t mroce_sim_vbuf_len(const struct mroce_sim_vbuf *b)
+{
+    return b->len;
+}
+
+void *mroce_sim_vbuf_owner(const struct mroce_sim_vbuf *b)
+{
+    return b->owner;
+}
+
+int mroce_sim_vbuf_host(const struct mroce_sim_vbuf *b)
+{
+    return b->host;
+}
+
+uint8_t *mroce_sim_vbuf_bytes(const struct mroce_sim_vbuf *b)
+{
+    return b->vm->c.mode == MROCE_SIM_VMEM_REAL ? b->addr : NULL;
+}
+
+static uint64_t vbuf_label_of(const struct mroce_sim_vbuf *b, uint64_t g)
+{
+    return b->source ? mroce_sim_vbuf_label(b->vm, b->id, g) : b->label[g];
+}
+
+/* ---- Hooks: the engines' reads and writes ---- */
+
+/* Free mode: the tags of every granule of [off, +len) into dst. */
+static void vbuf_fill_tags(const struct mroce_sim_vbuf *b, uint64_t off,
+                           uint8_t *dst, size_t len)
+{
+    const struct mroce_sim_vmem *vm = b->vm;
+    uint64_t end = off + len;
+    for (uint64_t g = off >> vm->gshift; (g << vm->gshift) < end; g++) {
+        uint64_t base = g << vm->gshift, l = vbuf_label_of(b, g);
+        for (uint32_t k = 0; k < vm->n_tags; k++) {
+            uint64_t p = base + vmem_tag_pos(vm, k);
+            if (p < off || p + 8 > end || p + 8 > b->len)
+                continue;
+            uint64_t t = l ^ vm->mix[k];
+            memcpy(dst + (p - off), &t, 8);
+        }
+    }
+}
+
+static void vbuf_fill(void *ud, uint64_t off, uint8_t *dst, size_t len)
+{
+    struct mroce_sim_vbuf *b = ud;
+    b->vm->n.fills++;
+    if (b->vm->c.mode == MROCE_SIM_VMEM_REAL)
+        memcpy(dst, b->addr + off, len);
+    else
+        vbuf_fill_tags(b, off, dst, len);
+}
+
+/* Free mode: the label the tags of granule g (at src, glen bytes) name;
+ * 0 if they disagree (content shifted, cut or mixed) or there are none
+ * (a granule shorter than a tag). */
+static uint64_t vbuf_read_tags(const struct mroce_sim_vmem *vm,
+                               const uint8_t *src, uint64_t glen)
+{
+    uint64_t l = 0;
+    for (uint32_t k = 0; k < vm->n_tags; k++) {
+        uint64_t p = vmem_tag_pos(vm, k), t;
+        if (p + 8 > glen)
+            break;
+        memcpy(&t, src + p, 8);
+        t ^= vm->mix[k];
+        if (k > 0 && t != l)
+            return 0;
+        l = t;
+    }
+    return l;
+}
+
+/* One granule lands: counted, and its content kept. */
+static void vbuf_land(struct mroce_sim_vbuf *b, uint64_t g, const uint8_t *src,
+                      uint64_t glen)
+{
+    struct mroce_sim_vmem *vm = b->vm;
+    if (b->count[g] >= b->expect && b->count[g] < UINT8_MAX)
+        vm->n.duplicates++;
+    if (b->count[g] < UINT8_MAX)
+        b->count[g]++;
+    if (vm->c.mode == MROCE_SIM_VMEM_REAL) {
+        memcpy(b->addr + (g << vm->gshift), src, glen);
+        return;
+    }
+    if (glen < 8)
+        return; /* no tag fits: its count is all there is */
+    uint64_t l = vbuf_read_tags(vm, src, glen);
+    vm->n.bad_tags += l == 0;
+    if (b->label)
+        b->label[g] = l;
+}
+
+/* Whole granules only: a short one only at the region's end. */
+static bool vbuf_aligned(const struct mroce_sim_vbuf *b, uint64_t off,
+                         uint64_t len)
+{
+    uint64_t m = b->vm->c.granule - 1;
+    return !(off & m) && ((len & m) == 0 || off + len == b->len) &&
+           off + len <= b->len && len > 0;
+}
+
+static void vbuf_place_at(struct mroce_sim_vbuf *b, uint64_t off,
+                          const uint8_t *src, uint64_t len)
+{
+    struct mroce_sim_vmem *vm = b->vm;
+    vm->n.placements++;
+    vm->n.placed_bytes += len;
+    if (!vbuf_aligned(b, off, len)) {
+        vm->n.misaligned++;
+        return;
+    }
+    for (uint64_t done = 0; done < len;) {
+        uint64_t g = (off + done) >> vm->gshift;
+        uint64_t glen = len - done < vm->c.granule ? len - done : vm->c.granule;
+        vbuf_land(b, g, src + done, glen);
+        done += glen;
+    }
+    if (vm->c.placed)
+        vm->c.placed(vm->c.placed_ud, b, off, len);
+}
+
+/* The fault, if this is the placement it hits. */
+static void vbuf_place(void *ud, uint64_t off, const uint8_t *src, size_t len)
+{
+    struct mroce_sim_vbuf *b = ud;
+    struct mroce_sim_vmem *vm = b->vm;
+    uint64_t nth = vm->n.placements + 1;
+    if (!vm->c.fault || nth != vm->c.fault_at) {
+        vbuf_place_at(b, off, src, len);
+        return;
+    }
+    vm->n.faults++;
+    if (vm->c.fault == MROCE_SIM_VMEM_FAULT_MISPLACE) {
+        uint64_t g = vm->c.granule;
+        vbuf_place_at(b, off + len + g <= b->len ? off + g : off - g, src, len);
+    } else if (vm->c.fault == MROCE_SIM_VMEM_FAULT_SKIP) {
+        vm->n.placements++; /* it "happened": the engine thinks so */
+    } else {
+        vbuf_place_at(b, off, src, len);
+        vbuf_place_at(b, off, src, len);
+    }
+}
+
+int mroce_sim_vbuf_reg(struct mroce_sim_vbuf *b, struct mroce_pd *pd,
+                       unsigned access, struct mroce_mr **out)
+{
+    struct mroce_mr_virt v = {.place = vbuf_place, .fill = vbuf_fill, .ud = b};
+    return mroce_reg_mr_virt(pd, (uint64_t)(uintptr_t)b->addr, b->len, access,
+                             &v, out);
+}
+
+/* ---- Local operations and checks ---- */
+
+void mroce_sim_vbuf_epoch(struct mroce_sim_vbuf *b, bool clear)
+{
+    memset(b->count, 0, b->n_gran);
+    if (!clear)
+        return;
+    if (b->vm->c.mode == MROCE_SIM_VMEM_REAL)
+        memset(b->addr, 0, b->len);
+    else if (b->label)
+        memset(b->label, 0, b->n_gran * sizeof(*b->label));
+}
+
+void mroce_sim_vbuf_copy(struct mroce_sim_vbuf *dst, uint64_t doff,
+                         const struct mroce_sim_vbuf *src, uint64_t soff,
+                         uint64_t len)
+{
+    const struct mroce_sim_vmem *vm = dst->vm;
+    if (vm->c.mode == MROCE_SIM_VMEM_REAL) {
+        memcpy(dst->addr + doff, src->addr + soff, len);
+        return;
+    }
+    uint64_t n = (len + vm->c.granule - 1) >> vm->gshift;
+    for (uint64_t i = 0; i < n; i++)
+        dst->label[(doff >> vm->gshift) + i] =
+            vbuf_label_of(src, (soff >> vm->gshift) + i);
+}
+
+void mroce_sim_vbuf_add_f32(struct mroce_sim_vbuf *acc,
+                            const struct mroce_sim_vbuf *in, uint64_t off,
+                            uint64_t len)
+{
+    const struct mroce_sim_vmem *vm = acc->vm;
+    if (vm->c.mode == MROCE_SIM_VMEM_REAL) {
+        for (uint64_t i = 0; i + sizeof(float) <= len; i += sizeof(float)) {
+            float a, b;
+            memcpy(&a, acc->addr + off + i, sizeof(a));
+            memcpy(&b, in->addr + off + i, sizeof(b));
+            a += b;
+            memcpy(acc->addr + off + i, &a, sizeof(a));
+        }
+        return;
+    }
+    uint64_t g0 = off >> vm->gshift,
+             n = (len + vm->c.granule - 1) >> vm->gshift;
+    for (uint64_t i = 0; i < n; i++)
+        acc->label[g0 + i] += vbuf_label_of(in, g0 + i);
+}
+
+void mroce_sim_vbuf_set_expect(struct mroce_sim_vbuf *b, uint8_t n)
+{
+    b->expect = n ? n : 1;
+}
+
+int64_t mroce_sim_vbuf_check_count(const struct mroce_sim_vbuf *b, uint64_t off,
+                                   uint64_t len, uint8_t lo, uint8_t hi)
+{
+    unsigned s = b->vm->gshift;
+    uint64_t end = off + len;
+    for (uint64_t g = off >> s; (g << s) < end; g++)
+        if (b->count[g] < lo || b->count[g] > hi)
+            return (int64_t)(g << s);
+    return -1;
+}
+
+int64_t mroce_sim_vbuf_check_labels(const struct mroce_sim_vbuf *b,
+                                    uint64_t off, uint64_t len,
+                                    uint64_t (*want)(void *ud, uint64_t g),
+                                    void *ud)
+{
+    unsigned s = b->vm->gshift;
+    uint64_t g0 = off >> s, n = (len + b->vm->c.granule - 1) >> s;
+    for (uint64_t i = 0; i < n; i++) {
+        if (((g0 + i) << s) + 8 > b->len)
+            break; /* a last granule too short for a tag */
+        if (vbuf_label_of(b, g0 + i) != want(ud, i))
+            return (int64_t)((g0 + i) << s);
+    }
+    return -1;
+}
