@@ -28,7 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_cm.h>
 #include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
@@ -219,10 +218,10 @@ static void test_establish_psk(void **state)
     assert_int_equal(mroce_cm_security(v.cm, &m1, s1), 1);
     assert_int_equal(mroce_cm_security(c.cm, &m2, s2), 1);
     assert_memory_equal(s1, s2, sizeof(s1));
-    /* the agreed mode keys both connections' packets (R-AEAD-5) */
-    assert_int_equal(m1, MROCE_CM_MODE_ENC);
-    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_ENCRYPT);
-    assert_int_equal(mroce_conn_sec_mode(c.s.conn), MROCE_SEC_ENCRYPT);
+    /* without a crypto provider the key authenticates the exchange only
+     * (test_modes_keyed: with providers, ENC keys both connections) */
+    assert_int_equal(m1, MROCE_CM_MODE_NONE);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_NONE);
     assert_memory_not_equal(s1, zero, sizeof(s1));
     assert_int_equal(m1, m2);
     /* Tagged messages both ways, a KEEPALIVE in between. */
@@ -698,6 +697,47 @@ static void test_nothing_before_hello(void **state)
     srv_free(&v);
 }
 
+/* The client answers a server whose header it cannot read (another CM
+ * version) with REJECT VERSION (R-CM-2), naming the versions it speaks. */
+static void test_client_answers_bad_header(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    struct cli c = {0};
+    cli_start(&c, ntohs(sa.sin_port));
+    int fd = accept(ls, NULL, NULL);
+    assert_true(fd >= 0);
+    uint8_t buf[CM_MSG_MAX];
+    size_t got = 0;
+    while (got < CM_HDR_LEN ||
+           got < CM_HDR_LEN + mroce_be32_get(buf + 8)) { /* its HELLO */
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+    uint8_t h[CM_HDR_LEN];
+    cm_hdr_put(h, CM_HELLO, 0);
+    h[4] = 9; /* a future CM version */
+    assert_int_equal(raw_send(fd, h, sizeof(h)), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, MROCE_EPROTO);
+    assert_int_equal(c.reason, MROCE_CM_REJ_VERSION);
+    got = raw_drain(fd, buf, sizeof(buf), 500);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT);
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_VERSION);
+    assert_int_equal(buf[CM_HDR_LEN + 2], MROCE_CM_VERSION);
+    close(fd);
+    close(ls);
+    cli_free(&c);
+}
+
 static void test_timeouts(void **state)
 {
     (void)state;
@@ -958,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_listener_hostile),
         cmocka_unit_test(test_listener_evicts),
         cmocka_unit_test(test_nothing_before_hello),
+        cmocka_unit_test(test_client_answers_bad_header),
         cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_two_process_write),
         cmocka_unit_test(test_killed_peer),
