@@ -214,7 +214,7 @@ static bool comp_sack_valid(const struct path_tx *pt, const struct mroce_hdr *h)
 {
     uint32_t back = pt->next_psn - 1 - h->sack_high;
     return back < pt->ring_fill && mroce_sack_test(h->sack, 0) &&
-           pt->psn_ts[eng_psn_slot(pt, h->sack_high)] == h->echo_ts;
+           *eng_psn_ts(pt, eng_psn_slot(pt, h->sack_high)) == h->echo_ts;
 }
 
 /* R-VAL-4: an ACK's MTH psn names the PROBE it answers (else its
