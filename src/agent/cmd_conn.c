@@ -369,6 +369,10 @@ static json_t *agent_conn_cnt_json(const struct mroce_conn_counters *k)
     CNT(o, "bad_tag", k->drop_bad_tag);
     CNT(o, "replay", k->drop_replay);
     CNT(o, "sec_mode", k->drop_sec_mode);
+    CNT(o, "psn_window", k->drop_psn_window);
+    CNT(o, "bad_close", k->drop_bad_close);
+    CNT(o, "resync", k->psn_resyncs);
+    CNT(o, "rnr_capped", k->rnr_capped);
     return o;
 }
 

@@ -297,6 +297,9 @@ struct cf_peer {
     /* the PSNs of the suite's latest PROBEs per path (R-VAL-4) */
     uint32_t probe_psn[CF_MAX_PATHS][CF_PROBE_RING];
     uint32_t probe_n[CF_MAX_PATHS];
+    /* the highest sack_high of the suite's ACKs per path */
+    bool ack_any[CF_MAX_PATHS];
+    uint32_t ack_high[CF_MAX_PATHS];
 };
 
 /* ---- one test (iut.c, peer.c, build.c) ---- */
@@ -719,7 +722,7 @@ bool cf_test_has_rule(const struct cf_test *ts, const char *rule);
 extern const struct cf_test cf_t_enc[], cf_t_hdr[], cf_t_conn[], cf_t_path[],
     cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[], cf_t_retry[],
     cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[], cf_t_sec[],
-    cf_t_cm[], cf_t_aead[], cf_t_mon[];
+    cf_t_cm[], cf_t_aead[], cf_t_val[], cf_t_mon[];
 
 /* ---- results and reports (runner.c, report.c) ---- */
 

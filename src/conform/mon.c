@@ -281,8 +281,14 @@ static void mon_psn(struct cf_t *t, struct cf_pkt *pk)
 {
     struct cf_monpath *mp = &t->p->mon.path[pk->h.path];
     const struct mroce_hdr *h = &pk->h;
+    /* R-VAL-4: a path may go on after a PSN the suite's ACKs showed it
+     * holding beyond the IUT's own */
+    const struct cf_peer *p = t->p;
+    bool resync = p->ack_any[h->path] &&
+                  (int32_t)(p->ack_high[h->path] - mp->next_psn) >= 0 &&
+                  h->psn == p->ack_high[h->path] + 1;
     if (mp->any && !t->p->mon.unreliable)
-        mon(t, pk, "R-SACK-2", h->psn == mp->next_psn,
+        mon(t, pk, "R-SACK-2", h->psn == mp->next_psn || resync,
             "path %u PSN %u, expected %u", h->path, h->psn, mp->next_psn);
     else if (!mp->any)
         mon(t, pk, "R-SACK-2", h->psn == t->p->iut_init_psn,
