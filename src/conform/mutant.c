@@ -19,7 +19,7 @@ struct mut_state {
     const struct cf_rules *rs;
     const struct cf_test *const *all;
     int n;
-    int *base; /* baseline verdict per test, -1 not selected */
+    int *base;           /* baseline verdict per test, -1 not selected */
     uint64_t *base_viol; /* monitor violations in the baseline, per rule */
 };
 
@@ -55,8 +55,9 @@ static void mut_baseline(struct mut_state *m)
     int bad = 0;
     for (int i = 0; i < m->n; i++)
         bad += m->base[i] == CF_FAIL;
-    fprintf(stderr, "mutants: baseline done, %d tests fail on the clean "
-                    "engine and cannot catch anything\n",
+    fprintf(stderr,
+            "mutants: baseline done, %d tests fail on the clean "
+            "engine and cannot catch anything\n",
             bad);
 }
 
@@ -152,10 +153,10 @@ int cf_mutants(const struct cf_opts *o, struct cf_agent *a,
             json_array_append_new(surv, json_string(name));
         json_array_append_new(res, r);
     }
-    json_t *doc = json_pack("{s:i, s:i, s:f, s:o, s:o}", "mutants", tried,
-                            "caught", caught, "score",
-                            tried ? (double)caught / tried : 0.0, "survivors",
-                            surv, "results", res);
+    json_t *doc =
+        json_pack("{s:i, s:i, s:f, s:o, s:o}", "mutants", tried, "caught",
+                  caught, "score", tried ? (double)caught / tried : 0.0,
+                  "survivors", surv, "results", res);
     char *s = json_dumps(doc, JSON_INDENT(1));
     printf("%s\n", s ? s : "{}");
     free(s);

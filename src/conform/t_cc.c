@@ -22,8 +22,8 @@ static json_int_t cc_cwnd(struct cf_t *t, uint16_t path)
 static const struct cf_pkt *cc_warm(struct cf_t *t)
 {
     for (int i = 0; i < 32; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 100 + (uint64_t)i,
-                                   .len = 1024});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = 100 + (uint64_t)i, .len = 1024});
     cf_wait_wc(t, "send", 131, cf_ms(t, 2000));
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 1024});
@@ -91,8 +91,10 @@ static void cc_hint(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 40000});
     for (int i = 0; i < 8; i++) {
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "rate-hint-please", .path = i % 4};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "rate-hint-please",
+                           .path = i % 4};
         cf_send_msg(t, &m);
     }
     cf_pump(t, 10);
@@ -115,8 +117,10 @@ static void cc_hint_connwide(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 25000});
     for (int i = 0; i < 4; i++) {
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "rate-hint-please", .path = i};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "rate-hint-please",
+                           .path = i};
         cf_send_msg(t, &m);
     }
     cf_pump(t, 10);
@@ -137,12 +141,13 @@ static void cc_hint_connwide(struct cf_t *t)
 static void cc_hint_share(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 40000});
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd",
-                                       "conn_create", "ctx", t->iut.ctx,
-                                       "n_paths", 1, "min_rto_ns",
-                                       (json_int_t)5000000));
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd", "conn_create",
+                             "ctx", t->iut.ctx, "n_paths", 1, "min_rto_ns",
+                             (json_int_t)5000000));
     json_t *prm = json_object_get(rep, "params");
-    uint32_t id2 = (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
+    uint32_t id2 =
+        (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
     int conn2 = (int)json_integer_value(json_object_get(rep, "conn"));
     json_decref(rep);
     CF_REQUIRE(t, id2, "no second connection");
@@ -152,9 +157,8 @@ static void cc_hint_share(struct cf_t *t)
     mine.n_paths = 1;
     mine.n_streams = 1;
     mine.init_psn = mine.init_dsn = mine.init_msn = 0;
-    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect",
-                               "conn", conn2, "params",
-                               cf_params_json(&mine)));
+    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect", "conn",
+                               conn2, "params", cf_params_json(&mine)));
     bool ok = cf_reply_ok(rep, NULL, 0);
     json_decref(rep);
     CF_REQUIRE(t, ok, "the second connection did not connect");
@@ -169,17 +173,20 @@ static void cc_hint_share(struct cf_t *t)
         h.msg_len = 0;
         h.flags = MROCE_HF_ACKREQ;
         cf_send(t, &h, NULL, 0);
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "share-the-link!!", .path = 0};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "share-the-link!!",
+                           .path = 0};
         cf_send_msg(t, &m);
         uint16_t path = 0;
-        const struct cf_pkt *a = cf_wait(t, cf_is_ack_for, &path,
-                                         cf_ms(t, 500));
+        const struct cf_pkt *a =
+            cf_wait(t, cf_is_ack_for, &path, cf_ms(t, 500));
         if (a && a->h.conn == t->p->my_id && a->h.rate_mbps < min)
             min = a->h.rate_mbps;
     }
-    CF_CHECK(t, min <= 20000, "hint %u Mbit/s with two connections "
-                              "delivering to a 40000 Mbit/s receiver",
+    CF_CHECK(t, min <= 20000,
+             "hint %u Mbit/s with two connections "
+             "delivering to a 40000 Mbit/s receiver",
              min);
 }
 
@@ -204,14 +211,16 @@ static void cc_hint_cap(struct cf_t *t)
             if (t->p->rx[q].any)
                 cf_send_ack(t, q);
     }
-    CF_CHECK(t, most <= 3, "%d data packets in flight at once under a "
-                           "1 Mbit/s hint",
+    CF_CHECK(t, most <= 3,
+             "%d data packets in flight at once under a "
+             "1 Mbit/s hint",
              most);
 }
 
 static int cc_burst(struct cf_t *t, uint16_t paths)
 {
-    cf_open(t, &(struct cf_open){.n_paths = paths, .src_ports = paths,
+    cf_open(t, &(struct cf_open){.n_paths = paths,
+                                 .src_ports = paths,
                                  .min_rto_ns = 60000000});
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 512 * 1024});
@@ -229,8 +238,7 @@ static void cc_init_window(struct cf_t *t)
     int one = cc_burst(t, 1);
     int many = cc_burst(t, 64);
     CF_CHECK(t, one > 0 && many <= one,
-             "first burst %d packets over 64 paths, %d over 1 path", many,
-             one);
+             "first burst %d packets over 64 paths, %d over 1 path", many, one);
 }
 
 const struct cf_test cf_t_cc[] = {

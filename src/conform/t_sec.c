@@ -50,8 +50,8 @@ static void sec_rkey_reuse(struct cf_t *t)
         struct cf_mr m;
         CF_REQUIRE(t, cf_iut_mr(t, 4096, "remote_read", &m), "mr_reg refused");
         old[i] = m.rkey;
-        json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd", "mr_dereg", "mr",
-                                         m.mr)));
+        json_decref(
+            cf_call(t, json_pack("{s:s, s:i}", "cmd", "mr_dereg", "mr", m.mr)));
     }
     for (int i = 0; i < 64; i++) {
         struct cf_mr m;
@@ -78,7 +78,8 @@ static void sec_init_seq(struct cf_t *t)
         psn[i] = (uint32_t)json_integer_value(json_object_get(p, "init_psn"));
         dsn[i] = (uint32_t)json_integer_value(json_object_get(p, "init_dsn"));
         msn[i] = (uint32_t)json_integer_value(json_object_get(p, "init_msn"));
-        uint32_t id = (uint32_t)json_integer_value(json_object_get(p, "conn_id"));
+        uint32_t id =
+            (uint32_t)json_integer_value(json_object_get(p, "conn_id"));
         json_decref(rep);
         CF_CHECK(t, psn[i] != dsn[i] && dsn[i] != msn[i] && psn[i] != id,
                  "a connection's initial numbers are not independent draws");
@@ -99,7 +100,7 @@ static void sec_offset_wrap(struct cf_t *t)
     struct mroce_hdr h = cf_data_hdr(t, MROCE_OP_WRITE, 0);
     h.msn = t->p->msn[0]++;
     h.msg_len = 0xFFFFFFFFu;
-    h.offset = 0xFFFFFC00u; /* a multiple of 1024; offset + 1023 = 2^32 - 1 */
+    h.offset = 0xFFFFFC00u;   /* a multiple of 1024; offset + 1023 = 2^32 - 1 */
     h.va = t->iut.va + 0x400; /* va + offset wraps below va in 32 bits */
     h.rkey = t->iut.rkey;
     h.flags = MROCE_HF_ACKREQ;
