@@ -122,7 +122,9 @@ static int nic_dp_create(struct sv_ctx *c, struct mroce_dp_attr *a)
         return mroce_dp_create(a, &c->dp);
     }
     uint32_t start = (uint32_t)getpid() % 1024, rc = MROCE_ESTATE;
-    for (uint32_t i = 0; i < SV_PORT_TRIES; i++) {
+    /* only UDP sockets can find their port taken; DPDK owns its port */
+    uint32_t tries = a->kind == MROCE_DP_UDP ? SV_PORT_TRIES : 1;
+    for (uint32_t i = 0; i < tries; i++) {
         a->port = (uint16_t)(SV_PORT_BASE + (start + i) % SV_PORT_TRIES);
         rc = (uint32_t)mroce_dp_create(a, &c->dp);
         if ((int)rc != MROCE_ESTATE)
