@@ -636,12 +636,20 @@ struct mroce_conn_counters {
     uint64_t rnr_naks;
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
-    uint64_t drop_bad_msg; /* inconsistent message fields */
-    uint64_t drop_state;   /* data, ACK or NACK its state does not take:
-                              outside CONNECTED (R-CONN-7) */
-    uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
-    uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
-    uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */
+    uint64_t drop_bad_msg;    /* inconsistent message fields */
+    uint64_t drop_state;      /* data, ACK or NACK its state does not take:
+                                 outside CONNECTED (R-CONN-7) */
+    uint64_t drop_stale;      /* NACK matching nothing, or reserved code */
+    uint64_t drop_bad_ack;    /* ACK naming no PSN or DSN of ours (R-VAL-1) */
+    uint64_t drop_psn_window; /* PROBE or duplicate not recorded: its PSN is
+                                 not where its path is (R-VAL-2) */
+    uint64_t drop_bad_close;  /* CLOSE/CLOSE_ACK with a DSN outside the
+                                 window (R-VAL-5) */
+    uint64_t psn_resyncs;     /* a path's PSNs moved past one the peer holds
+                                 but we never sent (R-VAL-4) */
+    uint64_t rnr_capped;      /* RNR NACKs asking more than max_rto
+                                 (R-RETRY-4) */
+    uint64_t drop_ooo;        /* RoCEv2: out-of-order packet (go-back-N) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
     /* MetaRoCE: data transmissions declared lost, each once, by the rule

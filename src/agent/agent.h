@@ -142,6 +142,13 @@ json_t *agent_cmd_poll(struct agent *a, json_t *req);
 json_t *agent_cmd_path_info(struct agent *a, json_t *req);
 json_t *agent_cmd_path_repath(struct agent *a, json_t *req);
 json_t *agent_cmd_path_enable(struct agent *a, json_t *req);
+json_t *agent_cmd_conn_secret(struct agent *a, json_t *req);
+json_t *agent_cmd_cm_listen(struct agent *a, json_t *req);
+json_t *agent_cmd_cm_dial(struct agent *a, json_t *req);
+json_t *agent_cmd_cm_result(struct agent *a, json_t *req);
+json_t *agent_cmd_cm_close(struct agent *a, json_t *req);
+/* Stops a set-up exchange in progress (before its connection goes). */
+void agent_cm_stop_all(void);
 
 /* Parameter blocks <-> JSON (cmd_conn.c). */
 json_t *agent_params_json(const struct mroce_conn_params *p);

@@ -353,6 +353,9 @@ static json_t *agent_conn_cnt_json(const struct mroce_conn_counters *k)
     CNT(o, "lost_pto", k->lost_pto);
     CNT(o, "lost_rto", k->lost_rto);
     CNT(o, "lost_rnr", k->lost_rnr);
+    CNT(o, "bad_tag", k->drop_bad_tag);
+    CNT(o, "replay", k->drop_replay);
+    CNT(o, "sec_mode", k->drop_sec_mode);
     return o;
 }
 
@@ -597,4 +600,30 @@ json_t *agent_cmd_path_enable(struct agent *a, json_t *req)
     int rc = mroce_path_enable(c->conn, p, (int)on);
     mroce_dp_unlock(agent_dp_of_conn(a, c));
     return rc < 0 ? agent_err_rc(rc, "mroce_path_enable") : agent_ok();
+}
+
+/* ---- secure modes (R-AEAD-1, R-AEAD-5) ---- */
+
+json_t *agent_cmd_conn_secret(struct agent *a, json_t *req)
+{
+    json_t *err;
+    struct agent_conn *c = agent_conn_get(a, req, &err);
+    if (!c)
+        return err;
+    const char *m = agent_get_str(req, "mode", "none");
+    const char *hex = agent_get_str(req, "secret", "");
+    int mode = !strcmp(m, "auth")      ? MROCE_SEC_AUTH
+               : !strcmp(m, "encrypt") ? MROCE_SEC_ENCRYPT
+               : !strcmp(m, "none")    ? MROCE_SEC_NONE
+                                       : -1;
+    uint8_t secret[MROCE_SECRET_LEN];
+    if (mode < 0 ||
+        (mode && agent_unhex(hex, secret, sizeof(secret)) != MROCE_SECRET_LEN))
+        return agent_err("invalid", "conn_secret needs a mode and 32 bytes");
+    mroce_dp_lock(agent_dp_of_conn(a, c));
+    int rc = mroce_conn_set_secret(c->conn, mode, secret, sizeof(secret));
+    mroce_dp_unlock(agent_dp_of_conn(a, c));
+    if (rc == MROCE_ENOTSUP)
+        return agent_err("unsupported", "no crypto provider");
+    return rc < 0 ? agent_err_rc(rc, "mroce_conn_set_secret") : agent_ok();
 }

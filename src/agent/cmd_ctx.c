@@ -16,7 +16,7 @@ static const char *const agent_caps[] = {
     "read",        "recv",         "mem",          "mr.dereg",
     "counters.ctx", "counters.conn", "path.info",  "path.repath",
     "path.enable", "conn.disconnect", "conn.state", "conn.attr",
-    "conn.init_seq", "fault",
+    "conn.init_seq", "cm", "secure", "fault",
 };
 
 static json_t *agent_fault_list(void)

@@ -42,6 +42,8 @@ const char *agent_err_code(int rc)
         return "access";
     case MROCE_EBUSY:
         return "busy";
+    case MROCE_EPROTO:
+        return "proto";
     default:
         return "internal";
     }

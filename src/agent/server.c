@@ -50,6 +50,11 @@ static const struct agent_cmd agent_cmds[] = {
     {"path_info", agent_cmd_path_info},
     {"path_repath", agent_cmd_path_repath},
     {"path_enable", agent_cmd_path_enable},
+    {"conn_secret", agent_cmd_conn_secret},
+    {"cm_listen", agent_cmd_cm_listen},
+    {"cm_dial", agent_cmd_cm_dial},
+    {"cm_result", agent_cmd_cm_result},
+    {"cm_close", agent_cmd_cm_close},
     {"quit", agent_cmd_quit},
 };
 

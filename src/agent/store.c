@@ -70,6 +70,7 @@ struct agent_mr *agent_mr_get(struct agent *a, json_t *req, json_t **err)
 
 void agent_conn_free(struct agent *a, int h)
 {
+    agent_cm_stop_all();
     struct agent_conn *c = &a->conn[h];
     struct mroce_dp *dp = a->ctx[c->ctx].dp;
     mroce_dp_lock(dp);
@@ -84,6 +85,7 @@ void agent_conn_free(struct agent *a, int h)
  * the regions' memory is ours and goes last. */
 void agent_ctx_free(struct agent *a, int h)
 {
+    agent_cm_stop_all(); /* its thread may use a connection of this ctx */
     for (int i = 0; i < AGENT_MAX_CONN; i++)
         if (a->conn[i].used && a->conn[i].ctx == h)
             a->conn[i].used = false;

@@ -31,6 +31,7 @@ struct mroce_cm {
     struct cm_psk psk;
     bool has_psk;
     struct mroce_addr tcp_peer;
+    uint8_t can; /* modes the connection can apply (establish), 0: unknown */
     /* set-up */
     uint8_t *hello_peer; /* the peer's whole HELLO (server: from accept) */
     size_t hello_peer_len;

@@ -4,13 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
-
-/* Modes this build can apply to a connection's packets. The AEAD modes
- * need the datapath's per-packet protection (mroce_conn_set_secret),
- * which this build does not have yet: until it does, a key authenticates
- * the exchange and yields the secret, and packets stay in mode NONE. */
-#define CHECK_BUILD_MODES MROCE_CM_MODE_NONE
 
 uint8_t cm_check_our_modes(const struct cm_policy *pol)
 {
@@ -19,7 +14,7 @@ uint8_t cm_check_our_modes(const struct cm_policy *pol)
         m = pol->psk
                 ? MROCE_CM_MODE_NONE | MROCE_CM_MODE_AUTH | MROCE_CM_MODE_ENC
                 : MROCE_CM_MODE_NONE;
-    return m & CHECK_BUILD_MODES;
+    return pol->can ? m & pol->can : m;
 }
 
 /* mroce's policy (R-CM-10): a side with a key requires the peer to
@@ -183,8 +178,8 @@ static int check_key(const struct cm_policy *pol, const struct cm_hello *h,
 }
 
 /* R-CM-9: the strongest mode both accept; AUTH and ENC need a key. */
-static int check_mode(const struct cm_policy *pol, const struct cm_hello *h,
-                      struct cm_agreed *ag, struct cm_verdict *v)
+int cm_check_mode(const struct cm_policy *pol, const struct cm_hello *h,
+                  struct cm_agreed *ag, struct cm_verdict *v)
 {
     uint8_t common = cm_check_our_modes(pol) & h->modes;
     if (!ag->psk)
@@ -218,7 +213,7 @@ int cm_check_hello(const struct cm_policy *pol, const struct cm_hello *h,
     if (!rc)
         rc = check_key(pol, h, prefix, prefix_len, msg, len, ag, v);
     if (!rc)
-        rc = check_mode(pol, h, ag, v);
+        rc = cm_check_mode(pol, h, ag, v);
     if (!rc)
         rc = check_addrs(pol, h, v);
     const char *why = "";

@@ -19,6 +19,8 @@ struct cm_policy {
     const struct mroce_cm_attr *attr;
     const struct cm_psk *psk;   /* NULL: no key */
     struct mroce_addr tcp_peer; /* the TCP peer's address */
+    uint8_t can; /* modes the connection's datapath can apply; 0: not
+                    known yet (the listener: establish checks again) */
 };
 
 /* What both sides agree on. */
@@ -38,8 +40,12 @@ struct cm_verdict {
 /* Our HELLO's versions, features, modes and key id under `pol`. */
 void cm_check_fill_ours(const struct cm_policy *pol, struct cm_hello *h);
 /* Modes we accept: the attribute's, else NONE (and AUTH|ENC with a
- * key), limited to what this build's datapath can apply. */
+ * key), limited to what the datapath can apply (pol->can). */
 uint8_t cm_check_our_modes(const struct cm_policy *pol);
+/* R-CM-9: the mode agreed with the peer's HELLO h (ag->psk set), or
+ * REJECT SECURITY. */
+int cm_check_mode(const struct cm_policy *pol, const struct cm_hello *h,
+                  struct cm_agreed *ag, struct cm_verdict *v);
 
 /* Checks the peer's decoded HELLO h (its whole message msg[0..len), tag
  * included; prefix: the client's HELLO when h is the server's). 0 and

@@ -53,7 +53,8 @@ struct cm_policy cm_chan_policy(const struct mroce_cm *cm)
 {
     return (struct cm_policy){.attr = &cm->attr,
                               .psk = cm->has_psk ? &cm->psk : NULL,
-                              .tcp_peer = cm->tcp_peer};
+                              .tcp_peer = cm->tcp_peer,
+                              .can = cm->can};
 }
 
 int mroce_cm_dial(const char *host, uint16_t port, int timeout_ms,
@@ -162,10 +163,10 @@ int cm_chan_read(struct mroce_cm *cm)
 
 static int cm_peek_at(struct mroce_cm *cm, size_t off, struct cm_msg *m)
 {
+    m->rej = 0;
     if (cm->broken)
         return cm_fail(MROCE_EPROTO, "CM stream out of step");
     const char *why = "";
-    m->rej = 0;
     int rc =
         cm_hdr_decode(cm->rx + off, cm->rx_len - off, &m->h, &why, &m->rej);
     if (rc == MROCE_EAGAIN)
@@ -217,6 +218,7 @@ static int cm_untag(struct mroce_cm *cm, struct cm_msg *m)
         !cm_auth_equal(t, m->body + m->len, CM_MSG_TAG_LEN)) {
         cm->broken = true;
         cm->cnt.rx_bad_mac++;
+        shutdown(cm->fd, SHUT_RDWR); /* R-CM-11: no longer the peer's */
         return cm_fail(MROCE_EACCES, "CM: %s with a wrong MAC",
                        cm_type_name(m->h.type));
     }

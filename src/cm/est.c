@@ -1,6 +1,7 @@
 /* The set-up exchange (R-CM-4, R-CM-8..R-CM-10): client HELLO, server
  * HELLO, client READY, server READY; each side checks before it answers
  * and connects before its READY. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,30 @@ static int est_refuse(struct est *e, int err, int reason, const char *why)
     return est_reject(e, err, &v);
 }
 
+/* R-CM-9: the modes this connection's engine can apply. AUTH and ENC
+ * need a crypto provider on its context (R-AEAD); mroce_conn_set_secret
+ * refuses them (ENOTSUP) without one, so a secure mode is tried with a
+ * throw-away secret and set back to NONE: the connection is in INIT, and
+ * establish sets the real secret before connecting. */
+static uint8_t est_engine_modes(struct mroce_conn *conn)
+{
+    static const uint8_t probe[MROCE_SECRET_LEN];
+    if (mroce_conn_set_secret(conn, MROCE_SEC_AUTH, probe, sizeof(probe)))
+        return MROCE_CM_MODE_NONE;
+    mroce_conn_set_secret(conn, MROCE_SEC_NONE, NULL, 0);
+    return MROCE_CM_MODE_NONE | MROCE_CM_MODE_AUTH | MROCE_CM_MODE_ENC;
+}
+
+_Static_assert(MROCE_CM_SECRET_LEN == MROCE_SECRET_LEN,
+               "the CM derives the engine's connection secret");
+
+static int est_sec_mode(uint8_t mode)
+{
+    return mode == MROCE_CM_MODE_ENC    ? MROCE_SEC_ENCRYPT
+           : mode == MROCE_CM_MODE_AUTH ? MROCE_SEC_AUTH
+                                        : MROCE_SEC_NONE;
+}
+
 /* Our HELLO: the connection's parameters, our policy, a fresh nonce and
  * the blob; with a key, tagged over prefix || the message (R-CM-10). */
 static int est_hello_build(struct est *e, const uint8_t *prefix, size_t plen)
@@ -44,6 +69,9 @@ static int est_hello_build(struct est *e, const uint8_t *prefix, size_t plen)
     memset(h, 0, sizeof(*h));
     mroce_conn_get_params(e->conn, &h->p);
     cm_check_fill_ours(&pol, h);
+    if (!h->modes) /* R-CM-9: none we accept can be applied here */
+        return cm_fail(MROCE_EINVAL, "CM: no accepted protection mode is "
+                                     "available on this connection");
     h->transport = h->p.transport;
     h->keepalive_ms = cm->attr.no_keepalive   ? 0
                       : cm->attr.keepalive_ms ? cm->attr.keepalive_ms
@@ -96,6 +124,11 @@ static int est_check_local(struct est *e)
 static int est_expect(struct est *e, int type, struct cm_msg *m)
 {
     int err = cm_chan_next(e->cm, e->dl, m);
+    if (err && m->rej) { /* R-CM-2: a bad header is answered */
+        char why[128];
+        snprintf(why, sizeof(why), "%s", mroce_cm_errmsg());
+        return cm_chan_reject(e->cm, err, m->rej, 0, why, e->dl);
+    }
     if (err)
         return err;
     if (m->h.type == CM_REJECT)
@@ -119,11 +152,21 @@ static int est_keys(struct est *e, const uint8_t *hc, size_t lc,
     return err ? est_refuse(e, err, MROCE_CM_REJ_INTERNAL, "key schedule") : 0;
 }
 
-/* R-CM-4: connect with the peer's values (a refusal is a REJECT). The
- * datapath's packet protection would be keyed here from the secret. */
+/* R-CM-4, R-CM-9: the agreed mode keyed from the connection secret
+ * (R-CM-10, R-AEAD-6), then connect with the peer's values; a refusal of
+ * either is a REJECT. */
 static int est_connect(struct est *e)
 {
-    int err = mroce_conn_connect(e->conn, &e->peer.p);
+    struct mroce_cm *cm = e->cm;
+    int mode = est_sec_mode(cm->ag.mode);
+    int err = mode == MROCE_SEC_NONE
+                  ? 0
+                  : mroce_conn_set_secret(e->conn, mode, cm->ses.secret,
+                                          MROCE_CM_SECRET_LEN);
+    if (err)
+        return est_refuse(e, err, MROCE_CM_REJ_INTERNAL,
+                          "the connection refused the secret");
+    err = mroce_conn_connect(e->conn, &e->peer.p);
     if (err)
         return est_refuse(e, err, MROCE_CM_REJ_PARAMS,
                           "mroce_conn_connect refused the values");
@@ -217,6 +260,10 @@ static int est_server(struct est *e)
         return cm_fail(MROCE_ESTATE, "CM: no checked HELLO to answer");
     cm->ka_peer_ms = e->peer.keepalive_ms;
     int err = est_check_local(e);
+    struct cm_policy pol = cm_chan_policy(cm);
+    struct cm_verdict v;
+    if (!err && cm_check_mode(&pol, &e->peer, &cm->ag, &v))
+        err = est_reject(e, MROCE_EPROTO, &v); /* what the engine can do */
     if (!err)
         err = est_hello_build(e, cm->hello_peer, cm->hello_peer_len);
     if (!err)
@@ -244,6 +291,7 @@ int mroce_cm_establish(struct mroce_cm *cm, struct mroce_conn *conn,
     struct est *e = calloc(1, sizeof(*e));
     if (!e)
         return MROCE_ENOMEM;
+    cm->can = est_engine_modes(conn);
     *e = (struct est){.cm = cm,
                       .conn = conn,
                       .dl = cm_deadline(timeout_ms),

@@ -47,10 +47,10 @@ struct mroce_hdr cf_data_hdr(struct cf_t *t, uint8_t opcode, uint16_t path)
 /* Headers, payload, extra bytes and ICRC as x asks; the length or -1. */
 static int build_pkt(const struct mroce_hdr *h, const void *payload,
                      uint32_t len, const struct cf_tx *x, uint8_t *out,
-                     size_t cap)
+                     size_t cap, struct cf_aead *aead)
 {
     int hl = mroce_wire_write_hdr(h, out, cap);
-    if (hl < 0 || (size_t)hl + len + x->extra + 4 > cap)
+    if (hl < 0 || (size_t)hl + len + x->extra + 16 > cap)
         return -1;
     size_t n = (size_t)hl;
     if (len)
@@ -62,6 +62,14 @@ static int build_pkt(const struct mroce_hdr *h, const void *payload,
         out[0] = x->byte0;
     if (x->patch && !x->no_reseal && x->patch_off + x->patch_len <= n)
         memcpy(out + x->patch_off, x->patch, x->patch_len);
+    if (aead && aead->mode && !x->plain) {
+        size_t s = cf_aead_seal(aead, out, n, x->prot ? x->prot - 1 : -1);
+        if (x->patch && x->no_reseal && x->patch_off + x->patch_len <= s)
+            memcpy(out + x->patch_off, x->patch, x->patch_len);
+        if (x->bad_crc && s)
+            out[s - 1] ^= 0x5A; /* the tag */
+        return s ? (int)s : -1;
+    }
     uint32_t crc = mroce_crc32c(0, out, n);
     if (x->crc_le) {
         for (int i = 0; i < 4; i++)
@@ -107,7 +115,7 @@ int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
               uint32_t len, const struct cf_tx *x)
 {
     static uint8_t buf[CF_PKT_MAX + 256];
-    int n = build_pkt(h, payload, len, x, buf, sizeof(buf));
+    int n = build_pkt(h, payload, len, x, buf, sizeof(buf), &t->p->aead);
     CF_REQUIRE(t, n > 0, "cannot encode opcode 0x%02x", h->opcode);
     cf_note_sent(t->p, h);
     if (t->trace)

@@ -26,6 +26,7 @@
 #include "wire/wire.h"
 
 #define CF_PKT_MAX 9216
+#define CF_DERR_TAG (-100) /* a sealed packet whose tag does not verify */
 #define CF_MAX_PATHS 256
 #define CF_MAX_STREAMS 16
 #define CF_MEM_LEN (4u << 20) /* the suite's own registered memory */
@@ -101,6 +102,10 @@ struct cf_pkt {
     size_t len;
     uint8_t *buf;     /* exact copy; h.payload points into it */
     bool lost;        /* the test's drop rule made the suite ignore it */
+    bool sealed;      /* opened from a sealed packet (buf is the plain one) */
+    uint8_t flags0;   /* byte 0 as sent (SEAL, key phase) */
+    uint8_t prot;     /* the protection byte as sent (data, sealed) */
+    size_t wire_len;  /* its length on the wire */
     bool first;       /* data: the first transmission of its DSN */
     int mon_viol;     /* violations the monitor found in it */
 };
@@ -205,6 +210,7 @@ struct cf_mondsn {
 
 struct cf_mon {
     uint8_t *new_dsn; /* [CF_MON_DSNS]: first sightings since init_dsn */
+    uint8_t *csn_seen; /* [CF_MON_DSNS]: CSNs of the IUT (secure modes) */
     uint32_t max_new;  /* 1 + the highest of them, from init_dsn */
     struct cf_monpath path[CF_MAX_PATHS];
     struct cf_monmsg msg[CF_MAX_STREAMS][CF_MON_MSGS];
@@ -212,6 +218,26 @@ struct cf_mon {
     struct cf_mondsn *dsn; /* [CF_MON_DSNS], by DSN mod */
     bool unreliable; /* the kernel dropped packets: skip sequence checks */
 };
+
+/* The secure modes (aead.c, R-AEAD-*): the suite's keys, epoch 0. */
+struct cf_aead {
+    int mode; /* 0 none, 1 authenticated, 2 encrypted */
+    uint8_t key_tx[16], iv_tx[12], key_rx[16], iv_rx[12];
+    uint32_t csn_tx;
+    bool csn_any;
+    uint32_t csn_rx_next; /* the IUT's next CSN (monitor) */
+};
+
+bool cf_aead_init(struct cf_aead *a, int mode, const uint8_t secret[32],
+                  uint32_t my_id, uint32_t iut_id);
+/* Seals pkt[0, body) in place (SEAL, CSN, protection byte -- prot, or
+ * the mode's when -1 -- then the tag at pkt + body); returns the new
+ * length, 0 on failure. */
+size_t cf_aead_seal(struct cf_aead *a, uint8_t *pkt, size_t body, int prot);
+/* Opens a sealed packet into out as a packet of mode none (ICRC); its
+ * length, -1 if it is not sealed, -2 if the tag does not verify. */
+int cf_aead_open(const struct cf_aead *a, const uint8_t *in, size_t len,
+                 uint8_t *out);
 
 struct cf_t;
 /* Decides whether the suite treats an IUT packet as lost. */
@@ -256,6 +282,7 @@ struct cf_peer {
     uint32_t rnr_info; /* info of the RNR NACKs the suite sends [100] */
     uint32_t rate_mbps; /* hint in the suite's ACKs [0] */
     bool no_rtt; /* ACKs echo a ts from the future: no RTT samples */
+    struct cf_aead aead; /* mode 0: none */
     cf_drop_fn drop;
     void *drop_ud;
     /* every packet received in this test */
@@ -287,6 +314,7 @@ struct cf_open {
     uint16_t my_paths, my_streams;
     uint32_t my_mtu, my_dsn_window, my_msg_window, my_max_rd;
     bool no_connect; /* leave the IUT's connection in INIT */
+    int sec;         /* secure mode: 1 authenticated, 2 encrypted */
     /* the suite's own initial sequence numbers (R-CONN-5) [0, 0, 0] */
     uint32_t my_init_psn, my_init_dsn, my_init_msn;
     /* the IUT's, through the agent's test hook conn.init_seq (else its
@@ -313,6 +341,7 @@ struct cf_iut {
     uint16_t port;
     struct cf_params params;
     struct cf_timers timers;
+    uint8_t secret[32]; /* the connection secret (secure modes) */
     int mr; /* the default region: all rights, CF_IUT_MR_LEN bytes */
     uint64_t va;
     uint32_t rkey, lkey;
@@ -347,6 +376,9 @@ void cf_open(struct cf_t *t, const struct cf_open *o);
  * as given, so a test can announce bad ones); the agent's error code or
  * NULL. */
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine);
+/* After a set-up exchange done otherwise (the CM): the suite's endpoint
+ * takes the effective values of `mine` and the IUT's parameters. */
+void cf_apply_params(struct cf_t *t, const struct cf_params *mine);
 /* The parameter block the suite announces by default; as JSON. */
 void cf_my_params(struct cf_t *t, struct cf_params *out);
 json_t *cf_params_json(const struct cf_params *p);
@@ -466,6 +498,8 @@ struct cf_tx {
     const uint8_t *patch;  /* bytes to overwrite after encoding */
     uint32_t patch_off, patch_len;
     bool no_reseal;        /* patch after the ICRC is computed */
+    bool plain;            /* on a secure connection: not sealed */
+    uint8_t prot;          /* nonzero: the protection byte sent, minus 1 */
 };
 
 /* The suite's MTH for the IUT: conn, path, ts; psn 0. */
@@ -663,7 +697,7 @@ bool cf_test_has_rule(const struct cf_test *ts, const char *rule);
 extern const struct cf_test cf_t_enc[], cf_t_hdr[], cf_t_conn[], cf_t_path[],
     cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[],
     cf_t_retry[], cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[],
-    cf_t_sec[], cf_t_mon[];
+    cf_t_sec[], cf_t_cm[], cf_t_aead[], cf_t_mon[];
 
 /* ---- results and reports (runner.c, report.c) ---- */
 
@@ -671,6 +705,7 @@ struct cf_result {
     const struct cf_test *test;
     int verdict; /* CF_PASS, CF_FAIL, CF_SKIP */
     int kw;      /* the keyword it is graded by (runner.c) */
+    bool xfail;  /* a known failure (--xfail): does not fail the run */
     double time_s;
     char *msg;
 };
@@ -703,6 +738,8 @@ struct cf_opts {
     const char *json, *junit, *md;
     const char **filters;
     int n_filters;
+    const char **xfail; /* test ids of known failures, reported upstream */
+    int n_xfail;
     const char *fault;        /* run against this engine fault */
     const char *mutants_json; /* mutation run: output file */
     const char *only_mutant;  /* mutation run of one fault */

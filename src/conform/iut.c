@@ -359,6 +359,11 @@ static void iut_effective(struct cf_t *t, const struct cf_params *mine)
         cf_abort(t, "out of memory");
 }
 
+void cf_apply_params(struct cf_t *t, const struct cf_params *mine)
+{
+    iut_effective(t, mine);
+}
+
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine)
 {
     static char code[32];
@@ -371,6 +376,30 @@ const char *cf_connect(struct cf_t *t, const struct cf_params *mine)
         return code;
     iut_effective(t, mine);
     return NULL;
+}
+
+/* R-AEAD-5: both sides take the same fresh secret before connecting. */
+static void iut_secure(struct cf_t *t, int mode)
+{
+    cf_need(t, "secure");
+    if (getrandom(t->iut.secret, 32, 0) != 32)
+        cf_pattern(t->iut.secret, 32, (uint32_t)cf_now());
+    char hex[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", t->iut.secret[i]);
+    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:s, s:s}", "cmd",
+                                       "conn_secret", "conn", t->iut.conn,
+                                       "mode", mode == 2 ? "encrypt" : "auth",
+                                       "secret", hex));
+    char code[32];
+    bool ok = cf_reply_ok(rep, code, sizeof(code));
+    json_decref(rep);
+    if (!ok && !strcmp(code, "unsupported"))
+        cf_skip(t, "the IUT has no secure modes here");
+    CF_REQUIRE(t, ok, "conn_secret refused: %s", code);
+    CF_REQUIRE(t, cf_aead_init(&t->p->aead, mode, t->iut.secret, t->p->my_id,
+                               t->p->iut_id),
+               "the suite's key schedule failed");
 }
 
 void cf_open(struct cf_t *t, const struct cf_open *o)
@@ -393,6 +422,8 @@ void cf_open(struct cf_t *t, const struct cf_open *o)
     struct cf_params mine;
     cf_my_params(t, &mine);
     iut_effective(t, &mine);
+    if (iut_cur.sec)
+        iut_secure(t, iut_cur.sec);
     if (iut_cur.no_connect)
         return;
     const char *err = cf_connect(t, &mine);

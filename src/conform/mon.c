@@ -62,6 +62,16 @@ static struct cf_mon_rule mon_tab[] = {
      ""},
     {"R-ACK-5", CF_KW_MUST, "ACKs name only PSNs the peer sent", 0, 0, ""},
     {"R-PATH-7", CF_KW_MUST, "PROBE: ACKREQ set, MTH only", 0, 0, ""},
+    {"R-AEAD-1", CF_KW_MUST, "every packet of a secure connection sealed", 0,
+     0, ""},
+    {"R-AEAD-2", CF_KW_MUST, "sealed layout: tag of 16 bytes, protection "
+                             "byte of the mode",
+     0, 0, ""},
+    {"R-AEAD-3", CF_KW_MUST, "every tag verifies under the spec's keys, "
+                             "nonce and AAD",
+     0, 0, ""},
+    {"R-AEAD-4", CF_KW_MUST, "no control sequence number used twice", 0, 0,
+     ""},
 };
 
 #define MON_N (int)(sizeof(mon_tab) / sizeof(mon_tab[0]))
@@ -152,7 +162,8 @@ static void mon_decode(struct cf_t *t, struct cf_pkt *pk)
         mon(t, pk, "R-VER-7", opcode_known && !(b[0] & 3),
             "opcode 0x%02x flags 0x%x", b[1], b[0] & 0xF);
     }
-    if (opcode_known && pk->len >= (size_t)mroce_wire_hdr_len(b[1]) + 4) {
+    if (opcode_known && !pk->sealed &&
+        pk->len >= (size_t)mroce_wire_hdr_len(b[1]) + 4) {
         size_t body = pk->len - 4;
         mon(t, pk, "R-CRC-1",
             mroce_crc32c(0, b, body) == mroce_be32_get(b + body),
@@ -174,8 +185,9 @@ static void mon_addressing(struct cf_t *t, struct cf_pkt *pk)
     mon(t, pk, "R-ENC-6", pk->ecn == 2, "ECN field %u", pk->ecn);
     mon(t, pk, "R-ENC-10", !memcmp(pk->src, p->iut_ip, n),
         "source address is not the announced one");
-    mon(t, pk, "R-ENC-9", pk->len <= (size_t)p->mtu + 60,
-        "%zu bytes with mtu %u", pk->len, p->mtu);
+    size_t most = (size_t)p->mtu + (pk->sealed ? 72 : 60);
+    mon(t, pk, "R-ENC-9", pk->wire_len <= most, "%zu bytes with mtu %u",
+        pk->wire_len, p->mtu);
 }
 
 static void mon_fields(struct cf_t *t, struct cf_pkt *pk)
@@ -371,8 +383,43 @@ void cf_mon_finish(struct cf_t *t)
         t->p->iut_init_dsn + hole, t->p->iut_init_dsn + m->max_new - 1);
 }
 
+/* R-AEAD-1..4 on a connection in a secure mode. */
+static void mon_aead(struct cf_t *t, struct cf_pkt *pk)
+{
+    struct cf_aead *a = &t->p->aead;
+    mon(t, pk, "R-AEAD-1", (pk->flags0 & 0x2) != 0,
+        "a packet of a secure connection without SEAL (byte 0 0x%02x)",
+        pk->flags0);
+    mon(t, pk, "R-AEAD-3", pk->derr != CF_DERR_TAG,
+        "a tag that does not verify (%zu bytes)", pk->wire_len);
+    if (!pk->sealed || pk->derr)
+        return;
+    const struct mroce_hdr *h = &pk->h;
+    size_t hl = mroce_wire_hdr_len(h->opcode);
+    mon(t, pk, "R-AEAD-2", pk->wire_len == hl + h->payload_len + 16,
+        "%zu bytes for %zu of headers and %u of payload", pk->wire_len, hl,
+        h->payload_len);
+    if (h->opcode >= MROCE_OP_WRITE && h->opcode <= MROCE_OP_READ_RESP)
+        mon(t, pk, "R-AEAD-2", pk->prot == (a->mode == 2 ? 1 : 0),
+            "protection byte 0x%02x in mode %d", pk->prot, a->mode);
+    bool control = h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_NACK ||
+                   h->opcode == MROCE_OP_CLOSE ||
+                   h->opcode == MROCE_OP_CLOSE_ACK;
+    if (!control)
+        return;
+    uint32_t k = h->ts; /* the CSN, from 0 */
+    bool fresh = k >= CF_MON_DSNS || !t->p->mon.csn_seen[k];
+    mon(t, pk, "R-AEAD-4", fresh, "CSN %u used twice", k);
+    if (k < CF_MON_DSNS)
+        t->p->mon.csn_seen[k] = 1;
+}
+
 void cf_mon_packet(struct cf_t *t, struct cf_pkt *pk)
 {
+    if (t->p->aead.mode)
+        mon_aead(t, pk);
+    if (pk->derr == CF_DERR_TAG)
+        return;
     for (int i = 0; !pk->derr && i < 4; i++)
         if (t->p->extra_ids[i] && pk->h.conn == t->p->extra_ids[i])
             return; /* another connection of the test: its own rules */

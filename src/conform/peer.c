@@ -23,7 +23,8 @@ struct cf_peer *cf_peer_new(struct cf_t *t)
     p->mem = calloc(1, CF_MEM_LEN);
     p->mon.dsn = calloc(CF_MON_DSNS, sizeof(*p->mon.dsn));
     p->mon.new_dsn = calloc(CF_MON_DSNS, 1);
-    if (!p->mem || !p->mon.dsn || !p->mon.new_dsn ||
+    p->mon.csn_seen = calloc(CF_MON_DSNS, 1);
+    if (!p->mem || !p->mon.dsn || !p->mon.new_dsn || !p->mon.csn_seen ||
         cf_sock_open(&p->s, t->ip, 0) < 0) {
         cf_peer_free(p);
         return NULL;
@@ -51,6 +52,7 @@ void cf_peer_free(struct cf_peer *p)
     free(p->acc);
     free(p->mon.dsn);
     free(p->mon.new_dsn);
+    free(p->mon.csn_seen);
     free(p);
 }
 
@@ -398,6 +400,36 @@ static struct cf_pkt *peer_log_add(struct cf_peer *p, const uint8_t *buf,
         return NULL;
     }
     *pk = *meta;
+    pk->wire_len = n;
+    pk->flags0 = n ? buf[0] : 0;
+    if (p->aead.mode && n && (buf[0] & 0x2)) { /* sealed: open it */
+        uint8_t *plain = malloc(n);
+        int m = plain ? cf_aead_open(&p->aead, buf, n, plain) : -2;
+        if (m > 0) {
+            pk->sealed = true;
+            if (plain[1] >= MROCE_OP_WRITE && plain[1] <= MROCE_OP_READ_RESP)
+                pk->prot = plain[22];
+            plain[22] = 0; /* the plain packet's reserved byte */
+            mroce_wire_seal(plain, (size_t)m - 4);
+            free(copy);
+            copy = plain;
+            n = (size_t)m;
+        } else {
+            free(plain);
+            memcpy(copy, buf, n);
+            pk->buf = copy;
+            pk->len = n;
+            pk->derr = CF_DERR_TAG;
+            memset(&pk->h, 0, sizeof(pk->h));
+            p->log[p->n_log++] = pk;
+            return pk;
+        }
+        pk->buf = copy;
+        pk->len = n;
+        pk->derr = mroce_wire_decode(copy, n, &pk->h);
+        p->log[p->n_log++] = pk;
+        return pk;
+    }
     memcpy(copy, buf, n);
     pk->buf = copy;
     pk->len = n;

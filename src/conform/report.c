@@ -32,8 +32,9 @@ void cf_report_console_line(const struct cf_result *r, bool verbose)
     const char *label = !strcmp(o, "warn")   ? "WARN"
                         : !strcmp(o, "info") ? "INFO"
                                              : tag[r->verdict];
-    printf("%-4s %-42s %-6s %6.3fs  %s\n", label, r->test->id,
-           cf_kw_name(r->kw), r->time_s, r->test->rules);
+    printf("%-4s %-42s %-6s %6.3fs  %s%s\n", label, r->test->id,
+           cf_kw_name(r->kw), r->time_s, r->test->rules,
+           r->xfail && r->verdict == CF_FAIL ? "  (known failure)" : "");
     if (r->msg && (r->verdict != CF_PASS || verbose))
         printf("       %s\n", r->msg);
     fflush(stdout);
@@ -88,6 +89,12 @@ void cf_report_summary(const struct cf_run *run)
     printf("%d tests in %.1f s; SHOULD failures (warnings): %d, MAY failures "
            "(informational): %d\n",
            run->n_res, run->time_s, c[3], c[4]);
+    int known = 0;
+    for (int i = 0; i < run->n_res; i++)
+        known += run->res[i].xfail && cf_must_fail(&run->res[i]);
+    if (known)
+        printf("%d of the MUST failures are known failures (--xfail)\n",
+               known);
     printf("%d passed, %d failed, %d skipped\n", c[0], c[1], c[2]);
 }
 
@@ -120,6 +127,8 @@ int cf_report_json(const struct cf_run *run, const char *path)
             r->time_s, "section", r->test->section);
         if (r->msg)
             json_object_set_new(o, "message", json_string(r->msg));
+        if (r->xfail)
+            json_object_set_new(o, "known_failure", json_true());
         json_array_append_new(tests, o);
     }
     for (int i = 0; i < run->rules.n; i++) {

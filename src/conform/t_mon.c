@@ -51,5 +51,9 @@ const struct cf_test cf_t_mon[] = {
     MON("R-ACK-2", "6.2", "ACK flags and psn zero"),
     MON("R-ACK-5", "6.2", "ACKs name only PSNs the peer sent"),
     MON("R-PATH-7", "5.3", "PROBE format"),
+    MON("R-AEAD-1", "3.14", "every packet of a secure connection sealed"),
+    MON("R-AEAD-2", "3.14", "sealed packet layout"),
+    MON("R-AEAD-3", "3.14", "every tag verifies"),
+    MON("R-AEAD-4", "3.14", "control sequence numbers fresh"),
     {0},
 };

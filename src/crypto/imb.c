@@ -36,7 +36,8 @@ static void imb_init(void)
 static void *imb_key_new(void *ud, const uint8_t *key)
 {
     (void)ud;
-    struct gcm_key_data *k = aligned_alloc(64, sizeof(*k));
+    /* C11: the size must be a multiple of the alignment (ASan checks) */
+    struct gcm_key_data *k = aligned_alloc(64, (sizeof(*k) + 63) & ~(size_t)63);
     if (!k)
         return NULL;
     IMB_AES128_GCM_PRE(imb.mgr, key, k);

@@ -151,6 +151,7 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->local.init_psn = (uint32_t)eng_rand(ctx);
     c->local.init_dsn = (uint32_t)eng_rand(ctx);
     c->local.init_msn = (uint32_t)eng_rand(ctx);
+    c->ts_off = (uint32_t)eng_rand(ctx); /* R-HDR-10, R-VAL-1 */
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;

@@ -24,6 +24,12 @@
 #define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
 #define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
 #define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
+/* R-VAL-2: how far after a path's highest recorded PSN a duplicate data
+ * packet may still be recorded */
+#define ENG_PSN_AHEAD 1024
+/* R-VAL-4: how far past its own next PSN a sender moves a path whose
+ * peer holds a PSN it never sent (a forged packet was recorded) */
+#define ENG_RESYNC_MAX 65536
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -74,6 +80,7 @@ struct sq_slot {
     uint8_t status;
     bool all_sent, fatal;
     uint32_t msn, ssn;
+    uint32_t first_dsn, last_dsn; /* R-VAL-6: DSNs its packets took */
     uint32_t npkts, acked, sent_bytes;
     uint32_t read_got; /* READ: response packets placed */
     struct mroce_mr *mr;
@@ -133,10 +140,13 @@ struct path_tx {
     uint8_t state;
     uint8_t plane; /* R-ENC-10: p mod P */
     uint32_t next_psn, una;
-    uint32_t *psn_dsn; /* ring of psn_mask + 1 <= path_window entries */
-    uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
-    uint32_t psn_mask; /* grows with what is in flight (mem.c) */
-    uint32_t inflight; /* bytes outstanding */
+    uint32_t *psn_dsn;  /* ring of psn_mask + 1 <= path_window entries */
+    uint32_t *psn_ts;   /* R-VAL-1: the ts each PSN of the ring was sent with */
+    uint16_t *psn_len;  /* bytes on the wire; 0 = resolved; or PROBE */
+    uint32_t psn_mask;  /* grows with what is in flight (mem.c) */
+    uint32_t ring_fill; /* PSNs sent, at most psn_mask + 1: ring slots
+                           that hold a PSN's ts (R-VAL-1) */
+    uint32_t inflight;  /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
@@ -159,6 +169,8 @@ struct path_rx {
     uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
     bool any;
+    bool echo_due; /* R-VAL-4: the next ACK echoes PROBE echo_psn */
+    uint32_t echo_psn;
     uint8_t plane; /* its packets last arrived on (R-ACK-3) */
 };
 
@@ -191,6 +203,10 @@ struct mroce_conn {
     struct mroce_conn_attr attr;
     struct eng_params local, remote;
     uint8_t state;
+    /* R-VAL-7: an ACK resolved one of our transmissions as delivered, so
+     * the peer at the announced address holds this connection's state */
+    bool established;
+    uint32_t ts_off; /* R-HDR-10: our ts = clock + ts_off (R-SEC-7) */
     uint32_t n_paths, n_streams, mtu, dsn_window, path_window;
     uint32_t peer_msg_window, peer_max_rd;
     /* Send, inbound-message and receive rings hold a power of two of
@@ -413,6 +429,21 @@ static inline uint32_t eng_psn_slot(const struct path_tx *pt, uint32_t psn)
     return psn & pt->psn_mask;
 }
 
+/* R-HDR-10: ns mod 2^32 plus the connection's random offset, so that an
+ * echo_ts cannot be guessed from the clock (R-VAL-1). */
+static inline uint32_t eng_ts(const struct mroce_conn *c, uint64_t now)
+{
+    return (uint32_t)now + c->ts_off;
+}
+
+/* R-VAL-1: ring slot i now holds a PSN sent with ts. */
+static inline void eng_path_sent_ts(struct path_tx *pt, uint32_t i, uint32_t ts)
+{
+    pt->psn_ts[i] = ts;
+    if (pt->ring_fill <= pt->psn_mask)
+        pt->ring_fill++;
+}
+
 /* ctx.c: the device's memory and randomness (src/device) */
 void *eng_alloc(struct mroce_ctx *ctx, size_t size);
 void eng_free(struct mroce_ctx *ctx, void *p);
@@ -541,6 +572,7 @@ void eng_comp_fail_txp(struct mroce_conn *c, const struct txp *x,
 void eng_comp_retry_exceeded(struct mroce_conn *c);
 void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
+void eng_comp_prove(struct mroce_conn *c);
 
 /* path.c */
 void eng_path_init(struct mroce_conn *c, uint16_t p);
@@ -557,12 +589,14 @@ int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);
 void eng_path_run_sent(struct mroce_conn *c, uint16_t p);
 void eng_path_repath(struct mroce_conn *c, uint16_t p);
+/* How a packet may move its path's receive state (R-VAL-2). */
+enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
+bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta);
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 void eng_path_first_hint(struct mroce_conn *c);
-uint32_t eng_ts(uint64_t now);
 
 #endif

@@ -61,6 +61,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     eng_path_run_sent(c, p);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
+    eng_path_sent_ts(pt, i, eng_ts(c, now));
     if (pt->next_psn == pt->una) {
         pt->last_progress = now;
         pt->rto_at = now + eng_path_rto(c, pt);
@@ -97,7 +98,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     h.path = p;
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
-    h.ts = eng_ts(now);
+    h.ts = eng_ts(c, now);
     /* R-ACK-1: ask for an ACK when the path window is about to close */
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
@@ -197,6 +198,8 @@ static struct txp *req_next_resp(struct mroce_conn *c)
         struct rd_resp *r = &c->resp[k];
         if (!r->used || r->sent_pkts >= r->npkts)
             continue; /* R-MSG-10: a zero-length READ gets one packet too */
+        if (r->len && !c->established)
+            continue; /* R-VAL-7: no data for a READ before proof */
         c->rr_resp = k + 1;
         uint32_t off = r->sent_pkts++ * c->mtu;
         uint32_t n = req_chunk(c, r->len, off);
@@ -224,6 +227,9 @@ static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
                      ? 0
                      : req_chunk(c, q->wr.sge.length, q->sent_bytes);
     struct txp *x = req_new_txp(c, TXK_MSG, sid, q->msn, q->sent_bytes, n);
+    if (!q->sent_bytes)
+        q->first_dsn = x->dsn;
+    q->last_dsn = x->dsn; /* R-VAL-6 */
     q->sent_bytes += n;
     if (q->op == MROCE_OP_READ_REQ || q->sent_bytes >= q->wr.sge.length) {
         if (q->op == MROCE_OP_READ_REQ)
@@ -250,7 +256,8 @@ static struct txp *req_next_msg(struct mroce_conn *c)
 static bool req_has_new(struct mroce_conn *c)
 {
     for (uint32_t i = 0; c->n_resp && i < c->attr.max_rd; i++)
-        if (c->resp[i].used && c->resp[i].sent_pkts < c->resp[i].npkts)
+        if (c->resp[i].used && c->resp[i].sent_pkts < c->resp[i].npkts &&
+            (!c->resp[i].len || c->established))
             return true;
     for (uint32_t i = 0; i < c->n_streams; i++)
         if (req_stream_ready(c, &c->streams[i]))
@@ -312,7 +319,8 @@ static uint64_t req_close_wait(const struct mroce_conn *c)
 static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                      struct mroce_pkt_meta *meta)
 {
-    struct mroce_hdr h = {.conn = c->remote.conn_id};
+    /* R-VAL-5: our next DSN, which the peer finds within its window */
+    struct mroce_hdr h = {.conn = c->remote.conn_id, .psn = c->snd_next};
     if (c->close_ack_pending) {
         c->close_ack_pending = false;
         h.opcode = MROCE_OP_CLOSE_ACK;
@@ -330,7 +338,7 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     } else {
         return 0;
     }
-    h.ts = eng_ts(now);
+    h.ts = eng_ts(c, now);
     eng_req_meta(c, 0, meta);
     return eng_tx_ctl(c, &h, buf, eng_ctx_max_pkt(c->ctx));
 }

@@ -435,7 +435,7 @@ int eng_open(struct mroce_conn *c, const uint8_t *buf, size_t len,
 {
     struct eng_aead *a = c->aead;
     bool sealed = h->flags & MROCE_HF_SEAL;
-    if (!a || !sealed) /* R-AEAD-8 step A */
+    if (!a || !sealed) /* R-AEAD-8 step 9a */
         return a || sealed ? seal_drop(&c->cnt.drop_sec_mode) : 0;
     bool enc = a->mode == MROCE_SEC_ENCRYPT;
     if (enc && h->payload_len > c->ctx->mtu) /* not a packet of the peer */
@@ -443,13 +443,13 @@ int eng_open(struct mroce_conn *c, const uint8_t *buf, size_t len,
     size_t hl = (size_t)(h->payload - buf);
     const struct aead_key *k =
         seal_open_any(c, buf, hl, h, buf + len - MROCE_TAG_LEN);
-    if (!k) /* step B */
+    if (!k) /* step 9b */
         return seal_drop(&c->cnt.drop_bad_tag);
-    if (!seal_prot_ok(a, h)) /* step C */
+    if (!seal_prot_ok(a, h)) /* step 9c */
         return seal_drop(&c->cnt.drop_sec_mode);
     bool ctl = mroce_aead_is_ctl(h->opcode);
     struct aead_win *w = ctl ? &a->csn_win : &a->psn_win[h->path];
-    if (!win_take(w, ctl ? h->ts : h->psn)) /* step D */
+    if (!win_take(w, ctl ? h->ts : h->psn)) /* step 9d */
         return seal_drop(&c->cnt.drop_replay);
     if (k == &a->rx_next)
         seal_rx_advance(c);

@@ -76,7 +76,8 @@ void perf_usage(void)
             "  --auth         authenticated mode: AES-128-GCM tag on every\n"
             "                 packet (spec 3.14); --encrypt: payloads\n"
             "                 encrypted too. --loopback: a random secret;\n"
-            "                 two processes: the CM's key (--psk)\n"
+            "                 two processes: from the CM's key (--psk),\n"
+            "                 which alone already picks --encrypt\n"
             "  -N RANKS       coll: processes [4]\n"
             "  --channels C   coll: streams per connection (= --streams)\n"
             "  --flavour writeimm|send  coll all-reduce: how data moves\n"
@@ -328,10 +329,10 @@ static int opt_finish(struct perf_opts *o, bool mode_set)
         o->tx_depth = lat ? 1 : 128;
     if (!o->udp_port)
         o->udp_port = o->mode == PERF_CLIENT ? 4798 : 4797;
-    if (o->sec_mode && o->mode != PERF_LOOPBACK) {
+    if (o->sec_mode && o->mode != PERF_LOOPBACK && !o->psk_len) {
         fprintf(stderr, "mroce-perf: --auth/--encrypt between two "
-                        "processes need the connection manager's secret "
-                        "(not in this build); use --loopback\n");
+                        "processes take their secret from the connection "
+                        "manager: give both sides --psk FILE\n");
         return -1;
     }
     return 0;
@@ -400,6 +401,11 @@ void perf_cm_attr(const struct perf_opts *o, struct mroce_cm_attr *a)
     a->keepalive_ms = (uint16_t)o->keepalive_ms;
     a->no_keepalive = o->keepalive_ms == 0;
     a->hello_timeout_ms = o->hello_timeout_ms;
+    /* R-CM-9: --auth/--encrypt require that mode; with a key alone the
+     * strongest both sides accept (ENC with a crypto provider). */
+    if (o->sec_mode)
+        a->modes = o->sec_mode == MROCE_SEC_ENCRYPT ? MROCE_CM_MODE_ENC
+                                                    : MROCE_CM_MODE_AUTH;
 }
 
 int perf_sizes(const struct perf_opts *o, size_t *sizes, int cap)

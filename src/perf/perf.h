@@ -68,7 +68,7 @@ struct perf_opts {
     int clients;          /* server: --clients, 0 forever [1] */
     int keepalive_ms;     /* --keepalive MS, 0 off [2000] */
     int hello_timeout_ms; /* server: --hello-timeout MS [5000] */
-    int sec_mode;        /* --auth, --encrypt: MROCE_SEC_* [NONE] */
+    int sec_mode;         /* --auth, --encrypt: MROCE_SEC_* [NONE] */
     int eal_argc;
     char *eal_argv[PERF_MAX_EAL];
     /* collectives */

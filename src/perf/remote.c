@@ -170,6 +170,8 @@ static int rs_setup(struct rs *r, const uint64_t *cfg, uint64_t *peer_cfg)
     if (perf_ctl_decode(theirs, (int)got, &c) || c.cmd != PERF_CMD_CONFIG)
         return MROCE_EPROTO;
     memcpy(peer_cfg, c.v, sizeof(c.v));
+    /* R-CM-9: the mode the CM agreed, for the report */
+    r->o->sec_mode = mroce_conn_sec_mode(r->side.conn);
     return 0;
 }
 

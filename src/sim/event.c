@@ -152,18 +152,44 @@ static void ev_sort_small(struct ev_node *a, uint32_t n)
     }
 }
 
-static int ev_cmp(const void *pa, const void *pb)
-{
-    const struct ev_node *a = pa, *b = pb;
-    return ev_less(a, b) ? -1 : ev_less(b, a) ? 1 : 0;
-}
-
+/* Quicksort for the big buckets of synchronized bursts (thousands of
+ * hosts starting at once): median of three, the smaller side recursed,
+ * no allocation (glibc's qsort mallocs for its merge sort). Keys are
+ * unique (the sequence), so the order is total. */
 static void ev_sort(struct ev_node *a, uint32_t n)
 {
-    if (n <= 32)
-        ev_sort_small(a, n);
-    else
-        qsort(a, n, sizeof(*a), ev_cmp);
+    while (n > 32) {
+        struct ev_node *m = &a[n / 2], *z = &a[n - 1], p;
+        if (ev_less(m, a))
+            p = *m, *m = *a, *a = p;
+        if (ev_less(z, m))
+            p = *z, *z = *m, *m = p;
+        if (ev_less(m, a))
+            p = *m, *m = *a, *a = p;
+        struct ev_node piv = *m;
+        uint32_t i = 0, j = n - 1;
+        for (;;) {
+            while (ev_less(&a[i], &piv))
+                i++;
+            while (ev_less(&piv, &a[j]))
+                j--;
+            if (i >= j)
+                break;
+            p = a[i], a[i] = a[j], a[j] = p;
+            i++;
+            j--;
+        }
+        uint32_t left = j + 1; /* a[0..j] <= piv <= a[j+1..] */
+        if (left < n - left) {
+            ev_sort(a, left);
+            a += left;
+            n -= left;
+        } else {
+            ev_sort(a + left, n - left);
+            n = left;
+        }
+    }
+    ev_sort_small(a, n);
 }
 
 /* ---- The far heap (4-ary, as before the wheel) ---- */

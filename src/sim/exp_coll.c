@@ -350,6 +350,7 @@ static void exp_coll_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
+    mroce_sim_perfctr_start(&x->pc);
     while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
@@ -358,7 +359,10 @@ static void exp_coll_loop(struct exp *x)
         exp_coll_step(x);
         exp_kick_all(x);
         exp_progress(x, t0, &last);
+        if (exp_over_budget(x, t0))
+            break;
     }
+    mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s += exp_wall() - t0;
 }
 
@@ -539,12 +543,36 @@ static double exp_coll_ideal_t(struct exp *x, double bw, double *factor)
     return host > fabric ? host : fabric;
 }
 
+/* The size of the messages the collective posts: the rings' slice, the
+ * all-to-all's piece of a block per channel. */
+static uint64_t exp_coll_msg_bytes(const struct exp *x)
+{
+    uint64_t n = (uint64_t)x->c.hosts, ch = (uint64_t)x->c.channels;
+    uint64_t s = x->res->coll_bytes;
+    if (x->c.workload == MROCE_SIM_EXP_ALLREDUCE) {
+        uint64_t chunk = s / sizeof(float) / n;
+        return (chunk + ch - 1) / ch * sizeof(float);
+    }
+    if (x->c.workload == MROCE_SIM_EXP_ALLTOALL)
+        return s / n / ch;
+    return (s / n + ch - 1) / ch;
+}
+
 static void exp_coll_ideal(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
     const struct mroce_sim_exp_cfg *c = &x->c;
-    uint32_t hdr = exp_hdr_bytes(x, 2);
-    r->eta = (double)c->mtu / (c->mtu + hdr + MROCE_SIM_WIRE_OVERHEAD_V4);
+    /* the frames the collective sends: messages of msg bytes, each a
+     * WRITE_IMM (or a SEND), their headers from the wire tables */
+    uint64_t msg = exp_coll_msg_bytes(x);
+    bool send = c->workload == MROCE_SIM_EXP_ALLREDUCE &&
+                c->flavour == MROCE_SIM_EXP_FLAVOUR_SEND;
+    double mh = exp_msg_hdr(x, msg, !send, send);
+    double pkts = (double)((msg + c->mtu - 1) / c->mtu);
+    uint32_t hdr = (uint32_t)(mh + 0.5);
+    r->hdr_bytes = mh;
+    r->eta =
+        (double)msg / ((double)msg + pkts * (mh + MROCE_SIM_WIRE_OVERHEAD_V4));
     r->line_gbps = (double)c->link_bps * c->planes / 1e9;
     r->alpha_ps = exp_coll_alpha(x, hdr, c->workload != MROCE_SIM_EXP_ALLTOALL);
     double bw = r->eta * r->line_gbps * 1e9 / 8; /* payload bytes/s */

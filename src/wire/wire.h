@@ -17,6 +17,7 @@
 #define MROCE_IMM_LEN 4   /* immediate data */
 #define MROCE_AKH_LEN 52  /* ACK: SACK anchor, bitmap, echoes, rate hint */
 #define MROCE_NKH_LEN 16  /* NACK */
+#define MROCE_PAD_LEN 52  /* PROBE padding: a PROBE is as long as an ACK */
 #define MROCE_ICRC_LEN 4  /* CRC32C trailer */
 #define MROCE_MAX_HDR_LEN (MROCE_MTH_LEN + MROCE_AKH_LEN)
 
@@ -52,6 +53,7 @@ enum mroce_op {
 #define MROCE_H_IMM 0x08
 #define MROCE_H_AKH 0x10
 #define MROCE_H_NKH 0x20
+#define MROCE_H_PAD 0x40     /* zeros, ignored on receipt (PROBE) */
 #define MROCE_H_PAYLOAD 0x80 /* a payload may follow the headers */
 
 /* NACK syndromes (R-NACK-2). */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CM test vectors of docs/spec.md section 12.13, generated from the
+"""The CM test vectors of docs/spec.md section 4.6, generated from the
 spec's text by an implementation independent of src/cm (mrcm.py).
 
     python3 tests/cm/cm_vectors.py            prints the vectors (markdown)

@@ -101,6 +101,8 @@ struct peer *peer_new_unconnected(const struct peer_cfg *cfg)
     assert_non_null(p);
     p->out = calloc(PEER_OUT_MAX, sizeof(*p->out));
     assert_non_null(p->out);
+    p->sent = calloc(256, sizeof(*p->sent));
+    assert_non_null(p->sent);
     p->live_next = peer_live;
     peer_live = p;
     p->now = PEER_T0;
@@ -146,6 +148,7 @@ void peer_free(struct peer *p)
     peer_sec_free(p);
     free(p->arena);
     free(p->out);
+    free(p->sent);
     free(p);
 }
 
@@ -238,18 +241,23 @@ int peer_send(struct peer *p, uint16_t path, uint32_t psn, uint32_t dsn,
     return peer_feed(p, &h, payload, len);
 }
 
-/* The ts of the engine's packet at (path, psn) in the last drain, so the
- * engine gets a true RTT sample; the clock if it is not there. */
+static bool peer_is_seq(uint8_t op)
+{
+    return op <= MROCE_OP_READ_RESP || op == MROCE_OP_PROBE;
+}
+
+/* The ts the engine sent (path, psn) with, as a true receiver echoes it
+ * (R-ACK-2), so that the ACK checks (R-VAL-1) and gives a true RTT
+ * sample; the clock if the peer never saw that PSN. */
 static uint32_t peer_echo(const struct peer *p, uint16_t path, uint32_t psn)
 {
-    for (int i = 0; i < p->n_out; i++) {
-        const struct mroce_hdr *h = &p->out[i].h;
-        bool seq =
-            h->opcode <= MROCE_OP_READ_RESP || h->opcode == MROCE_OP_PROBE;
-        if (seq && h->path == path && h->psn == psn)
-            return h->ts;
-    }
-    return (uint32_t)p->now;
+    const struct peer_sent *e = &p->sent[path][psn & 255];
+    return e->any && e->psn == psn ? e->ts : (uint32_t)p->now;
+}
+
+uint32_t peer_sent_ts(const struct peer *p, uint16_t path, uint32_t psn)
+{
+    return peer_echo(p, path, psn);
 }
 
 int peer_ack(struct peer *p, uint16_t path, uint32_t sack_high,
@@ -323,6 +331,9 @@ int peer_drain(struct peer *p, struct mroce_hdr *out, int max)
         assert_true(p->n_out < PEER_OUT_MAX - 1); /* never emits forever */
         o->len = (size_t)n;
         peer_check_out(p, o);
+        if (peer_is_seq(o->h.opcode) && o->h.path < 256)
+            p->sent[o->h.path][o->h.psn & 255] =
+                (struct peer_sent){.psn = o->h.psn, .ts = o->h.ts, .any = true};
         if (out && p->n_out < max)
             out[p->n_out] = o->h;
         p->n_out++;
@@ -402,6 +413,13 @@ void peer_ack_all(struct peer *p)
         memcpy(h.sack, p->rx_bits[path], sizeof(h.sack));
         assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
     }
+}
+
+int peer_prove(struct peer *p)
+{
+    assert_non_null(peer_find(p, MROCE_OP_PROBE, 0));
+    peer_ack_all(p);
+    return peer_drain(p, NULL, 0);
 }
 
 void peer_post_recv(struct peer *p, uint16_t stream, uint64_t wr_id,
@@ -486,7 +504,8 @@ uint64_t peer_drops(const struct peer *p)
            x.drop_bad_src + c.drop_bad_path + c.drop_dsn_window +
            c.drop_msn_window + c.drop_bad_key + c.drop_bad_bounds +
            c.drop_bad_access + c.drop_bad_msg + c.drop_state + c.drop_stale +
-           c.drop_bad_ack + c.drop_bad_tag + c.drop_replay + c.drop_sec_mode;
+           c.drop_bad_ack + c.drop_psn_window + c.drop_bad_close +
+           c.drop_bad_tag + c.drop_replay + c.drop_sec_mode;
 }
 
 size_t peer_mem_dirty(const struct peer *p)

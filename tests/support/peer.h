@@ -84,6 +84,12 @@ struct peer {
 
     struct peer_out *out; /* filled by peer_drain */
     int n_out;
+    /* every data packet and PROBE the engine sent, by (path, PSN mod 256):
+     * its PSN and ts, for the echo_ts of the peer's ACKs (R-VAL-1) */
+    struct peer_sent {
+        uint32_t psn, ts;
+        bool any;
+    } (*sent)[256];
 
     /* what the peer received of the engine's own sends (peer_ack_all) */
     bool rx_any[256];
@@ -157,6 +163,9 @@ int peer_ack_range(struct peer *p, uint16_t path, uint32_t lo,
                    uint32_t sack_high, uint32_t dsn_cum);
 int peer_nak(struct peer *p, const struct mroce_hdr *data, uint8_t code,
              uint32_t info);
+/* The ts the engine sent its (path, psn) with (seen by a drain), which a
+ * true receiver echoes; the clock if the peer never saw that PSN. */
+uint32_t peer_sent_ts(const struct peer *p, uint16_t path, uint32_t psn);
 
 /* ---- what the engine emits ---- */
 
@@ -171,6 +180,12 @@ const struct peer_out *peer_find(const struct peer *p, uint8_t opcode, int i);
 /* Answers every data packet and PROBE of the last drain with one ACK per
  * path (all received, dsn_cum = first DSN not seen yet). */
 void peer_ack_all(struct peer *p);
+
+/* R-VAL-7: the engine sends READ response data only once an ACK of the
+ * peer has resolved one of its transmissions; before that it sends a
+ * PROBE. Answers the PROBE of the last drain (peer_ack_all) and drains
+ * again; returns the number of packets. */
+int peer_prove(struct peer *p);
 
 /* Posts a receive of [mem + off, +len) on `stream`. */
 void peer_post_recv(struct peer *p, uint16_t stream, uint64_t wr_id,

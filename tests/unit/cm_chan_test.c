@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <mroce/mroce_cm.h>
+#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
 
 #include "cm/chan.h"
@@ -43,6 +44,10 @@ static const uint8_t key2[32] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
                                  9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
                                  9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
 
+static int raw_dial(uint16_t port);
+static size_t raw_drain(int fd, uint8_t *buf, size_t cap, int ms);
+static int raw_send(int fd, const void *b, size_t n);
+
 /* ---- An endpoint without a datapath: establish needs none ---- */
 
 struct side {
@@ -52,9 +57,14 @@ struct side {
     struct mroce_conn *conn;
 };
 
+/* last_octet >= 100: a context with the crypto provider (R-AEAD). */
 static int side_open(struct side *s, uint8_t last_octet)
 {
     struct mroce_ctx_attr a = {.seed = 7 + last_octet};
+    if (last_octet >= 100) {
+        a.crypto = mroce_crypto_default();
+        last_octet -= 100;
+    }
     a.addr = (struct mroce_addr){MROCE_AF_INET, {127, 0, 0, last_octet}};
     if (mroce_ctx_open(&a, &s->ctx) || mroce_pd_alloc(s->ctx, &s->pd) ||
         mroce_cq_create(s->ctx, 256, &s->cq))
@@ -199,7 +209,7 @@ static void test_establish_psk(void **state)
     struct mroce_cm_attr a = {.psk = key1, .psk_len = sizeof(key1)};
     struct srv v;
     struct cli c = {.attr = a};
-    cli_start(&c, srv_listen(&v, &a));
+    cli_start(&c, srv_listen(&v, &a)); /* no crypto provider: mode NONE */
     assert_int_equal(srv_establish(&v, 5000), 0);
     cli_join(&c);
     assert_int_equal(c.rc, 0);
@@ -208,6 +218,10 @@ static void test_establish_psk(void **state)
     assert_int_equal(mroce_cm_security(v.cm, &m1, s1), 1);
     assert_int_equal(mroce_cm_security(c.cm, &m2, s2), 1);
     assert_memory_equal(s1, s2, sizeof(s1));
+    /* without a crypto provider the key authenticates the exchange only
+     * (test_modes_keyed: with providers, ENC keys both connections) */
+    assert_int_equal(m1, MROCE_CM_MODE_NONE);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_NONE);
     assert_memory_not_equal(s1, zero, sizeof(s1));
     assert_int_equal(m1, m2);
     /* Tagged messages both ways, a KEEPALIVE in between. */
@@ -274,10 +288,103 @@ static void test_refusals(void **state)
     expect_refused(NULL, &k1, 1, MROCE_EPROTO, MROCE_CM_REJ_FEATURE);
     /* A data address other than the TCP connection's (127.0.0.1). */
     expect_refused(NULL, NULL, 9, MROCE_EPROTO, MROCE_CM_REJ_ADDRESS);
+    /* A server accepting encryption only: a client without a key is
+     * refused at once. */
     struct mroce_cm_attr enc = {.modes = MROCE_CM_MODE_ENC};
-    expect_refused(NULL, &enc, 1, MROCE_EPROTO, MROCE_CM_REJ_SECURITY);
+    expect_refused(&enc, NULL, 1, MROCE_EPROTO, MROCE_CM_REJ_SECURITY);
+    struct srv v;
+    /* A client accepting encryption only fails before it sends. */
+    struct side s;
+    assert_int_equal(side_open(&s, 1), 0);
+    uint16_t port = srv_listen(&v, NULL);
+    struct mroce_cm *cm;
+    assert_int_equal(mroce_cm_dial("127.0.0.1", port, 2000, &enc, &cm), 0);
+    assert_int_equal(
+        mroce_cm_establish(cm, s.conn, NULL, 0, NULL, 0, NULL, 2000),
+        MROCE_EINVAL);
+    mroce_cm_close(cm);
+    side_close(&s);
+    srv_free(&v);
     struct mroce_cm_attr small = {.max_blob = 5}; /* "client" is 6 */
     expect_refused(&small, NULL, 1, MROCE_EPROTO, MROCE_CM_REJ_LIMIT);
+}
+
+/* A peer whose engine can encrypt (played here by hand: this build's
+ * cannot) offers only ENC, with the key. The listener, which does not know
+ * the connection yet, lets it through; establish refuses it, before the
+ * server says anything else, once it knows its engine cannot encrypt. */
+static void test_mode_checked_at_establish(void **state)
+{
+    (void)state;
+    struct mroce_cm_attr a = {.psk = key1, .psk_len = 32};
+    struct srv v;
+    uint16_t port = srv_listen(&v, &a);
+    struct cm_psk k;
+    assert_int_equal(cm_auth_psk(key1, 32, &k), 0);
+    struct side s;
+    assert_int_equal(side_open(&s, 1), 0);
+    struct cm_hello h;
+    memset(&h, 0, sizeof(h));
+    mroce_conn_get_params(s.conn, &h.p);
+    h.proto_min = h.proto_max = 1;
+    h.modes = MROCE_CM_MODE_ENC;
+    h.features = h.required = CM_FEAT_PSK;
+    memcpy(h.psk_id, k.psk_id, CM_PSK_ID_LEN);
+    static uint8_t msg[CM_MSG_MAX];
+    int n = cm_encode_hello(&h, msg, sizeof(msg));
+    assert_int_equal(cm_auth_hello_tag(&k, NULL, 0, msg, (size_t)n - CM_TAG_LEN,
+                                       msg + n - CM_TAG_LEN),
+                     0);
+    int fd = raw_dial(port);
+    assert_int_equal(raw_send(fd, msg, (size_t)n), 0);
+    assert_int_equal(srv_establish(&v, 2000), MROCE_EPROTO);
+    assert_int_equal(mroce_cm_reject_reason(), MROCE_CM_REJ_SECURITY);
+    uint8_t buf[512];
+    size_t got = raw_drain(fd, buf, sizeof(buf), 300);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT); /* and nothing before it */
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_SECURITY);
+    close(fd);
+    side_close(&s);
+    srv_free(&v);
+}
+
+/* With a key and a crypto provider on both sides the strongest mode,
+ * ENC, is agreed and keyed into both connections (R-CM-9, R-AEAD-6);
+ * --auth on one side (AUTH only) gives AUTH; a side without a provider
+ * gives NONE. */
+static void expect_mode(const struct mroce_cm_attr *sa, uint8_t s_octet,
+                        const struct mroce_cm_attr *ca, uint8_t c_octet,
+                        int want_sec)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(mroce_cm_listen("127.0.0.1", 0, sa, &v.l), 0);
+    assert_int_equal(side_open(&v.s, s_octet), 0);
+    struct cli c = {.attr = *ca, .octet = c_octet};
+    cli_start(&c, mroce_cm_listener_port(v.l));
+    assert_int_equal(srv_establish(&v, 5000), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, 0);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), want_sec);
+    assert_int_equal(mroce_conn_sec_mode(c.s.conn), want_sec);
+    uint8_t m1, m2;
+    assert_int_equal(mroce_cm_security(v.cm, &m1, NULL), 1);
+    assert_int_equal(mroce_cm_security(c.cm, &m2, NULL), 1);
+    assert_int_equal(m1, m2);
+    cli_free(&c);
+    srv_free(&v);
+}
+
+static void test_modes_keyed(void **state)
+{
+    (void)state;
+    struct mroce_cm_attr k = {.psk = key1, .psk_len = 32};
+    struct mroce_cm_attr auth = k;
+    auth.modes = MROCE_CM_MODE_AUTH;
+    expect_mode(&k, 101, &k, 101, MROCE_SEC_ENCRYPT);
+    expect_mode(&k, 101, &auth, 101, MROCE_SEC_AUTH);
+    expect_mode(&k, 101, &k, 1, MROCE_SEC_NONE);
 }
 
 static void test_address_allowed(void **state)
@@ -590,6 +697,47 @@ static void test_nothing_before_hello(void **state)
     srv_free(&v);
 }
 
+/* The client answers a server whose header it cannot read (another CM
+ * version) with REJECT VERSION (R-CM-2), naming the versions it speaks. */
+static void test_client_answers_bad_header(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    struct cli c = {0};
+    cli_start(&c, ntohs(sa.sin_port));
+    int fd = accept(ls, NULL, NULL);
+    assert_true(fd >= 0);
+    uint8_t buf[CM_MSG_MAX];
+    size_t got = 0;
+    while (got < CM_HDR_LEN ||
+           got < CM_HDR_LEN + mroce_be32_get(buf + 8)) { /* its HELLO */
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+    uint8_t h[CM_HDR_LEN];
+    cm_hdr_put(h, CM_HELLO, 0);
+    h[4] = 9; /* a future CM version */
+    assert_int_equal(raw_send(fd, h, sizeof(h)), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, MROCE_EPROTO);
+    assert_int_equal(c.reason, MROCE_CM_REJ_VERSION);
+    got = raw_drain(fd, buf, sizeof(buf), 500);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT);
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_VERSION);
+    assert_int_equal(buf[CM_HDR_LEN + 2], MROCE_CM_VERSION);
+    close(fd);
+    close(ls);
+    cli_free(&c);
+}
+
 static void test_timeouts(void **state)
 {
     (void)state;
@@ -769,6 +917,8 @@ static void test_two_process_write(void **state)
     assert_int_equal(wc.status, MROCE_WC_SUCCESS);
     assert_int_equal(wc.opcode, MROCE_WC_RECV_RDMA_WITH_IMM);
     assert_int_equal(wc.imm, 77);
+    /* The key and the datapath's crypto provider: encrypted (R-CM-9). */
+    assert_int_equal(mroce_conn_sec_mode(e.conn), MROCE_SEC_ENCRYPT);
     for (size_t i = 0; i < XFER; i++)
         if (e.buf[i] != pat(i))
             fail_msg("byte %zu differs", i);
@@ -839,6 +989,8 @@ int main(void)
         cmocka_unit_test(test_establish_plain),
         cmocka_unit_test(test_establish_psk),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mode_checked_at_establish),
+        cmocka_unit_test(test_modes_keyed),
         cmocka_unit_test(test_address_allowed),
         cmocka_unit_test(test_app_refuses),
         cmocka_unit_test(test_forged_and_replayed),
@@ -846,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_listener_hostile),
         cmocka_unit_test(test_listener_evicts),
         cmocka_unit_test(test_nothing_before_hello),
+        cmocka_unit_test(test_client_answers_bad_header),
         cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_two_process_write),
         cmocka_unit_test(test_killed_peer),

@@ -3,7 +3,7 @@
  * that disagree, extensions), the checks of a peer's HELLO in the order
  * of R-CM-8 (versions, features, key, mode, addresses, ranges, limits),
  * and src/cm's encoder and key schedule against the vectors of
- * docs/spec.md section 12.13 (generated independently by
+ * docs/spec.md section 4.6 (generated independently by
  * tests/cm/cm_vectors.py). Sockets are in cm_chan_test.c. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@
 #include "cm/msg.h"
 #include "wire/be.h"
 
-/* ---- The spec's example (section 12.13, tests/cm/cm_vectors.py) ---- */
+/* ---- The spec's example (section 4.6, tests/cm/cm_vectors.py) ---- */
 
 static void example_params(struct mroce_conn_params *p, int server)
 {

@@ -1,8 +1,8 @@
-/* Spec v0.2 contradiction in ACK validation (R-ACK-6), checked against
- * the engine: drop_bad_ack counts ACKs with an ignored part, once each,
- * also when both the SACK part and dsn_cum are bogus (the spec said such
- * an ACK counts 2, the engine counts 1); the valid part of an ACK is
- * still processed. */
+/* ACK validation (R-ACK-6, R-VAL-1), checked against the engine:
+ * drop_bad_ack counts each ACK with a bogus part once, also when both the
+ * SACK part and dsn_cum are bogus; such an ACK is dropped whole, its
+ * valid part included (a forged ACK must not act through the part it
+ * got right). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +33,7 @@ static int ack(struct peer *p, uint16_t path, uint32_t high, uint32_t cum)
     struct mroce_hdr a = peer_hdr(p, MROCE_OP_ACK, path, 0);
     a.sack_high = high;
     a.dsn_cum = cum;
+    a.echo_ts = peer_sent_ts(p, path, high);
     mroce_sack_set(a.sack, 0);
     return peer_feed(p, &a, NULL, 0);
 }
@@ -50,8 +51,11 @@ static void test_both_parts_bogus_count_once(void **state)
     assert_int_equal(peer_cnt(p).drop_bad_ack, 2);
     struct mroce_wc wc;
     assert_int_equal(peer_poll(p->scq, &wc, 1), 0);
-    /* a valid SACK part with a bogus dsn_cum: the SACK is still taken */
+    /* a valid SACK part with a bogus dsn_cum: dropped whole */
     assert_int_equal(ack(p, w.path, w.psn, w.dsn + 1000), 0);
+    assert_int_equal(peer_cnt(p).drop_bad_ack, 3);
+    assert_int_equal(peer_poll(p->scq, &wc, 1), 0);
+    assert_int_equal(ack(p, w.path, w.psn, w.dsn + 1), 0);
     assert_int_equal(peer_cnt(p).drop_bad_ack, 3);
     assert_int_equal(peer_poll(p->scq, &wc, 1), 1);
     assert_int_equal(wc.wr_id, 7);

@@ -106,6 +106,7 @@ static void test_dereg_busy_while_read_served(void **state)
     h.msg_len = 3 * PEER_MTU;
     assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
     peer_drain(p, NULL, 0);
+    peer_prove(p); /* R-VAL-7: the data follows the PROBE's ACK */
     assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 3);
     assert_int_equal(mroce_dereg_mr(mr), MROCE_EBUSY);
     peer_ack_all(p);

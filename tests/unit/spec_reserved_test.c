@@ -123,18 +123,25 @@ static void test_nack_reserved(void **state)
     assert_int_equal(peer_cnt(p).drop_stale, 0);
 }
 
-/* CLOSE with a nonzero MTH psn: answered with CLOSE_ACK, connection
- * CLOSED. */
+/* R-VAL-5: the MTH psn of a CLOSE is no longer defined zero but the
+ * closer's next DSN: one outside the window (77 with W 64, the peer
+ * having sent nothing) names nothing and is dropped, counted, unanswered;
+ * the peer's true next DSN closes. */
 static void test_close_defined_zero(void **state)
 {
     (void)state;
     struct peer *p = peer_new(NULL);
     struct mroce_hdr c = peer_hdr(p, MROCE_OP_CLOSE, 0, 77);
     assert_int_equal(peer_feed(p, &c, NULL, 0), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CONNECTED);
+    assert_int_equal(peer_cnt(p).drop_bad_close, 1);
+    c.psn = p->dsn;
+    assert_int_equal(peer_feed(p, &c, NULL, 0), 0);
     peer_drain(p, NULL, 0);
     assert_int_equal(peer_count(p, MROCE_OP_CLOSE_ACK), 1);
     assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CLOSED);
-    assert_int_equal(peer_drops(p), 0);
+    assert_int_equal(peer_drops(p), 1);
 }
 
 int main(void)

@@ -383,9 +383,9 @@ static void test_every_vector(void **state)
     }
     fclose(f);
     /* the file is complete: 12.2-12.12 and every later vector */
-    assert_true(n >= 41);
+    assert_true(n >= 42);
     assert_true(drops >= 9);
-    assert_true(ignores >= 4);
+    assert_true(ignores >= 3); /* reserved flag, DXH, NKH bytes */
     assert_true(frames >= 3);
 }
 

@@ -49,7 +49,7 @@ OPS = {  # opcode: (name, headers after the MTH, payload allowed) -- R-HDR-4
     0x06: ("READ_RESP", ("DXH",), True),
     0x10: ("ACK", ("AKH",), False),
     0x11: ("NACK", ("NKH",), False),
-    0x20: ("PROBE", (), False),
+    0x20: ("PROBE", ("PAD",), False),
     0x30: ("CLOSE", (), False),
     0x31: ("CLOSE_ACK", (), False),
 }
@@ -65,6 +65,7 @@ HDR_FIELDS = {  # in wire order, as in the tables of 3.3-3.9
     "AKH": ("sack_high", "dsn_cum", "echo_ts", "rate_mbps", "ce_count",
             "rx_count", "sack"),
     "NKH": ("dsn", "stream", "nak_code", "msn", "nak_info"),
+    "PAD": (),
 }
 
 
@@ -113,12 +114,15 @@ def encode(f, payload=b"", version=1, raw=None):
             out += struct.pack(">IHBBII", f["dsn"], f["stream"],
                                f["nak_code"], raw.get("nkh_res", 0), f["msn"],
                                f["nak_info"])
+        elif h == "PAD":  # R-VAL-8: a PROBE is as long as an ACK
+            out += bytes(52)
     out += payload
     return bytes(out) + struct.pack(">I", crc32c(out))
 
 
 def hdr_len(op):
-    sizes = {"DXH": 20, "RETH": 12, "SNH": 4, "IMM": 4, "AKH": 52, "NKH": 16}
+    sizes = {"DXH": 20, "RETH": 12, "SNH": 4, "IMM": 4, "AKH": 52, "NKH": 16,
+             "PAD": 52}
     return 16 + sum(sizes[h] for h in OPS[op][1])
 
 
@@ -231,8 +235,8 @@ def f_send():  # 12.4
                 offset=0, ssn=0)
 
 
-def f_ack():  # 12.8
-    return dict(opcode=0x10, flags=0, path=3, conn=CONN_A, psn=0,
+def f_ack():  # 12.8; MTH psn: sack_high, no PROBE answered (R-VAL-4)
+    return dict(opcode=0x10, flags=0, path=3, conn=CONN_A, psn=1000,
                 ts=0x3ADE7EE0, sack_high=1000, dsn_cum=0x000A1B2D,
                 echo_ts=0x075BCD15, rate_mbps=50000, ce_count=17,
                 rx_count=749, sack=[0, 1, 3, 10])
@@ -273,10 +277,13 @@ OLD = [
     ("12.9", Vec("nack_rnr", "", f_nack(1, 5, 42, 0x3ADEA5F0, 0x000A1B31,
                                         2, 3, 200))),
     ("12.10", Vec("probe", "", f_probe())),
+    # CLOSE and CLOSE_ACK carry their sender's next DSN (R-VAL-5)
     ("12.11", Vec("close", "", dict(opcode=0x30, flags=0, path=0,
-                                    conn=CONN_B, psn=0, ts=0x075C9CF0))),
+                                    conn=CONN_B, psn=0x000A1B32,
+                                    ts=0x075C9CF0))),
     ("12.12", Vec("close_ack", "", dict(opcode=0x31, flags=0, path=0,
-                                        conn=CONN_A, psn=0, ts=0x3ADEF410))),
+                                        conn=CONN_A, psn=0x00000102,
+                                        ts=0x3ADEF410))),
 ]
 
 
@@ -286,7 +293,7 @@ def new_vectors():
     bits = [0, 1, 63, 64, 65, 127, 128, 200, 254, 255]
     v.append(Vec("ack_sack_words", "ACK with SACK bits in every 64-bit word "
                  "(B to A)", dict(
-                     opcode=0x10, flags=0, path=9, conn=CONN_A, psn=0,
+                     opcode=0x10, flags=0, path=9, conn=CONN_A, psn=70000,
                      ts=0x3ADF0000, sack_high=70000, dsn_cum=0x000A2000,
                      echo_ts=0x07600000, rate_mbps=25000, ce_count=3,
                      rx_count=1234, sack=bits),
@@ -303,7 +310,7 @@ def new_vectors():
                  "learns that every DSN before 0x000A2000 is accepted"))
     # -- ACK across PSN wrap
     v.append(Vec("ack_psn_wrap", "ACK across the PSN wrap (B to A)", dict(
-        opcode=0x10, flags=0, path=7, conn=CONN_A, psn=0, ts=0x3ADF1000,
+        opcode=0x10, flags=0, path=7, conn=CONN_A, psn=1, ts=0x3ADF1000,
         sack_high=1, dsn_cum=0x000A1B30, echo_ts=0x075C3000,
         rate_mbps=50000, ce_count=0, rx_count=5, sack=[0, 1, 3]),
         text="Path 7 of A wrapped after the SEND_IMM of 12.5 (PSN "
@@ -353,18 +360,22 @@ def new_vectors():
                  text="Path 6 of A went silent after the PROBE of 12.10; "
                  "its tail-loss probe (R-RTT-7) takes the next PSN, 10, "
                  "with ACKREQ and RETX (R-PATH-7).",
-                 action="accept: B records PSN 10 on path 6 and "
-                 "acknowledges it at once (R-PATH-9); RETX starts B's "
-                 "ACK-route check (R-ACK-8)"))
+                 action="accept: B records PSN 10 on path 6 if it is the "
+                 "path's next PSN (R-VAL-2) and answers it at once with an "
+                 "ACK naming it (R-PATH-9, R-VAL-4); RETX starts B's "
+                 "ACK-route check (R-ACK-8) if PSN 10 is near path 6's "
+                 "highest recorded PSN"))
     # -- zero-length messages
     v.append(Vec("write_zero", "Zero-length WRITE (A to B)", dict(
         opcode=0x01, flags=ACKREQ, path=4, conn=CONN_B, psn=18,
         ts=0x075F0000, dsn=0x000A1B41, stream=1, msn=10, msg_len=0,
-        offset=0, va=0, rkey=0),
+        offset=0, va=VA + 0x200, rkey=RKEY),
         text="One packet, `msg_len` 0, no payload (R-MSG-2); `va` and "
-        "`rkey` are 0, which B does not validate.",
+        "`rkey` are checked like any other WRITE's: the key must name a "
+        "region that allows remote write and `va` lie in it, its end "
+        "included.",
         action="accept: B accesses no memory, marks the DSN and "
-        "acknowledges it"))
+        "acknowledges it; with a bad key, NACK REMOTE_ACCESS (R-MSG-4)"))
     v.append(Vec("send_zero", "Zero-length SEND (A to B)", dict(
         opcode=0x03, flags=ACKREQ, path=0, conn=CONN_B, psn=1,
         ts=0x075F1000, dsn=0x000A1B42, stream=2, msn=2, msg_len=0,
@@ -377,9 +388,10 @@ def new_vectors():
     v.append(Vec("read_req_zero", "Zero-length READ_REQ (A to B)", dict(
         opcode=0x05, flags=ACKREQ, path=5, conn=CONN_B, psn=43,
         ts=0x075F2000, dsn=0x000A1B43, stream=1, msn=11, msg_len=0,
-        offset=0, va=0, rkey=0),
-        action="accept: no key check; B answers with exactly one "
-        "READ_RESP without payload (next vector)"))
+        offset=0, va=VA + 0x2000, rkey=RKEY),
+        action="accept: the key and `va` are checked (R-MSG-2, R-MSG-9); B "
+        "answers with exactly one READ_RESP without payload (next "
+        "vector)"))
     v.append(Vec("read_resp_zero", "Its one READ_RESP (B to A)", dict(
         opcode=0x06, flags=ACKREQ, path=2, conn=CONN_A, psn=200,
         ts=0x3ADF4000, dsn=0x103, stream=1, msn=11, msg_len=0, offset=0),
@@ -467,10 +479,11 @@ def new_vectors():
                  action="ignore: processed exactly as the REMOTE_ACCESS "
                  "NACK above (R-HDR-7, R-VER-4)"))
     ak = dict(f_ack(), psn=0xDEADBEEF)
-    v.append(Vec("neg_ack_psn", "ACK with a nonzero MTH `psn`", ak,
-                 text="Vector 12.8 with MTH `psn` 0xDEADBEEF, a field the "
-                 "ACK defines as zero (R-HDR-9); the ICRC is recomputed.",
-                 action="ignore: processed exactly as 12.8 (R-VER-4)"))
+    v.append(Vec("neg_ack_psn", "ACK whose MTH `psn` names no PROBE", ak,
+                 text="Vector 12.8 with MTH `psn` 0xDEADBEEF, which is no "
+                 "unresolved PROBE of A's path 3; the ICRC is recomputed.",
+                 action="accept: A processes it exactly as 12.8; the "
+                 "`psn` resolves nothing (R-VAL-4)"))
     # -- negative vectors: dropped at decoding (R-RX-1)
     v.append(Vec("neg_version_2", "PROBE of version 2", f_probe(),
                  version=2,
@@ -516,8 +529,8 @@ def new_vectors():
                  action="drop crc (R-RX-1 step 5); nothing is written"))
     v.append(Vec("neg_probe_payload", "PROBE with a payload", f_probe(),
                  b"\0\0\0\0",
-                 text="Vector 12.10 with 4 zero bytes after the MTH and the "
-                 "ICRC recomputed over them.",
+                 text="Vector 12.10 with 4 zero bytes after the padding "
+                 "and the ICRC recomputed over them.",
                  action="drop payload (R-HDR-6, R-RX-1 step 6)"))
     v.append(Vec("neg_reserved_syndrome", "NACK with a reserved syndrome",
                  f_nack(6, 2, 1240, 0x3ADF6000, 0x000A1B40, 1, 9),
@@ -525,6 +538,22 @@ def new_vectors():
                  action="stale: it decodes, but the sender ignores it and "
                  "counts `stale`; it releases nothing and does not end the "
                  "connection (R-NACK-2, R-NACK-4)"))
+    # -- the ACK that answers a PROBE (R-VAL-4)
+    v.append(Vec("ack_probe_echo", "ACK answering the PROBE of 12.10 "
+                 "(B to A)", dict(
+                     opcode=0x10, flags=0, path=6, conn=CONN_A, psn=9,
+                     ts=0x3ADE9EA0, sack_high=9, dsn_cum=0x000A1B2D,
+                     echo_ts=0x075C75E0, rate_mbps=50000, ce_count=0,
+                     rx_count=10, sack=list(range(10))),
+                 text="B had recorded PSNs 0-8 of A's path 6, so the PROBE "
+                 "of 12.10 (PSN 9) is the path's next PSN and B records it "
+                 "(R-VAL-2): `sack_high` 9, bits 0-9 set, `echo_ts` the "
+                 "PROBE's ts. MTH `psn` names the PROBE answered; it equals "
+                 "`sack_high` here, and would not if B had not recorded "
+                 "the PROBE (it then still answers it, R-VAL-4).",
+                 action="accept: A resolves the PROBE (and PSNs 0-8 if "
+                 "unresolved) as delivered, takes an RTT sample, and path 6 "
+                 "becomes ACTIVE if it was SUSPECT or PROBING (R-PATH-3)"))
     return v
 
 

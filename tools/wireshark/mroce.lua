@@ -1,7 +1,8 @@
 -- MetaRoCE dissector for Wireshark / tshark 4.0 (Lua 5.2).
 --
 -- Decodes the MetaRoCE transport header (MTH), the extension headers of
--- each opcode (DXH, RETH, SNH, IMM, AKH, NKH), the payload length, and
+-- each opcode (DXH, RETH, SNH, IMM, AKH, NKH, the PROBE's padding), the
+-- payload length, and
 -- verifies the CRC32C trailer (ICRC). A sealed packet of the authenticated
 -- or encrypted mode (SEAL flag, docs/spec.md section 3.14) ends in a
 -- 16-byte AES-GCM tag instead, shown but not verified (the dissector has
@@ -43,7 +44,7 @@ local ops = {
                payload = true },
     [0x10] = { name = "ACK", hdrs = { "akh" }, len = 68 },
     [0x11] = { name = "NACK", hdrs = { "nkh" }, len = 32 },
-    [0x20] = { name = "PROBE", hdrs = {}, len = 16 },
+    [0x20] = { name = "PROBE", hdrs = { "pad" }, len = 68 },
     [0x30] = { name = "CLOSE", hdrs = {}, len = 16 },
     [0x31] = { name = "CLOSE_ACK", hdrs = {}, len = 16 },
 }
@@ -124,6 +125,8 @@ local F = {
                                 nak_names),
     nkh_rsvd = ProtoField.uint8("mroce.nak.reserved", "Reserved", base.HEX),
     nak_info = ProtoField.uint32("mroce.nak.info", "Info", base.DEC),
+    -- PROBE padding (R-VAL-8)
+    pad = ProtoField.bytes("mroce.pad", "Padding"),
     -- payload and ICRC (sections 3.1, 3.10)
     payload = ProtoField.bytes("mroce.payload", "Payload"),
     payload_enc = ProtoField.bytes("mroce.payload_enc",
@@ -146,7 +149,7 @@ mroce.fields = {
     F.va, F.rkey, F.ssn, F.imm,
     F.sack_high, F.dsn_cum, F.echo_ts, F.rate, F.ce_count, F.rx_count,
     F.sack, F.sack_count, F.sack_rel, F.sack_psn,
-    F.syndrome, F.nkh_rsvd, F.nak_info,
+    F.syndrome, F.nkh_rsvd, F.nak_info, F.pad,
     F.payload, F.payload_enc, F.payload_len, F.crc, F.crc_calc, F.crc_ok,
     F.tag,
 }
@@ -375,6 +378,13 @@ local function dissect_nkh(tvb, off, t, h)
     return 16
 end
 
+-- 52 zero bytes that make a PROBE as long as the ACK it draws (R-VAL-8:
+-- no amplification); ignored on receipt.
+local function dissect_pad(tvb, off, t, h)
+    t:add(F.pad, tvb(off, 52))
+    return 52
+end
+
 local dissect_ext = {
     dxh = dissect_dxh,
     reth = dissect_reth,
@@ -382,6 +392,7 @@ local dissect_ext = {
     imm = dissect_imm,
     akh = dissect_akh,
     nkh = dissect_nkh,
+    pad = dissect_pad,
 }
 
 -- ---------------------------------------------------------------------
@@ -496,15 +507,22 @@ local function info_text(h, oi)
     if oi.hdrs[1] == "dxh" then
         return info_data(h, oi)
     elseif h.opcode == 0x10 then
-        return string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
-                             h.path, h.sack_high, h.dsn_cum, h.sack_count,
-                             SACK_BITS, h.ce_count)
+        local s = string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
+                                h.path, h.sack_high, h.dsn_cum, h.sack_count,
+                                SACK_BITS, h.ce_count)
+        if h.psn ~= h.sack_high then
+            s = s .. string.format(" probe=%d", h.psn)
+        end
+        return s
     elseif h.opcode == 0x11 then
         return string.format("NACK %s path=%d psn=%d dsn=%d s%d/m%d info=%d",
                              nak_names[h.syndrome] or "reserved", h.path,
                              h.psn, h.dsn, h.stream, h.msn, h.nak_info)
     elseif h.opcode == 0x20 then
         return string.format("PROBE path=%d psn=%d", h.path, h.psn)
+    elseif h.opcode == 0x30 or h.opcode == 0x31 then
+        return string.format("%s path=%d conn=0x%08x next_dsn=%d", oi.name,
+                             h.path, h.conn, h.psn)
     end
     return string.format("%s path=%d conn=0x%08x", oi.name, h.path, h.conn)
 end
