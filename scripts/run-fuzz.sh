@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets (tests/fuzz/) for a while.
 #
-#   scripts/run-fuzz.sh [SECONDS] [NAME...]     NAME: wire rx (default both)
+#   scripts/run-fuzz.sh [SECONDS] [NAME...]     NAME: wire rx roce_wire
+#                                               roce_rx cm (default all)
 #
 # Configures build-fuzz/ with clang and MROCE_FUZZ=ON, builds the fuzzers,
 # writes fresh seeds with the codec's encoder, then runs each fuzzer for
@@ -14,9 +15,9 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 names=("$@")
-((${#names[@]})) || names=(wire rx roce_wire roce_rx)
+((${#names[@]})) || names=(wire rx roce_wire roce_rx cm)
 if ! [[ "$secs" =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [SECONDS] [wire|rx|roce_wire|roce_rx ...]" >&2
+    echo "usage: $0 [SECONDS] [wire|rx|roce_wire|roce_rx|cm ...]" >&2
     exit 2
 fi
 
@@ -28,8 +29,8 @@ cmake --build "$dir" -j"${JOBS:-2}" --target mroce_fuzzers
 
 seeds="$dir/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/wire" "$seeds/rx"
-"$dir/bin/mroce_fuzz_seedgen" "$seeds/wire" "$seeds/rx"
+mkdir -p "$seeds/wire" "$seeds/rx" "$seeds/cm"
+"$dir/bin/mroce_fuzz_seedgen" "$seeds/wire" "$seeds/rx" "$seeds/cm"
 
 status=0
 for name in "${names[@]}"; do

@@ -279,6 +279,7 @@ static void pair_cfg(const struct opts *o, double loss,
     c->wire.loss = loss;
     c->wire.capacity = 4096;
     for (int s = 0; s < 2; s++) {
+        c->ctx[s].deterministic = 1; /* R-SEC-7: a benchmark repeats */
         c->ctx[s].seed = o->seed * 2 + (uint64_t)s + 1;
         c->ctx[s].mtu = MTU;
         c->ctx[s].link_mbps = (uint32_t)(RATE_BPS / 1000000);

@@ -18,6 +18,14 @@
  * --no-zc: copy every payload into the frame (mroce_dpdk_attr.no_zc)
  * instead of attaching it where the port allows (docs/dpdk.md).
  *
+ * --auth, --encrypt: the connection runs in the authenticated or the
+ * encrypted mode (docs/spec.md section 3.14) under a random 32-byte
+ * secret. Both sides must say the same. This tool has no connection
+ * manager: the server draws the secret and hands it to the client in its
+ * parameter file, which only suits a test on one host (mroce-perf's
+ * connection manager derives it from a pre-shared key instead). The JSON
+ * line then also counts the secure modes' drops and key updates.
+ *
  * The client writes; both print a JSON line (client: gbps, msgs, cycles
  * per packet of its loop; with --verify both print one too). --verify runs
  * WRITE+READ (client checks), SEND, SEND_IMM and WRITE_IMM (server checks)
@@ -45,6 +53,7 @@
 #endif
 #include <inttypes.h>
 #include <stdbool.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +78,7 @@
 
 struct opts {
     bool server, loop, pair, verify, no_gso, no_zc;
+    int sec_mode; /* MROCE_SEC_* */
     const char *ip, *params, *port, *pcap, *peer_ip, *peer_port;
     int kind;
     uint16_t udp_port;
@@ -83,6 +93,8 @@ struct xinfo {
     struct mroce_conn_params p;
     uint64_t addr;
     uint32_t rkey;
+    int sec_mode;                     /* MROCE_SEC_* */
+    uint8_t secret[MROCE_SECRET_LEN]; /* the server's, for both */
 };
 
 struct side {
@@ -98,6 +110,7 @@ struct side {
     uint64_t busy_cycles;
     uint64_t cpu_ns;   /* client_bw: the thread's CPU time */
     struct side *twin; /* pair: the server, polled with this side */
+    uint8_t secret[MROCE_SECRET_LEN];
 };
 
 static void die(const char *what, int rc)
@@ -178,6 +191,10 @@ static void parse(int argc, char **argv, struct opts *o)
             o->no_gso = true;
         else if (!strcmp(argv[i], "--no-zc"))
             o->no_zc = true;
+        else if (!strcmp(argv[i], "--auth"))
+            o->sec_mode = MROCE_SEC_AUTH;
+        else if (!strcmp(argv[i], "--encrypt"))
+            o->sec_mode = MROCE_SEC_ENCRYPT;
         else if (i + 1 >= argc || opt_one(o, argv[i], argv[i + 1]) < 0)
             goto usage;
         else
@@ -268,13 +285,31 @@ static void open_conn(struct side *s)
         die("connection", rc);
 }
 
+/* The secure mode, under secret (before connecting). */
+static void set_secret(struct side *s, const uint8_t *secret)
+{
+    memcpy(s->secret, secret, sizeof(s->secret));
+    int rc = mroce_conn_set_secret(s->conn, s->o.sec_mode, s->secret,
+                                   sizeof(s->secret));
+    if (rc < 0)
+        die("secure mode", rc);
+}
+
+static void draw_secret(uint8_t *secret)
+{
+    if (getrandom(secret, MROCE_SECRET_LEN, 0) != MROCE_SECRET_LEN)
+        die("getrandom", MROCE_EINVAL);
+}
+
 /* ---- Parameter exchange through files ---- */
 
 static void put_info(struct side *s)
 {
     char tmp[600], path[512];
     struct xinfo x = {.addr = (uint64_t)(uintptr_t)s->mem,
-                      .rkey = mroce_mr_rkey(s->mr)};
+                      .rkey = mroce_mr_rkey(s->mr),
+                      .sec_mode = s->o.sec_mode};
+    memcpy(x.secret, s->secret, sizeof(x.secret));
     mroce_conn_get_params(s->conn, &x.p);
     snprintf(path, sizeof(path), "%s.%s", s->o.params,
              s->o.server ? "server" : "client");
@@ -304,6 +339,10 @@ static void get_info(struct side *s)
         mroce_progress(s->dp); /* answer ARP meanwhile */
         usleep(1000);
     }
+    if (s->peer.sec_mode != s->o.sec_mode)
+        die("the peer runs another protection mode", MROCE_EINVAL);
+    if (!s->o.server && s->o.sec_mode)
+        set_secret(s, s->peer.secret);
     int rc = mroce_conn_connect(s->conn, &s->peer.p);
     if (rc < 0)
         die("connect", rc);
@@ -492,6 +531,12 @@ static void print_json(struct side *s, double secs, uint64_t bytes,
            c.tx_bursts, c.rx_bursts, pkts ? (double)cycles / (double)pkts : 0,
            pkts ? (double)s->busy_cycles / (double)pkts : 0, c.rx_bad_frame,
            c.tx_dropped, k.retx_pkts, k.rto_events, s->o.batch);
+    static const char *const modes[] = {"none", "auth", "encrypt"};
+    printf(",\"sec_mode\":\"%s\",\"drop_bad_tag\":%" PRIu64
+           ",\"drop_replay\":%" PRIu64 ",\"drop_sec_mode\":%" PRIu64
+           ",\"key_updates_tx\":%" PRIu64 ",\"key_updates_rx\":%" PRIu64,
+           modes[mroce_conn_sec_mode(s->conn)], k.drop_bad_tag, k.drop_replay,
+           k.drop_sec_mode, k.key_updates_tx, k.key_updates_rx);
     if (bytes)
         printf(",\"cpu_ns_per_data_pkt\":%.0f",
                (double)s->cpu_ns / ((double)bytes / s->o.mtu));
@@ -535,6 +580,11 @@ static int run(struct side *s)
     bool ok = true;
     if (s->o.server) {
         post_recvs(s, s->o.verify ? 4 : 1);
+        if (s->o.sec_mode) {
+            uint8_t secret[MROCE_SECRET_LEN];
+            draw_secret(secret);
+            set_secret(s, secret);
+        }
         put_info(s);
         get_info(s);
         uint64_t c0 = __rdtsc(), t0 = mroce_dp_now_ns();
@@ -560,6 +610,17 @@ static int run(struct side *s)
     return ok ? 0 : 1;
 }
 
+/* loop, pair: both connections in one process, one secret. */
+static void secure_both(struct side *a, struct side *b)
+{
+    if (!a->o.sec_mode)
+        return;
+    uint8_t secret[MROCE_SECRET_LEN];
+    draw_secret(secret);
+    set_secret(a, secret);
+    set_secret(b, secret);
+}
+
 /* Client and server as two connections of one context (loop). */
 static int run_loop(struct side *s)
 {
@@ -570,6 +631,7 @@ static int run_loop(struct side *s)
     mroce_conn_get_params(s->conn, &peer.peer.p);
     s->peer.addr = (uint64_t)(uintptr_t)peer.mem;
     s->peer.rkey = mroce_mr_rkey(peer.mr);
+    secure_both(s, &peer);
     if (mroce_conn_connect(s->conn, &s->peer.p) < 0 ||
         mroce_conn_connect(peer.conn, &peer.peer.p) < 0)
         die("connect", MROCE_ESTATE);
@@ -616,6 +678,7 @@ static int run_pair(struct side *s)
     mroce_conn_get_params(s->conn, &peer->peer.p);
     s->peer.addr = (uint64_t)(uintptr_t)peer->mem;
     s->peer.rkey = mroce_mr_rkey(peer->mr);
+    secure_both(s, peer);
     if (mroce_conn_connect(s->conn, &s->peer.p) < 0 ||
         mroce_conn_connect(peer->conn, &peer->peer.p) < 0)
         die("connect", MROCE_ESTATE);

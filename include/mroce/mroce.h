@@ -48,16 +48,17 @@ struct mroce_pkt_meta {
  * of these on failure. */
 enum mroce_err {
     MROCE_OK = 0,
-    MROCE_EINVAL = -1,  /* bad argument */
-    MROCE_ENOMEM = -2,  /* allocation failed */
-    MROCE_EAGAIN = -3,  /* queue or window full; retry after progress */
-    MROCE_ENOENT = -4,  /* unknown key, path or stream */
-    MROCE_ESTATE = -5,  /* object in the wrong state for this call */
-    MROCE_ERANGE = -6,  /* buffer outside its memory region */
-    MROCE_EACCES = -7,  /* key lacks the access right */
-    MROCE_EBUSY = -8,   /* object still in use */
-    MROCE_ENOBUFS = -9, /* caller's buffer too small */
-    MROCE_EPROTO = -10, /* packet dropped: malformed or not for us */
+    MROCE_EINVAL = -1,   /* bad argument */
+    MROCE_ENOMEM = -2,   /* allocation failed */
+    MROCE_EAGAIN = -3,   /* queue or window full; retry after progress */
+    MROCE_ENOENT = -4,   /* unknown key, path or stream */
+    MROCE_ESTATE = -5,   /* object in the wrong state for this call */
+    MROCE_ERANGE = -6,   /* buffer outside its memory region */
+    MROCE_EACCES = -7,   /* key lacks the access right */
+    MROCE_EBUSY = -8,    /* object still in use */
+    MROCE_ENOBUFS = -9,  /* caller's buffer too small */
+    MROCE_EPROTO = -10,  /* packet dropped: malformed or not for us */
+    MROCE_ENOTSUP = -11, /* not available here (e.g. no crypto provider) */
 };
 
 /* Static English text for an error code; never NULL. Thread-safe. */
@@ -69,15 +70,69 @@ const char *mroce_strerror(int err);
 #define MROCE_LOG_INFO 1
 #define MROCE_LOG_DEBUG 2
 
-/* Any NULL member gets a default (malloc/free, a splitmix64 generator
- * seeded from mroce_ctx_attr.seed, no logging). The engine calls alloc
- * only when objects are created, never per packet. */
+/* Any NULL member gets a default: malloc/free, no logging, and for
+ * rand64 the kernel's CSPRNG (getrandom(2), read 256 bytes at a time), or
+ * with mroce_ctx_attr.deterministic a generator seeded from
+ * mroce_ctx_attr.seed. A rand64 hook supplied outside simulation and
+ * tests MUST be a cryptographically secure generator: connection ids,
+ * memory keys and initial sequence numbers are drawn from it, and nothing
+ * about the connection must let a host predict them (R-SEC-2, R-SEC-7).
+ * The engine calls alloc when objects are created and when a connection's
+ * rings grow: its DSN ring, retransmit FIFO and per-path PSN rings start
+ * small at connect and double while what is in flight fills them, up to
+ * the negotiated windows (a few times per connection, not per packet). A
+ * failed growth holds the sending back as a full window would. */
 struct mroce_hooks {
     void *ud;
     void *(*alloc)(void *ud, size_t size); /* zeroed memory or NULL */
     void (*free)(void *ud, void *p);
     uint64_t (*rand64)(void *ud);
     void (*log)(void *ud, int level, const char *msg);
+};
+
+/* ---- Crypto provider (authenticated and encrypted modes, R-AEAD) ----
+ *
+ * The engine never links a crypto library: AES-128-GCM and HKDF-SHA256
+ * come through this table, given at context creation (like ngtcp2's
+ * crypto callbacks). src/crypto provides one over intel-ipsec-mb or
+ * OpenSSL (mroce_crypto.h); the datapaths fill it in by default. Every
+ * function may be called from any thread for different key objects; a
+ * key object is used by one thread at a time. */
+
+#define MROCE_AEAD_KEY_LEN 16 /* AES-128 */
+#define MROCE_AEAD_IV_LEN 12  /* GCM nonce */
+#define MROCE_AEAD_TAG_LEN 16 /* GCM tag, the trailer of a sealed packet */
+#define MROCE_SECRET_LEN 32   /* connection secret (R-AEAD-6) */
+
+struct mroce_crypto {
+    void *ud;
+    /* An AES-128-GCM key object for key[0, 16): the key expansion and
+     * GHASH tables, computed once per key. NULL on failure. */
+    void *(*key_new)(void *ud, const uint8_t *key);
+    /* Frees a key object and wipes its key material. */
+    void (*key_free)(void *ud, void *key);
+    /* AES-128-GCM encryption with the 12-byte iv. The additional data is
+     * aad[0, aad_len) followed by aad2[0, aad2_len) (one AAD string in
+     * two places); the plaintext in[0, len) becomes out[0, len) (in ==
+     * out allowed; other overlaps not); the 16-byte tag goes to tag.
+     * Returns 0, or a negative MROCE_E* code (nothing usable written). */
+    int (*seal)(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag);
+    /* The inverse: 0 if tag authenticates iv, the AAD and in[0, len), and
+     * then out[0, len) is the plaintext; negative otherwise, and out[0,
+     * len) may hold anything (never use it). Tag comparison in constant
+     * time. */
+    int (*open)(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                const uint8_t *in, uint8_t *out, size_t len,
+                const uint8_t *tag);
+    /* HKDF-Expand (RFC 5869) with HMAC-SHA256: out[0, out_len) from the
+     * pseudorandom key prk[0, prk_len) and info[0, info_len). out_len at
+     * most 255 * 32. Returns 0 or a negative MROCE_E* code. */
+    int (*hkdf_expand)(void *ud, const uint8_t *prk, size_t prk_len,
+                       const uint8_t *info, size_t info_len, uint8_t *out,
+                       size_t out_len);
 };
 
 /* ---- Context (one endpoint: an address and a UDP port) ---- */
@@ -90,7 +145,14 @@ struct mroce_conn;
 
 struct mroce_ctx_attr {
     struct mroce_hooks hooks;
-    uint64_t seed;           /* for the default rand64 */
+    /* Simulation and tests only (R-SEC-7): 1 makes the default rand64 a
+     * fixed generator (splitmix64) over `seed`, so that a run is repeated
+     * exactly; its ids, keys and initial sequence numbers are then
+     * predictable by anyone who knows or guesses the seed. 0 (default):
+     * the kernel's CSPRNG, and `seed` is ignored. Ignored when
+     * hooks.rand64 is set. */
+    uint8_t deterministic;
+    uint64_t seed;           /* with deterministic = 1 */
     struct mroce_addr addr;  /* this endpoint's IP address */
     uint16_t udp_port;       /* 0: MROCE_UDP_PORT (4797) */
     uint32_t mtu;            /* payload bytes per packet; 0: 4096 */
@@ -124,6 +186,15 @@ struct mroce_ctx_attr {
      * but put more packets of a path in flight at once, which weakens
      * loss detection across paths (R-LOSS-8). 1..MROCE_MAX_SPRAY_RUN. */
     uint32_t spray_run;
+    /* R-ENC-10: the address of each plane, in plane order (n_planes
+     * entries, each of addr's family): announced to peers and the source
+     * of every packet sent on that plane. Copied at open. NULL: addr on
+     * every plane. */
+    const struct mroce_addr *plane_addrs;
+    /* MetaRoCE only: AES-128-GCM and HKDF for the authenticated and
+     * encrypted modes (mroce_conn_set_secret). Copied at open; every
+     * function must be set. NULL: only MROCE_SEC_NONE. */
+    const struct mroce_crypto *crypto;
 };
 
 #define MROCE_MAX_PLANES 64
@@ -141,8 +212,10 @@ struct mroce_ctx_attr {
 #define MROCE_UDP_PORT 4797
 
 /* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
- * MROCE_MAX_SRC_PORTS source ports or a port 0 among them, spray_run above
- * MROCE_MAX_SPRAY_RUN), ENOMEM.
+ * MROCE_MAX_SRC_PORTS source ports, a port 0 or the same port twice among
+ * them, spray_run above MROCE_MAX_SPRAY_RUN, a plane address of another
+ * family than addr), ENOMEM, ENOENT (the default rand64 found no secure
+ * source: neither getrandom(2) nor /dev/urandom).
  * Not thread-safe: one thread drives a context at a time. */
 int mroce_ctx_open(const struct mroce_ctx_attr *attr, struct mroce_ctx **out);
 /* Destroys the context and everything created from it. */
@@ -150,12 +223,17 @@ void mroce_ctx_close(struct mroce_ctx *ctx);
 
 /* ---- Sans-I/O driving: the datapath calls these ---- */
 
-/* Largest UDP payload this context emits (size of tx buffers). */
+/* Largest UDP payload this context emits (size of tx buffers): with a
+ * crypto provider, room for the 16-byte tag of the secure modes. */
 size_t mroce_ctx_max_pkt(const struct mroce_ctx *ctx);
 
-/* Feeds one received UDP payload. buf stays the caller's. Returns 0 if
- * accepted, or MROCE_EPROTO if dropped (counted by reason in
- * mroce_ctx_counters). Never writes outside registered memory. */
+/* Feeds one received UDP payload. buf stays the caller's. Returns
+ * MROCE_EPROTO if the packet is dropped before a connection takes it:
+ * malformed, unknown connection or wrong source (counted by reason in
+ * mroce_ctx_counters) or a path id out of range (drop_bad_path of the
+ * connection). Returns 0 once a connection took it, even if it then drops
+ * or refuses it (counted in mroce_conn_counters). Never writes outside
+ * registered memory. */
 int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now_ns,
                  const struct mroce_pkt_meta *meta, const uint8_t *buf,
                  size_t len);
@@ -167,31 +245,38 @@ int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
                  size_t cap, struct mroce_pkt_meta *meta);
 
 #define MROCE_TX_ICRC_LEN 4
+#define MROCE_TX_TRAILER_MAX MROCE_AEAD_TAG_LEN
 
 /* Where the parts of a packet from mroce_ctx_tx_ref lie. On the wire the
- * packet is buf[0, hdr_len), then payload[0, payload_len), then icrc.
- * payload_len 0 (ACK, NACK, PROBE, CLOSE, a zero-length message, every
- * RoCEv2 packet): the whole packet is buf[0, hdr_len), ICRC included;
- * payload is NULL and icrc unused. */
+ * packet is buf[0, hdr_len), then payload[0, payload_len), then
+ * trailer[0, trailer_len). payload_len 0 (ACK, NACK, PROBE, CLOSE, a
+ * zero-length message, every packet of an encrypted connection, every
+ * RoCEv2 packet): the whole packet is buf[0, hdr_len), trailer included;
+ * payload is NULL and trailer unused. */
 struct mroce_tx_ref {
     const uint8_t *payload; /* in a registered memory region */
     uint32_t payload_len;
     uint32_t hdr_len; /* bytes the engine wrote into buf */
-    /* the packet's ICRC (R-CRC-1), computed over the headers and the
-     * payload where it lies, big-endian */
-    uint8_t icrc[MROCE_TX_ICRC_LEN];
+    /* what follows the payload: the ICRC (R-CRC-1, 4 bytes) or, on an
+     * authenticated connection, the AES-GCM tag (R-AEAD-3, 16 bytes),
+     * computed over the headers and the payload where it lies */
+    uint32_t trailer_len;
+    uint8_t trailer[MROCE_TX_TRAILER_MAX];
 };
 
 /* Zero-copy transmit: the same packet mroce_ctx_tx would write, byte for
  * byte, with the same effect on the engine, but a data packet's payload
  * is not copied: the engine writes its headers into buf and says in *ref
  * where the payload lies (the sender's registered memory for WRITE and
- * SEND, the responder's for a READ response) and what ICRC follows it.
- * Returns the packet's length on the wire (hdr_len + payload_len +
- * MROCE_TX_ICRC_LEN, or hdr_len when payload_len is 0), 0 if there is
- * nothing to send now, or ENOBUFS if cap is below mroce_ctx_max_pkt.
+ * SEND, the responder's for a READ response) and what trailer follows
+ * it. On an encrypted connection (MROCE_SEC_ENCRYPT) the payload on the
+ * wire is ciphertext, which exists only in buf: such packets come back
+ * whole (payload_len 0), as mroce_ctx_tx writes them. Returns the
+ * packet's length on the wire (hdr_len + payload_len + trailer_len, or
+ * hdr_len when payload_len is 0), 0 if there is nothing to send now, or
+ * ENOBUFS if cap is below mroce_ctx_max_pkt.
  *
- * Lifetime: ref->payload is valid, and still holds the bytes the ICRC
+ * Lifetime: ref->payload is valid, and still holds the bytes the trailer
  * covers, only until the next call into the engine for this context
  * (mroce_ctx_rx, mroce_ctx_tx, mroce_ctx_tx_ref, mroce_ctx_on_expiry,
  * any post, mroce_poll_cq, any connection or memory region call): such a
@@ -306,7 +391,9 @@ int mroce_reg_mr_virt(struct mroce_pd *pd, uint64_t va, size_t len,
                       struct mroce_mr **out);
 uint32_t mroce_mr_lkey(const struct mroce_mr *mr);
 uint32_t mroce_mr_rkey(const struct mroce_mr *mr);
-/* Errors: EBUSY while a posted work request refers to it. */
+/* Errors: EBUSY while a posted work request or receive refers to it, or
+ * while a READ response is served from it (until its last packet is
+ * acknowledged or the connection is flushed, R-MSG-17). */
 int mroce_dereg_mr(struct mroce_mr *mr);
 
 /* ---- Completion queues ---- */
@@ -368,8 +455,8 @@ struct mroce_conn_attr {
     uint32_t max_rd;             /* outstanding READs [16] */
     uint8_t retry_cnt;           /* timeout rounds before ERROR [7] */
     uint8_t rnr_retry;           /* RNR retries, 7 = unlimited [7] */
-    uint64_t min_rto_ns;         /* [100000] */
-    uint64_t max_rto_ns;         /* [100000000] */
+    uint64_t min_rto_ns;         /* >= 1000 [100000] */
+    uint64_t max_rto_ns;         /* <= MROCE_MAX_RTO_NS [100000000] */
     uint32_t ack_every;          /* ACK every n packets per path [1] */
     uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
     uint32_t init_cwnd_pkts;     /* per connection, split over the paths
@@ -381,14 +468,37 @@ struct mroce_conn_attr {
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
     uint32_t rocev2_window;      /* RoCEv2: PSNs in flight per QP [1024] */
+    /* MetaRoCE: the connection's id, which the peer puts in every packet
+     * for it; 0: a fresh random id [0] (R-CONN-1). A caller that picks it
+     * (the drop-in libibverbs: the QP number, R-SOFT-2) must pick it
+     * unpredictably; EBUSY if the context already has it. */
+    uint32_t conn_id;
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
+/* R-CONN-3: largest announced max_rto_ns and RNR delay */
+#define MROCE_MAX_RTO_NS 120000000000ull
+#define MROCE_MAX_RNR_US 1000000u
 
-/* What the two sides exchange out of band before connecting (R-CONN-3). */
+/* What the two sides exchange out of band before connecting (R-CONN-3;
+ * on the wire: the CM's HELLO, R-CONN-15). mroce_conn_get_params fills every
+ * field. A caller that builds the peer's values by hand may leave the
+ * plane and timing fields 0 ("not announced"); mroce_conn_connect checks
+ * every announced value (R-CONN-4). */
 struct mroce_conn_params {
     uint32_t conn_id;
-    struct mroce_addr addr;
+    /* MetaRoCE: where the announcing side's sequence numbers start
+     * (R-CONN-5): every path's first PSN is init_psn, the first DSN
+     * init_dsn, every stream's first MSN init_msn. Random per connection
+     * (R-SEC-7); any 32-bit value is valid. */
+    uint32_t init_psn, init_dsn, init_msn;
+    struct mroce_addr addr; /* plane 0's; every plane's when n_planes = 0 */
+    /* R-ENC-10: the address of each plane, in plane order. 0: addr on
+     * every plane. Otherwise it must equal the local context's n_planes,
+     * packets must come from the plane's address (R-RX-2) and addr is
+     * ignored (mroce_conn_get_params sets it to plane_addr[0]). */
+    uint8_t n_planes;
+    struct mroce_addr plane_addr[MROCE_MAX_PLANES];
     uint16_t udp_port;
     uint16_t n_paths;
     uint16_t n_streams;
@@ -397,7 +507,17 @@ struct mroce_conn_params {
     uint32_t msg_window; /* messages in flight per stream it accepts */
     uint32_t max_rd;
     uint8_t transport; /* MROCE_TRANSPORT_*; both sides must agree */
-    uint16_t n_qps;    /* RoCEv2: QP numbers and first PSNs */
+    /* The announcing side's own settings, which its peer's behaviour
+     * depends on (R-CONN-3); 0: not announced. */
+    uint16_t path_window;  /* PSNs it keeps in flight per path */
+    uint16_t ack_every;    /* it ACKs every n packets of a path */
+    uint32_t ack_delay_ns; /* its delayed-ACK bound (below the peer's
+                              min_rto_ns) */
+    uint64_t min_rto_ns, max_rto_ns;
+    uint8_t retry_cnt;   /* its timeout rounds before ERROR (< 16) */
+    uint8_t rnr_retry;   /* its RNR retries, 7 = unlimited */
+    uint32_t rnr_max_us; /* the longest RNR delay it asks for */
+    uint16_t n_qps;      /* RoCEv2: QP numbers and first PSNs */
     uint32_t qpn[MROCE_MAX_QPS];
     uint32_t psn[MROCE_MAX_QPS];
 };
@@ -411,15 +531,51 @@ enum mroce_conn_state {
 };
 const char *mroce_conn_state_str(int state);
 
-/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM. */
+/* Errors: EINVAL (bad attr, pd/cq of another context), EBUSY (attr
+ * conn_id in use), ENOMEM. */
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
                            struct mroce_conn_params *out);
-/* Errors: ESTATE (not INIT), EINVAL (params out of range), ENOMEM (paths
- * and send rings are allocated here, for the negotiated values). */
+/* Makes the connection's own sequence numbers start at the given values
+ * (R-CONN-5) instead of its random draws (R-SEC-7), announced by
+ * mroce_conn_get_params. For a caller whose peer cannot learn the draws:
+ * the drop-in libibverbs derives them from both QP numbers (R-SOFT-3); and
+ * for tests that need a given start (a message number just before it
+ * wraps). Values a third party can guess weaken R-SEC-7.
+ * Errors: ESTATE unless the connection is in INIT. Not thread-safe. */
+int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
+                            uint32_t msn);
+/* Errors: ESTATE (not INIT), EINVAL (params out of range, a plane count
+ * other than the context's, an ack_delay_ns not below this connection's
+ * min_rto_ns), ENOMEM (paths and send rings are allocated here, for the
+ * negotiated values). */
 int mroce_conn_connect(struct mroce_conn *conn,
                        const struct mroce_conn_params *remote);
+/* Per-connection protection (docs/spec.md section 3.14, R-AEAD-*). */
+#define MROCE_SEC_NONE 0 /* ICRC only (R-CRC-1): no protection */
+#define MROCE_SEC_AUTH 1 /* AES-128-GCM tag over headers and payload */
+#define MROCE_SEC_ENCRYPT                                                      \
+    2 /* AES-128-GCM: payload encrypted, headers                               \
+         authenticated in clear */
+
+/* Sets the connection's mode and its 32-byte connection secret (both
+ * sides must give the same mode and secret, normally from the connection
+ * manager). Call it before mroce_conn_connect, which derives the keys of
+ * both directions from the secret and the two connection ids (R-AEAD-6)
+ * and then forgets the secret. The secret is copied. MROCE_SEC_NONE
+ * ignores secret and len. In the secure modes every packet of the
+ * connection is sealed, and packets that are not (or do not verify, or
+ * are replays) are dropped and counted (mroce_conn_counters).
+ * Errors: EINVAL (unknown mode, secret NULL or len not MROCE_SECRET_LEN,
+ * a RoCEv2 connection), ESTATE (not in INIT), ENOTSUP (a secure mode on a
+ * context without a crypto provider, mroce_ctx_attr.crypto).
+ * Not thread-safe (the context's thread). */
+int mroce_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
+                          size_t len);
+/* The mode set by mroce_conn_set_secret (MROCE_SEC_NONE by default). */
+int mroce_conn_sec_mode(const struct mroce_conn *c);
+
 /* Abortive close: flushes every outstanding work request and posted
  * receive with WR_FLUSH_ERR, then sends CLOSE, with a doubling wait, until
  * CLOSE_ACK or 1 + retry_cnt copies (R-CONN-8).
@@ -480,11 +636,20 @@ struct mroce_conn_counters {
     uint64_t rnr_naks;
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;
-    uint64_t drop_bad_msg; /* inconsistent message fields */
-    uint64_t drop_state;   /* data while closed/in error */
-    uint64_t drop_stale;   /* NACK matching nothing, or reserved code */
-    uint64_t drop_bad_ack; /* ACK for a PSN or DSN never sent (R-ACK-6) */
-    uint64_t drop_ooo;     /* RoCEv2: out-of-order packet (go-back-N) */
+    uint64_t drop_bad_msg;    /* inconsistent message fields */
+    uint64_t drop_state;      /* data, ACK or NACK its state does not take:
+                                 outside CONNECTED (R-CONN-7) */
+    uint64_t drop_stale;      /* NACK matching nothing, or reserved code */
+    uint64_t drop_bad_ack;    /* ACK naming no PSN or DSN of ours (R-VAL-1) */
+    uint64_t drop_psn_window; /* PROBE or duplicate not recorded: its PSN is
+                                 not where its path is (R-VAL-2) */
+    uint64_t drop_bad_close;  /* CLOSE/CLOSE_ACK with a DSN outside the
+                                 window (R-VAL-5) */
+    uint64_t psn_resyncs;     /* a path's PSNs moved past one the peer holds
+                                 but we never sent (R-VAL-4) */
+    uint64_t rnr_capped;      /* RNR NACKs asking more than max_rto
+                                 (R-RETRY-4) */
+    uint64_t drop_ooo;        /* RoCEv2: out-of-order packet (go-back-N) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;
     /* MetaRoCE: data transmissions declared lost, each once, by the rule
@@ -496,6 +661,15 @@ struct mroce_conn_counters {
     uint64_t lost_pto;  /* R-RTT-7: tail-loss probe at the PTO */
     uint64_t lost_rto;  /* R-RTT-6: RTO expiry */
     uint64_t lost_rnr;  /* R-RETRY-4: refused by an RNR NACK */
+    /* Secure modes (R-AEAD-9): packets dropped because their tag did not
+     * verify under any key the receiver holds (tampered, forged, wrong
+     * key), because they authenticated but were seen before (replay:
+     * the same path and PSN, or the same control sequence number), or
+     * because their protection does not match the connection's mode
+     * (unsealed on a secure connection, sealed on a plain one); key
+     * updates of each direction (R-AEAD-7). */
+    uint64_t drop_bad_tag, drop_replay, drop_sec_mode;
+    uint64_t key_updates_tx, key_updates_rx;
 };
 void mroce_conn_get_counters(const struct mroce_conn *conn,
                              struct mroce_conn_counters *out);

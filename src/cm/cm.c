@@ -1,66 +1,20 @@
-/* CM channel: framing over the TCP socket, the HELLO/READY exchange,
- * application messages and liveness (see mroce_cm.h, docs/cm.md). */
+/* CM channel: framing over the TCP socket, the tags of messages after
+ * set-up, application messages and liveness (R-CM-2, R-CM-11, R-CM-12;
+ * see mroce_cm.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cm/msg.h"
+#include "cm/chan.h"
 #include "cm/sock.h"
 
-struct mroce_cm_listener {
-    int fd;
-};
+/* ---- Channel objects ---- */
 
-struct mroce_cm {
-    int fd;
-    int eof;    /* the peer's side of the stream ended */
-    int broken; /* a malformed message: the stream is out of step */
-    size_t rx_len;
-    struct mroce_cm_counters cnt;
-    uint8_t rx[CM_MSG_MAX];
-};
-
-/* One decoded message at the head of the receive buffer. */
-struct cm_msg {
-    struct cm_hdr h;
-    const uint8_t *body;
-};
-
-int mroce_cm_listen(const char *host, uint16_t port,
-                    struct mroce_cm_listener **out)
-{
-    if (!out)
-        return MROCE_EINVAL;
-    *out = NULL;
-    struct mroce_cm_listener *l = calloc(1, sizeof(*l));
-    if (!l)
-        return MROCE_ENOMEM;
-    l->fd = cm_sock_listen(host, port);
-    if (l->fd < 0) {
-        int err = l->fd;
-        free(l);
-        return err;
-    }
-    *out = l;
-    return 0;
-}
-
-uint16_t mroce_cm_listener_port(const struct mroce_cm_listener *l)
-{
-    return l ? cm_sock_port(l->fd) : 0;
-}
-
-void mroce_cm_listener_close(struct mroce_cm_listener *l)
-{
-    if (!l)
-        return;
-    close(l->fd);
-    free(l);
-}
-
-static int cm_wrap(int fd, struct mroce_cm **out)
+int cm_chan_new(int fd, int role, const struct mroce_cm_attr *attr,
+                const struct cm_psk *psk, struct mroce_cm **out)
 {
     if (fd < 0)
         return fd;
@@ -70,26 +24,56 @@ static int cm_wrap(int fd, struct mroce_cm **out)
         return MROCE_ENOMEM;
     }
     cm->fd = fd;
+    cm->role = role;
+    if (attr)
+        cm->attr = *attr;
+    cm->attr.psk = NULL; /* the caller's buffer; the key lives in psk */
+    if (psk) {
+        cm->psk = *psk;
+        cm->has_psk = true;
+    }
+    cm_sock_peer_addr(fd, &cm->tcp_peer);
+    cm->last_rx_ms = cm->last_tx_ms = cm_now_ms();
     *out = cm;
     return 0;
 }
 
-int mroce_cm_accept(struct mroce_cm_listener *l, int timeout_ms,
-                    struct mroce_cm **out)
+void cm_chan_free(struct mroce_cm *cm)
 {
-    if (!l || !out)
-        return MROCE_EINVAL;
-    *out = NULL;
-    return cm_wrap(cm_sock_accept(l->fd, timeout_ms), out);
+    if (!cm)
+        return;
+    close(cm->fd);
+    free(cm->hello_peer);
+    cm_auth_wipe(&cm->psk, sizeof(cm->psk));
+    cm_auth_wipe(&cm->ses, sizeof(cm->ses));
+    free(cm);
+}
+
+struct cm_policy cm_chan_policy(const struct mroce_cm *cm)
+{
+    return (struct cm_policy){.attr = &cm->attr,
+                              .psk = cm->has_psk ? &cm->psk : NULL,
+                              .tcp_peer = cm->tcp_peer,
+                              .can = cm->can};
 }
 
 int mroce_cm_dial(const char *host, uint16_t port, int timeout_ms,
-                  struct mroce_cm **out)
+                  const struct mroce_cm_attr *attr, struct mroce_cm **out)
 {
     if (!out)
         return MROCE_EINVAL;
     *out = NULL;
-    return cm_wrap(cm_sock_dial(host, port, timeout_ms), out);
+    struct cm_psk psk;
+    if (attr && attr->psk) {
+        int err = cm_auth_psk(attr->psk, attr->psk_len, &psk);
+        if (err)
+            return cm_fail(err, "CM: pre-shared key of %zu bytes refused",
+                           attr->psk_len);
+    }
+    int err = cm_chan_new(cm_sock_dial(host, port, timeout_ms), CM_CLIENT, attr,
+                          attr && attr->psk ? &psk : NULL, out);
+    cm_auth_wipe(&psk, sizeof(psk));
+    return err;
 }
 
 int mroce_cm_local_ip(const struct mroce_cm *cm, char *buf, size_t cap)
@@ -114,30 +98,54 @@ void mroce_cm_get_counters(const struct mroce_cm *cm,
         *out = cm->cnt;
 }
 
+int mroce_cm_security(const struct mroce_cm *cm, uint8_t *mode, uint8_t *secret)
+{
+    if (!cm)
+        return MROCE_EINVAL;
+    if (!cm->established)
+        return MROCE_ESTATE;
+    if (mode)
+        *mode = cm->ag.mode;
+    if (secret && cm->ag.psk)
+        memcpy(secret, cm->ses.secret, MROCE_CM_SECRET_LEN);
+    return cm->ag.psk ? 1 : 0;
+}
+
 /* ---- Framing ---- */
 
-static int cm_send_raw(struct mroce_cm *cm, const uint8_t *buf, int len,
-                       int64_t dl)
+int cm_chan_send_raw(struct mroce_cm *cm, const uint8_t *buf, int len,
+                     int64_t dl)
 {
     if (len < 0)
         return len;
     int err = cm_sock_send_all(cm->fd, buf, (size_t)len, dl);
-    if (!err)
+    if (!err) {
         cm->cnt.tx_msgs++;
+        cm->last_tx_ms = cm_now_ms();
+    }
     return err;
 }
 
-static int cm_send_simple(struct mroce_cm *cm, int type, const void *body,
-                          size_t len, int64_t dl)
+/* R-CM-11: after set-up with a key, every message ends with a tag over
+ * its sequence number, header and payload. */
+int cm_chan_send(struct mroce_cm *cm, int type, const void *body, size_t len,
+                 int64_t dl)
 {
-    uint8_t buf[CM_HDR_LEN + MROCE_CM_MAX_APP];
-    return cm_send_raw(cm, buf,
-                       cm_encode_simple(type, body, len, buf, sizeof(buf)), dl);
+    uint8_t buf[CM_HDR_LEN + MROCE_CM_MAX_APP + CM_TAG_LEN];
+    bool tag = cm->established && cm->ag.psk;
+    if (len > MROCE_CM_MAX_APP)
+        return MROCE_EINVAL;
+    size_t full = len + (tag ? CM_MSG_TAG_LEN : 0);
+    cm_hdr_put(buf, type, full);
+    if (len)
+        memcpy(buf + CM_HDR_LEN, body, len);
+    if (tag && cm_auth_msg_tag(&cm->ses, cm->role, cm->seq_tx++, buf,
+                               buf + CM_HDR_LEN, len, buf + CM_HDR_LEN + len))
+        return MROCE_ENOMEM;
+    return cm_chan_send_raw(cm, buf, (int)(CM_HDR_LEN + full), dl);
 }
 
-/* Reads what the socket has without blocking: 1 if bytes came, 0 if
- * none (or the buffer is full), and sets eof at end of stream. */
-static int cm_read_some(struct mroce_cm *cm)
+int cm_chan_read(struct mroce_cm *cm)
 {
     size_t room = sizeof(cm->rx) - cm->rx_len;
     if (!room || cm->eof)
@@ -145,35 +153,42 @@ static int cm_read_some(struct mroce_cm *cm)
     ssize_t n = recv(cm->fd, cm->rx + cm->rx_len, room, MSG_DONTWAIT);
     if (n > 0) {
         cm->rx_len += (size_t)n;
+        cm->last_rx_ms = cm_now_ms(); /* R-CM-12: any byte shows life */
         return 1;
     }
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-        cm->eof = 1; /* orderly close or reset: the peer is gone */
+        cm->eof = true; /* orderly close or reset: the peer is gone */
     return 0;
 }
 
-/* The message at offset off of the buffer: 1 complete, 0 not yet, EPROTO
- * if malformed (counted; the stream is out of step from then on). */
 static int cm_peek_at(struct mroce_cm *cm, size_t off, struct cm_msg *m)
 {
     if (cm->broken)
         return cm_fail(MROCE_EPROTO, "CM stream out of step");
     const char *why = "";
-    int rc = cm_hdr_decode(cm->rx + off, cm->rx_len - off, &m->h, &why);
+    m->rej = 0;
+    int rc =
+        cm_hdr_decode(cm->rx + off, cm->rx_len - off, &m->h, &why, &m->rej);
     if (rc == MROCE_EAGAIN)
         return 0;
     if (rc) {
-        cm->broken = 1;
+        cm->broken = true;
         cm->cnt.rx_bad++;
         return cm_fail(MROCE_EPROTO, "CM message: %s", why);
     }
     if (cm->rx_len - off < CM_HDR_LEN + m->h.len)
         return 0;
     m->body = cm->rx + off + CM_HDR_LEN;
+    m->len = m->h.len;
     return 1;
 }
 
-static void cm_consume(struct mroce_cm *cm, const struct cm_msg *m)
+int cm_chan_peek(struct mroce_cm *cm, struct cm_msg *m)
+{
+    return cm_peek_at(cm, 0, m);
+}
+
+void cm_chan_consume(struct mroce_cm *cm, const struct cm_msg *m)
 {
     size_t n = CM_HDR_LEN + m->h.len;
     memmove(cm->rx, cm->rx + n, cm->rx_len - n);
@@ -181,15 +196,117 @@ static void cm_consume(struct mroce_cm *cm, const struct cm_msg *m)
     cm->cnt.rx_msgs++;
 }
 
-/* Waits for the next whole message (left at the head of the buffer).
- * ESTATE once the stream ended; a truncated last message is EPROTO. */
-static int cm_next(struct mroce_cm *cm, int64_t dl, struct cm_msg *m)
+/* R-CM-11: checks and strips the tag of a message after set-up. */
+static int cm_untag(struct mroce_cm *cm, struct cm_msg *m)
+{
+    bool tag = cm->established && cm->ag.psk;
+    uint32_t want = tag ? CM_MSG_TAG_LEN : 0;
+    if (m->h.len < want ||
+        ((m->h.type == CM_BYE || m->h.type == CM_KEEPALIVE) &&
+         m->h.len != want)) {
+        cm->broken = true;
+        cm->cnt.rx_bad++;
+        return cm_fail(MROCE_EPROTO, "CM: %s of %u bytes",
+                       cm_type_name(m->h.type), m->h.len);
+    }
+    m->len = m->h.len - want;
+    if (!tag)
+        return 0;
+    uint8_t t[CM_MSG_TAG_LEN];
+    if (cm_auth_msg_tag(&cm->ses, !cm->role, cm->seq_rx, m->body - CM_HDR_LEN,
+                        m->body, m->len, t) ||
+        !cm_auth_equal(t, m->body + m->len, CM_MSG_TAG_LEN)) {
+        cm->broken = true;
+        cm->cnt.rx_bad_mac++;
+        return cm_fail(MROCE_EACCES, "CM: %s with a wrong MAC",
+                       cm_type_name(m->h.type));
+    }
+    cm->seq_rx++;
+    return 0;
+}
+
+/* ---- Liveness (R-CM-12) ---- */
+
+static int cm_ka_ms(const struct mroce_cm *cm)
+{
+    if (cm->attr.no_keepalive)
+        return 0;
+    return cm->attr.keepalive_ms ? cm->attr.keepalive_ms : CM_KEEPALIVE_DEF_MS;
+}
+
+/* Sends our KEEPALIVE when due; 0, or ESTATE once the peer has been
+ * silent for MROCE_CM_DEAD_FACTOR of its intervals. */
+static int cm_tick(struct mroce_cm *cm)
+{
+    if (!cm->established || cm->eof)
+        return 0;
+    int64_t now = cm_now_ms();
+    int ka = cm_ka_ms(cm);
+    if (ka && now - cm->last_tx_ms >= ka &&
+        !cm_chan_send(cm, CM_KEEPALIVE, NULL, 0, now + 100))
+        cm->cnt.tx_keepalive++;
+    if (cm->rx_len == sizeof(cm->rx)) /* unread messages: it is alive */
+        cm->last_rx_ms = now;
+    int64_t dead = (int64_t)cm->ka_peer_ms * MROCE_CM_DEAD_FACTOR;
+    if (cm->ka_peer_ms && now - cm->last_rx_ms > dead)
+        return cm_fail(MROCE_ESTATE, "CM peer silent for %lld ms",
+                       (long long)(now - cm->last_rx_ms));
+    return 0;
+}
+
+/* The deadline of one wait: the caller's, or our next KEEPALIVE. */
+static int64_t cm_wait_until(const struct mroce_cm *cm, int64_t dl)
+{
+    int ka = cm_ka_ms(cm);
+    if (!cm->established || !ka)
+        return dl;
+    int64_t due = cm->last_tx_ms + ka;
+    if (cm->ka_peer_ms) {
+        int64_t dead =
+            cm->last_rx_ms + (int64_t)cm->ka_peer_ms * MROCE_CM_DEAD_FACTOR + 1;
+        due = dead < due ? dead : due;
+    }
+    return dl < 0 || due < dl ? due : dl;
+}
+
+/* A whole message, KEEPALIVEs skipped: 1, 0 none buffered, or an error. */
+static int cm_take(struct mroce_cm *cm, struct cm_msg *m)
 {
     for (;;) {
-        int rc = cm_peek_at(cm, 0, m);
+        int rc = cm_chan_peek(cm, m);
+        if (rc <= 0)
+            return rc;
+        if (cm->established && (rc = cm_untag(cm, m)))
+            return rc;
+        if (m->h.type != CM_KEEPALIVE)
+            return 1;
+        cm->cnt.rx_keepalive++;
+        cm_chan_consume(cm, m);
+    }
+}
+
+/* The KEEPALIVEs at the head of the buffer, taken without touching the
+ * message behind them (poll leaves that for recv). */
+static int cm_skip_keepalives(struct mroce_cm *cm)
+{
+    struct cm_msg m;
+    int rc;
+    while ((rc = cm_chan_peek(cm, &m)) == 1 && m.h.type == CM_KEEPALIVE) {
+        if (cm->established && (rc = cm_untag(cm, &m)))
+            return rc;
+        cm->cnt.rx_keepalive++;
+        cm_chan_consume(cm, &m);
+    }
+    return rc < 0 ? rc : 0;
+}
+
+int cm_chan_next(struct mroce_cm *cm, int64_t dl, struct cm_msg *m)
+{
+    for (;;) {
+        int rc = cm_take(cm, m);
         if (rc)
             return rc < 0 ? rc : 0;
-        if (cm_read_some(cm))
+        if (cm_chan_read(cm))
             continue;
         if (cm->eof && cm->rx_len) {
             cm->cnt.rx_bad++;
@@ -197,168 +314,116 @@ static int cm_next(struct mroce_cm *cm, int64_t dl, struct cm_msg *m)
         }
         if (cm->eof)
             return cm_fail(MROCE_ESTATE, "CM peer closed the connection");
-        if (!cm_sock_wait(cm->fd, dl))
+        if ((rc = cm_tick(cm)))
+            return rc;
+        if (dl >= 0 && cm_now_ms() >= dl)
             return cm_fail(MROCE_EAGAIN, "CM: timed out waiting for peer");
+        cm_sock_wait(cm->fd, cm_wait_until(cm, dl));
     }
 }
 
-/* A message that is not the one expected. BYE means the peer left. */
-static int cm_unexpected(struct mroce_cm *cm, const struct cm_msg *m,
-                         const char *want)
+int cm_chan_reject(struct mroce_cm *cm, int err, int reason, uint32_t detail,
+                   const char *why, int64_t dl)
+{
+    uint8_t buf[CM_HDR_LEN + CM_REJECT_FIXED + CM_REJECT_MAX_TEXT];
+    cm_chan_send_raw(
+        cm, buf,
+        cm_encode_reject((uint16_t)reason, detail, why, buf, sizeof(buf)), dl);
+    cm->rejected = true;
+    cm_set_reject(reason);
+    return cm_fail(err, "CM: refused the peer (%s): %s",
+                   mroce_cm_reject_str(reason), why);
+}
+
+int cm_chan_got_reject(struct mroce_cm *cm, const struct cm_msg *m)
+{
+    struct cm_reject r;
+    memset(&r, 0, sizeof(r));
+    cm_decode_reject(m->body, m->len, &r);
+    cm_chan_consume(cm, m);
+    cm->rejected = true;
+    cm_set_reject(r.reason);
+    return cm_fail(r.reason == MROCE_CM_REJ_AUTH ? MROCE_EACCES : MROCE_EPROTO,
+                   "CM peer rejected us (%s, detail %u): %s",
+                   mroce_cm_reject_str(r.reason), r.detail, r.text);
+}
+
+int cm_chan_unexpected(struct mroce_cm *cm, const struct cm_msg *m,
+                       const char *want, int64_t dl)
 {
     int type = m->h.type;
-    cm_consume(cm, m);
+    cm_chan_consume(cm, m);
     if (type == CM_BYE) {
-        cm->eof = 1;
+        cm->eof = true;
         return cm_fail(MROCE_ESTATE, "CM peer closed (BYE) awaiting %s", want);
     }
     cm->cnt.rx_bad++;
-    return cm_fail(MROCE_EPROTO, "CM: got %s, expected %s", cm_type_name(type),
-                   want);
+    char why[64];
+    snprintf(why, sizeof(why), "got %s, expected %s", cm_type_name(type), want);
+    return cm_chan_reject(cm, MROCE_EPROTO, MROCE_CM_REJ_UNEXPECTED,
+                          (uint32_t)type, why, dl);
 }
 
-/* ---- Establishment ---- */
-
-static int cm_reject(struct mroce_cm *cm, int err, const char *reason,
-                     int64_t dl)
-{
-    uint8_t buf[CM_HDR_LEN + 300];
-    cm_send_raw(cm, buf, cm_encode_reject(err, reason, buf, sizeof(buf)), dl);
-    return err;
-}
-
-static int cm_got_reject(struct mroce_cm *cm, const struct cm_msg *m)
-{
-    int32_t code = 0;
-    char text[260] = "";
-    cm_decode_reject(m->body, m->h.len, &code, text, sizeof(text));
-    cm_consume(cm, m);
-    return cm_fail(MROCE_EPROTO, "CM peer rejected: %s (%s)", text,
-                   mroce_strerror(code));
-}
-
-/* The next message, which must be of `type` (a REJECT says why not). */
-static int cm_expect(struct mroce_cm *cm, int64_t dl, int type,
-                     const char *name, struct cm_msg *m)
-{
-    int err = cm_next(cm, dl, m);
-    if (err)
-        return err;
-    if (m->h.type == CM_REJECT)
-        return cm_got_reject(cm, m);
-    if (m->h.type != type)
-        return cm_unexpected(cm, m, name);
-    return 0;
-}
-
-static int cm_recv_hello(struct mroce_cm *cm, int64_t dl,
-                         struct mroce_conn_params *p, void *blob, size_t cap,
-                         size_t *blob_len)
-{
-    struct cm_msg m;
-    int err = cm_expect(cm, dl, CM_HELLO, "HELLO", &m);
-    if (err)
-        return err;
-    const uint8_t *b;
-    size_t bl = 0;
-    const char *why = "";
-    err = cm_decode_hello(m.body, m.h.len, p, &b, &bl, &why);
-    if (!err && bl > cap)
-        err = MROCE_ENOBUFS;
-    if (!err && bl)
-        memcpy(blob, b, bl);
-    cm_consume(cm, &m);
-    if (err == MROCE_ENOBUFS)
-        return cm_reject(cm, err, "application blob too large", dl);
-    if (err) {
-        cm->cnt.rx_bad++;
-        cm_reject(cm, err, why, dl);
-        return cm_fail(err, "CM message: %s", why);
-    }
-    if (blob_len)
-        *blob_len = bl;
-    return 0;
-}
-
-static int cm_wait_ready(struct mroce_cm *cm, int64_t dl)
-{
-    struct cm_msg m;
-    int err = cm_expect(cm, dl, CM_READY, "READY", &m);
-    if (!err)
-        cm_consume(cm, &m);
-    return err;
-}
-
-int mroce_cm_establish(struct mroce_cm *cm, struct mroce_conn *conn,
-                       const void *blob, size_t blob_len, void *peer_blob,
-                       size_t cap, size_t *peer_len, int timeout_ms)
-{
-    if (!cm || !conn || blob_len > MROCE_CM_MAX_BLOB || (blob_len && !blob) ||
-        (cap && !peer_blob))
-        return cm_fail(MROCE_EINVAL, "CM establish: bad argument");
-    int64_t dl = cm_deadline(timeout_ms);
-    /* ~2 KiB each (QP arrays): [0] ours, [1] the peer's. */
-    struct mroce_conn_params *pm = calloc(2, sizeof(*pm));
-    if (!pm)
-        return MROCE_ENOMEM;
-    mroce_conn_get_params(conn, &pm[0]);
-    uint8_t *buf = malloc(CM_MSG_MAX);
-    int err = buf ? 0 : MROCE_ENOMEM;
-    if (!err)
-        err = cm_send_raw(
-            cm, buf, cm_encode_hello(&pm[0], blob, blob_len, buf, CM_MSG_MAX),
-            dl);
-    free(buf);
-    if (!err)
-        err = cm_recv_hello(cm, dl, &pm[1], peer_blob, cap, peer_len);
-    if (!err && (err = mroce_conn_connect(conn, &pm[1])))
-        cm_reject(cm, err, "peer parameters refused by mroce_conn_connect", dl);
-    else if (!err)
-        err = cm_send_simple(cm, CM_READY, NULL, 0, dl);
-    if (!err)
-        err = cm_wait_ready(cm, dl);
-    free(pm);
-    return err;
-}
-
-/* ---- After establishment ---- */
+/* ---- After set-up ---- */
 
 int mroce_cm_send(struct mroce_cm *cm, const void *buf, size_t len)
 {
     if (!cm || len > MROCE_CM_MAX_APP || (len && !buf))
         return MROCE_EINVAL;
-    return cm_send_simple(cm, CM_APP, buf, len, cm_deadline(5000));
+    if (!cm->established)
+        return cm_fail(MROCE_ESTATE, "CM: send before establish");
+    return cm_chan_send(cm, CM_APP, buf, len, cm_deadline(5000));
 }
 
 int mroce_cm_recv(struct mroce_cm *cm, void *buf, size_t cap, int timeout_ms)
 {
     if (!cm || (cap && !buf))
         return MROCE_EINVAL;
+    if (!cm->established)
+        return cm_fail(MROCE_ESTATE, "CM: recv before establish");
     struct cm_msg m;
-    int err = cm_next(cm, cm_deadline(timeout_ms), &m);
+    int err = cm_chan_next(cm, cm_deadline(timeout_ms), &m);
     if (err)
         return err;
     if (m.h.type != CM_APP)
-        return cm_unexpected(cm, &m, "APP");
-    int n = (int)m.h.len;
-    if (m.h.len > cap)
-        n = cm_fail(MROCE_ENOBUFS, "CM: %u-byte message, buffer %zu", m.h.len,
+        return cm_chan_unexpected(cm, &m, "APP", cm_deadline(100));
+    int n = (int)m.len;
+    if (m.len > cap)
+        n = cm_fail(MROCE_ENOBUFS, "CM: %u-byte message, buffer %zu", m.len,
                     cap);
     else if (n)
         memcpy(buf, m.body, (size_t)n);
-    cm_consume(cm, &m);
+    cm_chan_consume(cm, &m);
     return n;
 }
 
-/* Whether a BYE is among the whole messages buffered. */
+/* R-CM-11: a BYE counts only with the tag of its place in the sequence
+ * (seq_rx + the messages buffered before it). */
+static int cm_bye_ok(struct mroce_cm *cm, const struct cm_msg *m, uint64_t k)
+{
+    if (!cm->established || !cm->ag.psk)
+        return m->h.len == 0 ? 1 : cm_fail(MROCE_EPROTO, "CM: BYE with a body");
+    uint8_t t[CM_MSG_TAG_LEN];
+    if (m->h.len == CM_MSG_TAG_LEN &&
+        !cm_auth_msg_tag(&cm->ses, !cm->role, cm->seq_rx + k,
+                         m->body - CM_HDR_LEN, m->body, 0, t) &&
+        cm_auth_equal(t, m->body, CM_MSG_TAG_LEN))
+        return 1;
+    cm->broken = true;
+    cm->cnt.rx_bad_mac++;
+    return cm_fail(MROCE_EACCES, "CM: BYE with a wrong MAC");
+}
+
+/* Whether a BYE is among the whole messages buffered. Messages before it
+ * stay for mroce_cm_recv; their tags are checked when it takes them. */
 static int cm_bye_queued(struct mroce_cm *cm)
 {
     struct cm_msg m;
     size_t off = 0;
     int rc;
-    while ((rc = cm_peek_at(cm, off, &m)) == 1) {
+    for (uint64_t k = 0; (rc = cm_peek_at(cm, off, &m)) == 1; k++) {
         if (m.h.type == CM_BYE)
-            return 1;
+            return cm_bye_ok(cm, &m, k);
         off += CM_HDR_LEN + m.h.len;
     }
     return rc;
@@ -368,12 +433,14 @@ int mroce_cm_poll(struct mroce_cm *cm, struct mroce_conn *conn)
 {
     if (!cm)
         return MROCE_EINVAL;
-    while (cm_read_some(cm))
+    while (cm_chan_read(cm))
         ;
-    int rc = cm_bye_queued(cm);
+    int rc = cm_skip_keepalives(cm);
+    if (!rc)
+        rc = cm_bye_queued(cm);
     if (rc < 0)
         return rc;
-    if (!rc && !cm->eof)
+    if (!rc && !cm->eof && cm_tick(cm) == 0)
         return 0;
     if (conn && mroce_conn_state(conn) == MROCE_CONN_CONNECTED)
         mroce_conn_disconnect(conn);
@@ -384,9 +451,8 @@ void mroce_cm_close(struct mroce_cm *cm)
 {
     if (!cm)
         return;
-    if (!cm->eof)
-        cm_send_simple(cm, CM_BYE, NULL, 0, cm_deadline(100));
+    if (cm->established && !cm->eof && !cm->broken)
+        cm_chan_send(cm, CM_BYE, NULL, 0, cm_deadline(100));
     shutdown(cm->fd, SHUT_WR);
-    close(cm->fd);
-    free(cm);
+    cm_chan_free(cm);
 }

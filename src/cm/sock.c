@@ -19,10 +19,21 @@
 #include <mroce/mroce_cm.h>
 
 static _Thread_local char cm_err[256];
+static _Thread_local int cm_rej;
 
 const char *mroce_cm_errmsg(void)
 {
     return cm_err;
+}
+
+int mroce_cm_reject_reason(void)
+{
+    return cm_rej;
+}
+
+void cm_set_reject(int reason)
+{
+    cm_rej = reason;
 }
 
 int cm_fail(int err, const char *fmt, ...)
@@ -54,7 +65,7 @@ int cm_left_ms(int64_t deadline)
     return left <= 0 ? 0 : (left > 1000000 ? 1000000 : (int)left);
 }
 
-static void sock_tune(int fd)
+void cm_sock_tune(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -113,22 +124,6 @@ int cm_sock_listen(const char *host, uint16_t port)
     return fd;
 }
 
-int cm_sock_accept(int lfd, int timeout_ms)
-{
-    int64_t dl = cm_deadline(timeout_ms);
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0) {
-            sock_tune(fd);
-            return fd;
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return cm_fail(MROCE_ESTATE, "accept: %s", strerror(errno));
-        if (!cm_sock_wait(lfd, dl))
-            return cm_fail(MROCE_EAGAIN, "accept: timed out");
-    }
-}
-
 /* One non-blocking connect attempt bounded by the deadline: fd, or -1
  * with errno set. */
 static int sock_dial_one(const struct addrinfo *ai, int64_t dl)
@@ -136,7 +131,7 @@ static int sock_dial_one(const struct addrinfo *ai, int64_t dl)
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    sock_tune(fd);
+    cm_sock_tune(fd);
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
         goto fail;
     struct pollfd p = {.fd = fd, .events = POLLOUT};
@@ -225,6 +220,29 @@ int cm_sock_ip(int fd, int peer, char *buf, size_t cap)
     if (rc)
         return cm_fail(MROCE_ESTATE, "address: %s", strerror(errno));
     return sock_ntop(&ss, buf, cap);
+}
+
+int cm_sock_peer_addr(int fd, struct mroce_addr *out)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    memset(out, 0, sizeof(*out));
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+        return cm_fail(MROCE_ESTATE, "address: %s", strerror(errno));
+    if (ss.ss_family == AF_INET) {
+        out->family = MROCE_AF_INET;
+        memcpy(out->ip, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        return 0;
+    }
+    const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(a)) { /* a dual-stack listener's IPv4 peer */
+        out->family = MROCE_AF_INET;
+        memcpy(out->ip, &a->s6_addr[12], 4);
+    } else {
+        out->family = MROCE_AF_INET6;
+        memcpy(out->ip, a->s6_addr, 16);
+    }
+    return 0;
 }
 
 int cm_sock_wait(int fd, int64_t deadline)

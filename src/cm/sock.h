@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mroce/mroce.h>
+
 /* Records the detail of a failure for mroce_cm_errmsg and returns err. */
 int cm_fail(int err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -15,13 +17,17 @@ int64_t cm_deadline(int timeout_ms);
 /* Milliseconds left until deadline for poll() (-1: forever, 0: passed). */
 int cm_left_ms(int64_t deadline);
 
+/* TCP_NODELAY and non-blocking. */
+void cm_sock_tune(int fd);
 /* Each returns a socket (>= 0) or a negative MROCE_E* with cm_fail set. */
 int cm_sock_listen(const char *host, uint16_t port);
-int cm_sock_accept(int lfd, int timeout_ms);
 int cm_sock_dial(const char *host, uint16_t port, int timeout_ms);
 uint16_t cm_sock_port(int fd);
 /* Literal of the local (peer != 0: remote) address. */
 int cm_sock_ip(int fd, int peer, char *buf, size_t cap);
+
+/* The remote address as a MetaRoCE address (IPv4-mapped IPv6: IPv4). */
+int cm_sock_peer_addr(int fd, struct mroce_addr *out);
 
 /* Sends all of buf or fails (ESTATE) by the deadline (EAGAIN). */
 int cm_sock_send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline);

@@ -28,7 +28,8 @@ static int rank_open(struct mroce_coll_comm *c,
                      const struct mroce_coll_cfg *cfg, int r, uint32_t qd)
 {
     struct mroce_coll_rank *k = &c->rank[r];
-    struct mroce_ctx_attr ca = {.seed = cfg->seed + (uint64_t)r,
+    struct mroce_ctx_attr ca = {.deterministic = 1, /* in-process: tests */
+                                .seed = cfg->seed + (uint64_t)r,
                                 .addr = rank_addr(r),
                                 .mtu = cfg->mtu,
                                 .transport = cfg->transport};

@@ -3,12 +3,10 @@
 
 #include "device/dev.h"
 
-void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks,
-              uint64_t seed)
+void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks)
 {
     memset(d, 0, sizeof(*d));
     d->hooks = *hooks;
-    d->rng_state = seed; /* used when hooks.rand64 is NULL */
     d->n_planes = 1;
     d->tx_planes = UINT64_MAX;
 }
@@ -27,15 +25,10 @@ void dev_free(struct mroce_dev *d, void *p)
         d->hooks.free(d->hooks.ud, p);
 }
 
-/* The hook, or splitmix64 over the device's seed when there is none. */
+/* R-SEC-7: the source mroce_ctx_open chose (src/verbs). */
 uint64_t dev_rand(struct mroce_dev *d)
 {
-    if (d->hooks.rand64)
-        return d->hooks.rand64(d->hooks.ud);
-    uint64_t z = (d->rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return d->rng(d->rng_ud);
 }
 
 size_t dev_table_bytes(const struct mroce_dev *d)

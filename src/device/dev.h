@@ -25,14 +25,21 @@
 /* Embedded in the context (struct mroce_ctx, src/engine/eng.h). */
 struct mroce_dev {
     struct mroce_hooks hooks; /* every member set (src/verbs defaults) */
-    uint64_t rng_state;       /* splitmix64 state when hooks.rand64 is NULL */
-    uint64_t tx_planes;       /* R-PATH-14: planes data may be sent to now */
+    /* R-SEC-7: every random draw of both engines: hooks.rand64, or the
+     * default mroce_ctx_open chose (the kernel CSPRNG, or the
+     * deterministic generator over rng_state when the application asked
+     * for a deterministic run) */
+    uint64_t (*rng)(void *ud);
+    void *rng_ud;
+    uint64_t rng_state;
+    uint64_t tx_planes; /* R-PATH-14: planes data may be sent to now */
     struct mroce_pd *pds;
     struct mroce_cq *cqs;
     struct mroce_mr **mrs; /* open-addressing table by key */
     uint32_t mr_cap, mr_count;
     uint32_t n_planes;      /* R-ENC-10: ports of the NIC, >= 1 */
     struct mroce_addr addr; /* this endpoint's IP address */
+    struct mroce_addr plane_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
     struct mroce_mr **virt; /* payload-free regions, sorted by address */
     uint32_t n_virt, cap_virt;
 };
@@ -82,8 +89,7 @@ struct mroce_cq {
     } while (0)
 
 /* dev.c: hooks must have alloc, free and log set. */
-void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks,
-              uint64_t seed);
+void dev_init(struct mroce_dev *d, const struct mroce_hooks *hooks);
 /* Frees every region, CQ and PD (their users must be gone). */
 void dev_release(struct mroce_dev *d);
 void *dev_alloc(struct mroce_dev *d, size_t size); /* zeroed or NULL */

@@ -35,12 +35,11 @@ static bool comp_done(const struct mroce_conn *c, const struct sq_slot *q)
 /* R-ORD-7: sender completions in post order per stream. */
 void eng_comp_retire(struct mroce_conn *c, struct stream *s)
 {
-    uint32_t d = c->attr.sq_depth;
     while (s->msn_una != s->sq_next &&
-           s->sq[s->msn_una % d].acked >= s->sq[s->msn_una % d].npkts)
+           eng_sq(c, s, s->msn_una)->acked >= eng_sq(c, s, s->msn_una)->npkts)
         s->msn_una++;
-    while (s->sq_head != s->sq_next && comp_done(c, &s->sq[s->sq_head % d])) {
-        struct sq_slot *q = &s->sq[s->sq_head % d];
+    while (s->sq_head != s->sq_next && comp_done(c, eng_sq(c, s, s->sq_head))) {
+        struct sq_slot *q = eng_sq(c, s, s->sq_head);
         struct mroce_wc wc = {.wr_id = q->wr.wr_id,
                               .conn = c,
                               .stream = (uint16_t)(s - c->streams),
@@ -98,7 +97,7 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         comp_resp_acked(c, &c->resp[x->msn]);
     } else {
         struct stream *s = &c->streams[x->stream];
-        s->sq[x->msn % c->attr.sq_depth].acked++;
+        eng_sq(c, s, x->msn)->acked++;
         eng_comp_retire(c, s);
     }
     while (c->snd_una != c->snd_next &&
@@ -207,44 +206,94 @@ struct ack_sum {
     bool overtaken; /* ... and a PROBE sent after it delivered (R-PATH-16) */
 };
 
+/* R-VAL-1: the SACK part of an ACK is evidence only if sack_high is a PSN
+ * of the path we sent (among the last ring_fill, whose ts we still hold),
+ * its bit 0 is set, and echo_ts is the ts we sent that PSN with: a blind
+ * forger must guess a PSN in flight and a ts with a random offset. */
+static bool comp_sack_valid(const struct path_tx *pt, const struct mroce_hdr *h)
+{
+    uint32_t back = pt->next_psn - 1 - h->sack_high;
+    return back < pt->ring_fill && mroce_sack_test(h->sack, 0) &&
+           pt->psn_ts[eng_psn_slot(pt, h->sack_high)] == h->echo_ts;
+}
+
+/* R-VAL-4: an ACK's MTH psn names the PROBE it answers (else its
+ * sack_high): evidence for that PROBE if the PROBE is ours and
+ * unresolved. */
+static bool comp_echo_valid(const struct path_tx *pt, const struct mroce_hdr *h)
+{
+    if (seq_lt(h->psn, pt->una) || !seq_lt(h->psn, pt->next_psn))
+        return false;
+    return pt->psn_len[eng_psn_slot(pt, h->psn)] & ENG_PSN_PROBE;
+}
+
+static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                            uint32_t slot, bool got, bool high,
+                            struct ack_sum *sum)
+{
+    bool probe = slot & ENG_PSN_PROBE;
+    if (got) {
+        sum->bytes += probe ? 0 : ENG_PSN_BYTES(slot);
+        sum->pkts++;
+        sum->high_new |= high;
+        sum->high_data |= high && !probe;
+        sum->overtaken |= probe && sum->lost_data; /* PSNs ascend */
+    } else {
+        sum->lost = true;
+        sum->lost_data |= !probe;
+    }
+    eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
+}
+
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
  * is lost, because a path does not reorder. */
-static bool comp_sack(struct mroce_conn *c, uint16_t p,
+static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
-    if (!seq_lt(h->sack_high, pt->next_psn))
-        return false; /* R-ACK-6: acknowledges something never sent */
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
-        uint32_t i = eng_psn_slot(pt, psn), back = h->sack_high - psn;
-        uint32_t slot = pt->psn_len[i];
+        uint32_t back = h->sack_high - psn;
+        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
         if (!slot)
             continue;
         bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
-        bool probe = slot & ENG_PSN_PROBE;
-        if (got) {
-            sum->bytes += probe ? 0 : ENG_PSN_BYTES(slot);
-            sum->pkts++;
-            sum->high_new |= back == 0;
-            sum->high_data |= back == 0 && !probe;
-            sum->overtaken |= probe && sum->lost_data; /* PSNs ascend */
-        } else {
-            sum->lost = true;
-            sum->lost_data |= !probe;
-        }
-        eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
+        comp_sum(c, p, psn, slot, got, back == 0, sum);
     }
-    return true;
 }
 
-static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+/* R-VAL-4: the echoed PROBE arrived, so every transmission of its path
+ * sent before it that the SACK part did not resolve was lost (a path
+ * does not reorder). */
+static void comp_echo(struct mroce_conn *c, uint16_t p,
+                      const struct mroce_hdr *h, struct ack_sum *sum)
 {
-    if (seq_lt(c->snd_next, dsn_cum))
-        return false;
+    struct path_tx *pt = &c->ptx[p];
+    for (uint32_t psn = pt->una; seq_le(psn, h->psn); psn++) {
+        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        if (slot)
+            comp_sum(c, p, psn, slot, psn == h->psn, false, sum);
+    }
+}
+
+/* R-VAL-4: an echo shows the peer holding a PSN of ours never sent (a
+ * forged packet was recorded there): once nothing of ours is unresolved
+ * on the path, its PSNs go on after it, so that the peer records them. */
+static void comp_resync(struct mroce_conn *c, struct path_tx *pt,
+                        const struct mroce_hdr *h)
+{
+    uint32_t ahead = h->sack_high - pt->next_psn;
+    if (ahead >= ENG_RESYNC_MAX || pt->una != pt->next_psn)
+        return;
+    pt->una = pt->next_psn = h->sack_high + 1;
+    pt->ring_fill = 0; /* no slot holds one of the new PSNs' ts yet */
+    c->cnt.psn_resyncs++;
+}
+
+static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+{
     for (uint32_t d = c->snd_una;
          seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++)
         eng_comp_dsn_acked(c, d);
-    return true;
 }
 
 /* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),
@@ -252,6 +301,7 @@ static bool comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
                                uint64_t now)
 {
+    c->established = true; /* R-VAL-7 */
     pt->last_progress = now;
     pt->tlp_done = false;
     c->backoff = 0;
@@ -292,8 +342,8 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
 {
     uint64_t rtt = 0;
     if (sum->high_new) {
-        uint32_t d = eng_ts(now) - h->echo_ts; /* R-RTT-1 */
-        rtt = d < 0x80000000u ? d : 0;         /* a bogus echo: no sample */
+        uint32_t d = eng_ts(c, now) - h->echo_ts; /* R-RTT-1 */
+        rtt = d < 0x80000000u ? d : 0;            /* a bogus echo: no sample */
         if (rtt) {
             eng_path_rtt_sample(c, pt, rtt);
             if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
@@ -324,10 +374,18 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     }
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    bool ok = comp_sack(c, h->path, h, &sum);
-    ok &= comp_cum(c, h->dsn_cum);
-    if (!ok)
-        c->cnt.drop_bad_ack++; /* once per ACK, whatever part was bogus */
+    bool sack = comp_sack_valid(pt, h), echo = comp_echo_valid(pt, h);
+    if ((!sack && !echo) || seq_lt(c->snd_next, h->dsn_cum)) {
+        c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
+        return;
+    }
+    if (sack)
+        comp_sack(c, h->path, h, &sum);
+    if (echo)
+        comp_echo(c, h->path, h, &sum);
+    if (echo && !sack && seq_lt(pt->next_psn - 1, h->sack_high))
+        comp_resync(c, pt, h);
+    comp_cum(c, h->dsn_cum);
     if (sum.pkts)
         comp_path_progress(c, pt, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
@@ -360,7 +418,13 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         x->tx_count--;
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
-    x->rnr_at = now + (uint64_t)(delay_us ? delay_us : 100) * 1000;
+    /* R-RETRY-4: at most max_rto, whatever the NACK asks */
+    uint64_t wait = (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
+    if (wait > c->attr.max_rto_ns) {
+        wait = c->attr.max_rto_ns;
+        c->cnt.rnr_capped++;
+    }
+    x->rnr_at = now + wait;
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
 }
@@ -388,8 +452,10 @@ static struct txp *comp_nak_txp(struct mroce_conn *c, const struct mroce_hdr *h)
     struct txp *x = comp_txp(c, h->dsn);
     if (!x || x->state == TXP_ACKED || x->state == TXP_RNR)
         return NULL;
-    if (x->kind == TXK_MSG && (x->stream != h->stream || x->msn != h->msn))
-        return NULL;
+    const struct rd_resp *r = &c->resp[x->msn];
+    if (x->kind == TXK_MSG ? x->stream != h->stream || x->msn != h->msn
+                           : r->stream != h->stream || r->msn != h->msn)
+        return NULL; /* R-VAL-6: a READ response names its READ */
     return x;
 }
 
@@ -402,6 +468,10 @@ static bool comp_nak_wr(struct mroce_conn *c, const struct mroce_hdr *h)
         return false;
     struct stream *s = &c->streams[h->stream];
     if (seq_lt(h->msn, s->sq_head) || !seq_lt(h->msn, s->sq_next))
+        return false;
+    /* R-VAL-6: and it carries a DSN the message's packets took */
+    const struct sq_slot *q = eng_sq(c, s, h->msn);
+    if (seq_lt(h->dsn, q->first_dsn) || seq_lt(q->last_dsn, h->dsn))
         return false;
     eng_conn_error(c, h->stream, h->msn, comp_nak_status(h->nak_code));
     return true;
@@ -427,6 +497,26 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         eng_comp_fail_txp(c, x, comp_nak_status(h->nak_code));
     else if (h->nak_code == MROCE_NAK_RNR || !comp_nak_wr(c, h))
         c->cnt.drop_stale++;
+}
+
+/* R-VAL-7: a READ response waits until the peer has shown that it holds
+ * this connection (an ACK resolving one of our transmissions); when
+ * nothing of ours is in flight to draw one, a PROBE does. */
+void eng_comp_prove(struct mroce_conn *c)
+{
+    if (c->established || c->n_probe_due || c->state != MROCE_CONN_CONNECTED)
+        return;
+    for (uint32_t p = 0; p < c->n_paths; p++)
+        if (c->ptx[p].una != c->ptx[p].next_psn)
+            return; /* its ACK, or its RTO's PROBE, will do */
+    for (uint32_t i = 0; i < c->n_paths; i++) {
+        struct path_tx *pt = &c->ptx[(c->rr_path + i) % c->n_paths];
+        if (pt->state == PATH_ACTIVE) {
+            pt->probe_due = true;
+            c->n_probe_due++;
+            return;
+        }
+    }
 }
 
 /* R-RETRY-6: a READ whose request was acknowledged waits for the

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/fault.h"
+#include "engine/seal.h"
 
 #define DEF(v, d) ((v) ? (v) : (d))
 
@@ -36,9 +38,19 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
         a->dsn_window > (1u << 20) || !conn_pow2(a->path_window) ||
         a->path_window > MROCE_SACK_BITS || a->sq_depth > 65536 ||
         a->rq_depth > 65536 || a->max_rd > 1024 ||
-        a->min_rto_ns > a->max_rto_ns)
+        a->min_rto_ns > a->max_rto_ns || a->min_rto_ns < 1000 ||
+        a->max_rto_ns > MROCE_MAX_RTO_NS) /* R-CONN-3: announced */
         return MROCE_EINVAL;
     return 0;
+}
+
+/* The smallest power of two >= v (v <= 65536). */
+static uint32_t conn_pow2_ceil(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
 }
 
 static int conn_alloc_streams(struct mroce_conn *c)
@@ -47,12 +59,13 @@ static int conn_alloc_streams(struct mroce_conn *c)
     c->streams = eng_alloc(ctx, c->attr.n_streams * sizeof(*c->streams));
     if (!c->streams)
         return MROCE_ENOMEM;
+    uint32_t sq = c->sq_mask + 1, rq = c->rq_mask + 1;
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
-        s->sq = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->sq));
-        s->rq = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq));
-        s->rq_mr = eng_alloc(ctx, c->attr.rq_depth * sizeof(*s->rq_mr));
-        s->in = eng_alloc(ctx, c->attr.sq_depth * sizeof(*s->in));
+        s->sq = eng_alloc(ctx, sq * sizeof(*s->sq));
+        s->rq = eng_alloc(ctx, rq * sizeof(*s->rq));
+        s->rq_mr = eng_alloc(ctx, rq * sizeof(*s->rq_mr));
+        s->in = eng_alloc(ctx, sq * sizeof(*s->in));
         if (!s->sq || !s->rq || !s->rq_mr || !s->in)
             return MROCE_ENOMEM;
     }
@@ -64,6 +77,8 @@ static int conn_alloc_streams(struct mroce_conn *c)
 static int conn_alloc(struct mroce_conn *c)
 {
     struct mroce_ctx *ctx = c->ctx;
+    c->sq_mask = conn_pow2_ceil(c->attr.sq_depth) - 1;
+    c->rq_mask = conn_pow2_ceil(c->attr.rq_depth) - 1;
     c->rcv_bits = eng_alloc(ctx, c->attr.dsn_window / 8 + 8);
     c->resp = eng_alloc(ctx, c->attr.max_rd * sizeof(*c->resp));
     if (!c->rcv_bits || !c->resp)
@@ -81,6 +96,7 @@ static void conn_free(struct mroce_conn *c)
         eng_free(ctx, c->streams[i].in);
     }
     eng_mem_free(c);
+    eng_seal_free(c);
     eng_free(ctx, c->streams);
     eng_free(ctx, c->rcv_bits);
     eng_free(ctx, c->resp);
@@ -125,10 +141,17 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->scq = a.send_cq;
     c->rcq = a.recv_cq;
     conn_init_local(c);
-    if (eng_conn_link(ctx, c)) {
+    int err = eng_conn_link(ctx, c, a.conn_id);
+    if (err) {
         conn_free(c);
-        return MROCE_ENOMEM;
+        return err;
     }
+    /* R-CONN-5, R-SEC-7: where this side's sequence numbers start, each
+     * its own draw of the context's random source */
+    c->local.init_psn = (uint32_t)eng_rand(ctx);
+    c->local.init_dsn = (uint32_t)eng_rand(ctx);
+    c->local.init_msn = (uint32_t)eng_rand(ctx);
+    c->ts_off = (uint32_t)eng_rand(ctx); /* R-HDR-10, R-VAL-1 */
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
@@ -136,19 +159,56 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     return 0;
 }
 
+/* R-CONN-3: what the peer's behaviour depends on, announced. */
+static void conn_get_timing(const struct mroce_conn *c,
+                            struct mroce_conn_params *out)
+{
+    const struct mroce_conn_attr *a = &c->attr;
+    out->path_window = (uint16_t)a->path_window;
+    out->ack_every =
+        a->ack_every > UINT16_MAX ? UINT16_MAX : (uint16_t)a->ack_every;
+    out->ack_delay_ns =
+        a->ack_delay_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)a->ack_delay_ns;
+    out->min_rto_ns = a->min_rto_ns;
+    out->max_rto_ns = a->max_rto_ns;
+    out->retry_cnt = a->retry_cnt;
+    out->rnr_retry = a->rnr_retry;
+    out->rnr_max_us = ENG_RNR_DELAY_US;
+}
+
 void eng_conn_get_params(const struct mroce_conn *c,
                          struct mroce_conn_params *out)
 {
     const struct eng_params *l = &c->local;
-    *out = (struct mroce_conn_params){.conn_id = l->conn_id,
-                                      .addr = l->addr,
-                                      .udp_port = l->udp_port,
-                                      .n_paths = l->n_paths,
-                                      .n_streams = l->n_streams,
-                                      .mtu = l->mtu,
-                                      .dsn_window = l->dsn_window,
-                                      .msg_window = l->msg_window,
-                                      .max_rd = l->max_rd};
+    const struct mroce_ctx *ctx = c->ctx;
+    memset(out, 0, sizeof(*out));
+    out->conn_id = l->conn_id;
+    out->init_psn = l->init_psn;
+    out->init_dsn = l->init_dsn;
+    out->init_msn = l->init_msn;
+    out->addr = ctx->dev.plane_addr[0];
+    out->n_planes = (uint8_t)ctx->dev.n_planes;
+    memcpy(out->plane_addr, ctx->dev.plane_addr,
+           ctx->dev.n_planes * sizeof(*ctx->dev.plane_addr));
+    out->udp_port = l->udp_port;
+    out->n_paths = l->n_paths;
+    out->n_streams = l->n_streams;
+    out->mtu = l->mtu;
+    out->dsn_window = l->dsn_window;
+    out->msg_window = l->msg_window;
+    out->max_rd = l->max_rd;
+    conn_get_timing(c, out);
+}
+
+int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
+                            uint32_t msn)
+{
+    if (c->state != MROCE_CONN_INIT)
+        return MROCE_ESTATE;
+    c->local.init_psn = psn;
+    c->local.init_dsn = dsn;
+    c->local.init_msn = msn;
+    return 0;
 }
 
 static uint32_t conn_min(uint32_t a, uint32_t b)
@@ -156,15 +216,70 @@ static uint32_t conn_min(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
+static bool conn_af_ok(uint8_t family)
+{
+    return family == MROCE_AF_INET || family == MROCE_AF_INET6;
+}
+
+/* R-CONN-4, R-ENC-10: as many planes as ours, one family. */
+static bool conn_planes_ok(const struct mroce_conn *c,
+                           const struct mroce_conn_params *r)
+{
+    if (!r->n_planes)
+        return conn_af_ok(r->addr.family);
+    if (r->n_planes != c->ctx->dev.n_planes)
+        return false;
+    for (uint32_t i = 0; i < r->n_planes; i++)
+        if (!conn_af_ok(r->plane_addr[i].family) ||
+            r->plane_addr[i].family != r->plane_addr[0].family)
+            return false;
+    return true;
+}
+
+/* R-CONN-4: the announced timing values in range (0: not announced), and
+ * the peer's delayed ACKs due before our shortest RTO. */
+static bool conn_timing_ok(const struct mroce_conn *c,
+                           const struct mroce_conn_params *r)
+{
+    uint64_t lo = r->min_rto_ns, hi = r->max_rto_ns;
+    return (!r->path_window ||
+            (conn_pow2(r->path_window) && r->path_window <= MROCE_SACK_BITS)) &&
+           r->ack_delay_ns < c->attr.min_rto_ns && (!lo || lo >= 1000) &&
+           (!hi || hi <= MROCE_MAX_RTO_NS) && (!lo || !hi || lo <= hi) &&
+           r->retry_cnt < ENG_MAX_BACKOFF && r->rnr_retry <= 7 &&
+           r->rnr_max_us <= MROCE_MAX_RNR_US;
+}
+
 /* R-CONN-4: every peer value in its range, so no minimum can be 0. */
-static bool conn_params_ok(const struct mroce_conn_params *r)
+static bool conn_params_ok(const struct mroce_conn *c,
+                           const struct mroce_conn_params *r)
 {
     return r->conn_id && r->udp_port && r->n_paths &&
            r->n_paths <= ENG_MAX_PATHS && r->n_streams && r->mtu >= 256 &&
            r->mtu <= 9000 && conn_pow2(r->dsn_window) &&
            r->dsn_window <= (1u << 20) && r->msg_window && r->max_rd &&
-           (r->addr.family == MROCE_AF_INET ||
-            r->addr.family == MROCE_AF_INET6);
+           conn_planes_ok(c, r) && conn_timing_ok(c, r);
+}
+
+/* R-ENC-10: the peer's address of every plane. */
+static void conn_set_peer_addrs(struct mroce_conn *c,
+                                const struct mroce_conn_params *r)
+{
+    for (uint32_t i = 0; i < c->ctx->dev.n_planes; i++)
+        c->peer_addr[i] = r->n_planes ? r->plane_addr[i] : r->addr;
+}
+
+/* R-CONN-5: each direction's sequence numbers start where its sender
+ * announced: ours at local.init_*, the peer's at remote.init_*. */
+static void conn_init_seq(struct mroce_conn *c)
+{
+    c->snd_una = c->snd_next = c->local.init_dsn;
+    c->rcv_cum = c->remote.init_dsn;
+    for (uint32_t i = 0; i < c->attr.n_streams; i++) {
+        struct stream *s = &c->streams[i];
+        s->sq_head = s->sq_next = s->sq_tail = s->msn_una = c->local.init_msn;
+        s->in_base = c->remote.init_msn;
+    }
 }
 
 /* R-CONN-3: effective values are the minimum of both sides, except the
@@ -173,14 +288,24 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
 {
     if (c->state != MROCE_CONN_INIT)
         return MROCE_ESTATE;
-    if (!conn_params_ok(r))
+    if (!conn_params_ok(c, r))
         return MROCE_EINVAL;
     uint32_t n_paths = conn_min(c->attr.n_paths, r->n_paths);
     uint32_t dsn_window = conn_min(c->attr.dsn_window, r->dsn_window);
+    int rc = eng_seal_connect(c, r, n_paths); /* R-AEAD-6 */
+    if (rc)
+        return rc;
     if (eng_mem_connect(c, n_paths, dsn_window, c->attr.path_window))
         return MROCE_ENOMEM;
+    conn_set_peer_addrs(c, r);
+    /* R-RTT-7: 0 (not announced): assume the peer delays as we do */
+    c->peer_ack_delay_ns =
+        r->ack_delay_ns ? r->ack_delay_ns : c->attr.ack_delay_ns;
     c->remote = (struct eng_params){.conn_id = r->conn_id,
-                                    .addr = r->addr,
+                                    .init_psn = r->init_psn,
+                                    .init_dsn = r->init_dsn,
+                                    .init_msn = r->init_msn,
+                                    .addr = c->peer_addr[0],
                                     .udp_port = r->udp_port,
                                     .n_paths = r->n_paths,
                                     .n_streams = r->n_streams,
@@ -195,6 +320,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
+    conn_init_seq(c);
     for (uint16_t p = 0; p < c->n_paths; p++)
         eng_path_init(c, p);
     struct cc_params prm = {
@@ -208,6 +334,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     for (uint16_t p = 0; p < c->n_paths; p++)
         mroce_cc_aimd.init(&c->cc, &c->ptx[p].cc, 1, &prm);
     c->state = MROCE_CONN_CONNECTED;
+    eng_seal_connected(c);
     eng_sched_ready(c);
     return 0;
 }
@@ -228,9 +355,8 @@ void eng_conn_get_counters(const struct mroce_conn *c,
 static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
                               uint16_t sid, uint32_t bad_msn, uint8_t status)
 {
-    uint32_t d = c->attr.sq_depth;
     for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-        struct sq_slot *q = &s->sq[m % d];
+        struct sq_slot *q = eng_sq(c, s, m);
         struct mroce_wc wc = {.wr_id = q->wr.wr_id, .conn = c, .stream = sid};
         wc.status = (status && m == bad_msn) ? status : MROCE_WC_WR_FLUSH_ERR;
         wc.opcode = q->op == MROCE_OP_READ_REQ ? MROCE_WC_RDMA_READ
@@ -243,7 +369,7 @@ static void conn_flush_stream(struct mroce_conn *c, struct stream *s,
     }
     s->sq_head = s->sq_next = s->sq_tail;
     for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-        uint32_t i = n % c->attr.rq_depth;
+        uint32_t i = eng_rq(c, n);
         struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
                               .conn = c,
                               .stream = sid,
@@ -307,13 +433,13 @@ static void conn_release(struct mroce_conn *c)
     for (uint32_t i = 0; i < c->attr.n_streams; i++) {
         struct stream *s = &c->streams[i];
         for (uint32_t m = s->sq_head; m != s->sq_tail; m++) {
-            struct sq_slot *q = &s->sq[m % c->attr.sq_depth];
+            struct sq_slot *q = eng_sq(c, s, m);
             if (q->mr)
                 q->mr->refs--;
             c->scq->pending--;
         }
         for (uint32_t n = s->rq_head; n != s->rq_tail; n++) {
-            struct mroce_mr *mr = s->rq_mr[n % c->attr.rq_depth];
+            struct mroce_mr *mr = s->rq_mr[eng_rq(c, n)];
             if (mr)
                 mr->refs--;
             c->rcq->pending--;

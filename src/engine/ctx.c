@@ -4,6 +4,8 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
+#include "engine/seal.h"
+#include "wire/aead.h"
 
 void *eng_alloc(struct mroce_ctx *ctx, size_t size)
 {
@@ -15,12 +17,13 @@ void eng_free(struct mroce_ctx *ctx, void *p)
     dev_free(&ctx->dev, p);
 }
 
+/* R-SEC-7: the source mroce_ctx_open chose (a CSPRNG unless the
+ * application asked for a deterministic run). */
 uint64_t eng_rand(struct mroce_ctx *ctx)
 {
     return dev_rand(&ctx->dev);
 }
 
-/* R-ENC-3: source ports come from the dynamic range 49152..65535. */
 /* R-ENC-3: uniform over 49152-65535, or over the datapath's set. */
 uint16_t eng_rand_port(struct mroce_ctx *ctx)
 {
@@ -36,7 +39,9 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags)
 
 size_t eng_ctx_max_pkt(const struct mroce_ctx *ctx)
 {
-    return MROCE_MAX_HDR_LEN + ctx->mtu + MROCE_ICRC_LEN;
+    /* R-ENC-9, R-AEAD-3: a sealed packet's trailer is the 16-byte tag */
+    return MROCE_MAX_HDR_LEN + ctx->mtu +
+           (ctx->has_crypto ? MROCE_TAG_LEN : MROCE_ICRC_LEN);
 }
 
 void eng_ctx_get_counters(const struct mroce_ctx *ctx,
@@ -69,12 +74,15 @@ static uint32_t ctx_fresh_id(struct mroce_ctx *ctx)
     return id;
 }
 
-/* The hash, the list, and the scheduler (which may need room: ENOMEM). */
-int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
+/* The hash, the list, and the scheduler (which may need room: ENOMEM).
+ * id 0: a fresh random id (R-CONN-1); else that id, EBUSY if taken. */
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id)
 {
+    if (id && eng_conn_find(ctx, id))
+        return MROCE_EBUSY;
     if (eng_sched_add(ctx, c))
         return MROCE_ENOMEM;
-    c->local.conn_id = ctx_fresh_id(ctx); /* R-CONN-1 */
+    c->local.conn_id = id ? id : ctx_fresh_id(ctx);
     uint32_t h = ctx_hash(ctx, c->local.conn_id);
     c->hnext = ctx->conn_hash[h];
     ctx->conn_hash[h] = c;
@@ -132,6 +140,22 @@ static bool ctx_addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
     return a->family == b->family && memcmp(a->ip, b->ip, n) == 0;
 }
 
+/* R-RX-2 step 8, R-ENC-10: a packet sent on path p comes from the peer's
+ * address of plane p mod P; an ACK or NACK travels on a path of the
+ * peer's own choosing (R-ACK-3), so it comes from any of its planes. */
+static bool ctx_src_ok(const struct mroce_conn *c,
+                       const struct mroce_pkt_meta *meta,
+                       const struct mroce_hdr *h)
+{
+    uint32_t n = c->ctx->dev.n_planes;
+    if (h->opcode != MROCE_OP_ACK && h->opcode != MROCE_OP_NACK)
+        return ctx_addr_eq(&meta->src, &c->peer_addr[h->path % n]);
+    for (uint32_t i = 0; i < n; i++)
+        if (ctx_addr_eq(&meta->src, &c->peer_addr[i]))
+            return true;
+    return false;
+}
+
 static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
                          const struct mroce_pkt_meta *meta,
                          const struct mroce_hdr *h)
@@ -166,7 +190,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         ctx->cnt.drop_unknown_conn++; /* R-CONN-2: no reply */
         return MROCE_EPROTO;
     }
-    if (!ctx_addr_eq(&meta->src, &c->remote.addr)) {
+    if (!ctx_src_ok(c, meta, &h)) {
         ctx->cnt.drop_bad_src++;
         return MROCE_EPROTO;
     }
@@ -176,6 +200,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         c->cnt.drop_bad_path++;
         return MROCE_EPROTO;
     }
+    if (eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
+        return MROCE_EPROTO;
     ctx_dispatch(c, now, meta, &h);
     eng_sched_ready(c); /* whatever it changed may let c send */
     return 0;
@@ -356,5 +382,6 @@ void eng_ctx_release(struct mroce_ctx *ctx)
         eng_conn_destroy(ctx->conns);
     eng_free(ctx, ctx->conn_hash);
     eng_free(ctx, ctx->planes);
+    eng_free(ctx, ctx->aead_buf);
     eng_sched_release(ctx);
 }

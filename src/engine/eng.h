@@ -20,9 +20,16 @@
 #define ENG_PSN_RESENT 0x4000
 #define ENG_DRAIN_UNKNOWN UINT32_MAX /* sent before any rate hint */
 #define ENG_PSN_BYTES(len) ((uint32_t)(len)&0x3FFFu)
-#define ENG_MAX_TX 64      /* transmissions of one packet (R-RETRY-1) */
-#define ENG_MAX_BACKOFF 16 /* timeout rounds counted (R-RETRY-1) */
-#define ENG_TLP_GENS 3     /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_MAX_TX 64        /* transmissions of one packet (R-RETRY-1) */
+#define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
+#define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
+#define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
+/* R-VAL-2: how far after a path's highest recorded PSN a duplicate data
+ * packet may still be recorded */
+#define ENG_PSN_AHEAD 1024
+/* R-VAL-4: how far past its own next PSN a sender moves a path whose
+ * peer holds a PSN it never sent (a forged packet was recorded) */
+#define ENG_RESYNC_MAX 65536
 
 /* Packets of a message of len bytes (R-MSG-1): zero-length is one. */
 static inline uint32_t eng_npkts(uint32_t len, uint32_t mtu)
@@ -73,6 +80,7 @@ struct sq_slot {
     uint8_t status;
     bool all_sent, fatal;
     uint32_t msn, ssn;
+    uint32_t first_dsn, last_dsn; /* R-VAL-6: DSNs its packets took */
     uint32_t npkts, acked, sent_bytes;
     uint32_t read_got; /* READ: response packets placed */
     struct mroce_mr *mr;
@@ -132,10 +140,13 @@ struct path_tx {
     uint8_t state;
     uint8_t plane; /* R-ENC-10: p mod P */
     uint32_t next_psn, una;
-    uint32_t *psn_dsn; /* ring of psn_mask + 1 <= path_window entries */
-    uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
-    uint32_t psn_mask; /* grows with what is in flight (mem.c) */
-    uint32_t inflight; /* bytes outstanding */
+    uint32_t *psn_dsn;  /* ring of psn_mask + 1 <= path_window entries */
+    uint32_t *psn_ts;   /* R-VAL-1: the ts each PSN of the ring was sent with */
+    uint16_t *psn_len;  /* bytes on the wire; 0 = resolved; or PROBE */
+    uint32_t psn_mask;  /* grows with what is in flight (mem.c) */
+    uint32_t ring_fill; /* PSNs sent, at most psn_mask + 1: ring slots
+                           that hold a PSN's ts (R-VAL-1) */
+    uint32_t inflight;  /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
@@ -158,6 +169,8 @@ struct path_rx {
     uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
     bool any;
+    bool echo_due; /* R-VAL-4: the next ACK echoes PROBE echo_psn */
+    uint32_t echo_psn;
     uint8_t plane; /* its packets last arrived on (R-ACK-3) */
 };
 
@@ -171,6 +184,7 @@ struct nak_entry {
  * carries RoCEv2 QP tables (2 KB) a MetaRoCE connection never uses. */
 struct eng_params {
     uint32_t conn_id;
+    uint32_t init_psn, init_dsn, init_msn; /* R-CONN-5 */
     struct mroce_addr addr;
     uint16_t udp_port, n_paths, n_streams;
     uint32_t mtu, dsn_window, msg_window, max_rd;
@@ -178,6 +192,7 @@ struct eng_params {
 
 struct roce_conn;
 struct roce_dev;
+struct eng_aead;
 
 struct mroce_conn {
     struct mroce_ctx *ctx;
@@ -188,10 +203,21 @@ struct mroce_conn {
     struct mroce_conn_attr attr;
     struct eng_params local, remote;
     uint8_t state;
+    /* R-VAL-7: an ACK resolved one of our transmissions as delivered, so
+     * the peer at the announced address holds this connection's state */
+    bool established;
+    uint32_t ts_off; /* R-HDR-10: our ts = clock + ts_off (R-SEC-7) */
     uint32_t n_paths, n_streams, mtu, dsn_window, path_window;
     uint32_t peer_msg_window, peer_max_rd;
-    struct mroce_conn *next, *prev; /* ctx list */
-    struct mroce_conn *hnext;       /* id hash chain */
+    /* Send, inbound-message and receive rings hold a power of two of
+     * slots (at least sq_depth, rq_depth), indexed by MSN or SSN & mask:
+     * 2^32 is a multiple of the ring size, so the index stays continuous
+     * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
+    uint32_t sq_mask, rq_mask;
+    uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
+    struct mroce_conn *next, *prev;                /* ctx list */
+    struct mroce_conn *hnext;                      /* id hash chain */
 
     struct stream *streams;
     uint32_t rr_stream;
@@ -246,6 +272,7 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
@@ -310,6 +337,12 @@ struct mroce_ctx {
     /* set only during mroce_ctx_tx_ref: where the packet's payload lies */
     struct mroce_tx_ref *tx_ref;
 
+    /* secure modes (seal.c): the provider, and where an encrypted
+     * payload is opened to (mtu bytes) before it is placed */
+    struct mroce_crypto crypto;
+    bool has_crypto;
+    uint8_t *aead_buf;
+
     struct mroce_ctx_counters cnt;
 };
 
@@ -369,6 +402,23 @@ static inline bool eng_plane_open(const struct mroce_conn *c, uint32_t p)
     return (c->ctx->dev.tx_planes >> c->ptx[p].plane) & 1u;
 }
 
+/* A stream's send-queue slot of MSN msn, inbound message slot of MSN
+ * msn and receive slot of SSN ssn (power-of-two rings, see sq_mask). */
+static inline struct sq_slot *eng_sq(const struct mroce_conn *c,
+                                     const struct stream *s, uint32_t msn)
+{
+    return &s->sq[msn & c->sq_mask];
+}
+static inline struct in_msg *eng_in(const struct mroce_conn *c,
+                                    const struct stream *s, uint32_t msn)
+{
+    return &s->in[msn & c->sq_mask];
+}
+static inline uint32_t eng_rq(const struct mroce_conn *c, uint32_t ssn)
+{
+    return ssn & c->rq_mask;
+}
+
 /* The sender's slot of a DSN (R-DSN-1) and a path's slot of a PSN. */
 static inline struct txp *eng_txp(const struct mroce_conn *c, uint32_t dsn)
 {
@@ -379,13 +429,28 @@ static inline uint32_t eng_psn_slot(const struct path_tx *pt, uint32_t psn)
     return psn & pt->psn_mask;
 }
 
+/* R-HDR-10: ns mod 2^32 plus the connection's random offset, so that an
+ * echo_ts cannot be guessed from the clock (R-VAL-1). */
+static inline uint32_t eng_ts(const struct mroce_conn *c, uint64_t now)
+{
+    return (uint32_t)now + c->ts_off;
+}
+
+/* R-VAL-1: ring slot i now holds a PSN sent with ts. */
+static inline void eng_path_sent_ts(struct path_tx *pt, uint32_t i, uint32_t ts)
+{
+    pt->psn_ts[i] = ts;
+    if (pt->ring_fill <= pt->psn_mask)
+        pt->ring_fill++;
+}
+
 /* ctx.c: the device's memory and randomness (src/device) */
 void *eng_alloc(struct mroce_ctx *ctx, size_t size);
 void eng_free(struct mroce_ctx *ctx, void *p);
 uint64_t eng_rand(struct mroce_ctx *ctx);
 uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
-int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c);
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_share_note(struct mroce_conn *c, uint64_t now);
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
@@ -461,14 +526,18 @@ void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
- * behind its headers buf[0, hl) and seals it, or, during tx_ref, refers
- * to it where it lies; returns the wire length. eng_txref_done fills in
- * a packet that came back whole. */
+ * behind its headers buf[0, hl) and adds the ICRC, or seals it
+ * (R-AEAD-3), or, during tx_ref, refers to it where it lies; returns the
+ * wire length. eng_tx_ctl encodes and finishes a packet without payload
+ * (control packets, PROBEs) the same way. eng_txref_done fills in a
+ * packet that came back whole. */
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta,
                    struct mroce_tx_ref *ref);
-size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len);
+int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
+               size_t cap);
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */
@@ -503,6 +572,7 @@ void eng_comp_fail_txp(struct mroce_conn *c, const struct txp *x,
 void eng_comp_retry_exceeded(struct mroce_conn *c);
 void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
+void eng_comp_prove(struct mroce_conn *c);
 
 /* path.c */
 void eng_path_init(struct mroce_conn *c, uint16_t p);
@@ -519,12 +589,14 @@ int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);
 void eng_path_run_sent(struct mroce_conn *c, uint16_t p);
 void eng_path_repath(struct mroce_conn *c, uint16_t p);
+/* How a packet may move its path's receive state (R-VAL-2). */
+enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
+bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                       size_t cap, struct mroce_pkt_meta *meta);
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 void eng_path_first_hint(struct mroce_conn *c);
-uint32_t eng_ts(uint64_t now);
 
 #endif

@@ -17,10 +17,11 @@ static uint32_t mem_min(uint32_t a, uint32_t b)
 
 static size_t mem_psn_slot(void)
 {
-    return sizeof(uint32_t) + sizeof(uint16_t);
+    return 2 * sizeof(uint32_t) + sizeof(uint16_t);
 }
 
-/* One allocation holds a path's PSN->DSN map and its charges. */
+/* One allocation holds a path's PSN->DSN map, the ts each PSN was sent
+ * with (R-VAL-1) and their charges. */
 static int mem_psn_alloc(struct mroce_ctx *ctx, struct path_tx *pt,
                          uint32_t cap)
 {
@@ -28,23 +29,27 @@ static int mem_psn_alloc(struct mroce_ctx *ctx, struct path_tx *pt,
     if (!b)
         return MROCE_ENOMEM;
     pt->psn_dsn = (uint32_t *)(void *)b;
-    pt->psn_len = (uint16_t *)(void *)(b + cap * sizeof(uint32_t));
+    pt->psn_ts = (uint32_t *)(void *)(b + cap * sizeof(uint32_t));
+    pt->psn_len = (uint16_t *)(void *)(b + 2 * cap * sizeof(uint32_t));
     pt->psn_mask = cap - 1;
     return 0;
 }
 
 /* Room for the PSN after next_psn - 1: the ring doubles when every slot
- * holds an unresolved PSN. path_room keeps that below path_window. */
+ * holds an unresolved PSN. path_room keeps that below path_window. Every
+ * slot moves (they are the last om + 1 PSNs sent), so that the ts of a
+ * PSN resolved but recently sent still checks an ACK (R-VAL-1). */
 int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
 {
     if (pt->next_psn - pt->una <= pt->psn_mask)
         return 0;
-    uint32_t *dsn = pt->psn_dsn, om = pt->psn_mask;
+    uint32_t *dsn = pt->psn_dsn, *ts = pt->psn_ts, om = pt->psn_mask;
     uint16_t *len = pt->psn_len;
     if (mem_psn_alloc(c->ctx, pt, 2 * (om + 1)))
         return MROCE_ENOMEM;
-    for (uint32_t psn = pt->una; psn != pt->next_psn; psn++) {
+    for (uint32_t psn = pt->next_psn - (om + 1); psn != pt->next_psn; psn++) {
         pt->psn_dsn[psn & pt->psn_mask] = dsn[psn & om];
+        pt->psn_ts[psn & pt->psn_mask] = ts[psn & om];
         pt->psn_len[psn & pt->psn_mask] = len[psn & om];
     }
     eng_free(c->ctx, dsn);
@@ -147,10 +152,11 @@ static size_t mem_per_path(void)
            sizeof(uint16_t);
 }
 
-/* Queues sized by the application's depths (sq_depth, rq_depth). */
+/* Queues sized by the application's depths (sq_depth, rq_depth), each
+ * rounded up to a power of two. */
 static size_t mem_queues(const struct mroce_conn *c)
 {
-    size_t sq = c->attr.sq_depth, rq = c->attr.rq_depth;
+    size_t sq = c->sq_mask + 1, rq = c->rq_mask + 1; /* ring slots */
     size_t per = sizeof(struct stream) + sq * sizeof(struct sq_slot) +
                  rq * sizeof(struct mroce_recv_wr) +
                  rq * sizeof(struct mroce_mr *) + sq * sizeof(struct in_msg);

@@ -6,11 +6,6 @@
 #define PATH_MIN_PTO 10000 /* ns */
 #define PATH_REO_NS 1000   /* ns, R-LOSS-8 */
 
-uint32_t eng_ts(uint64_t now)
-{
-    return (uint32_t)now; /* R-HDR-10: ns mod 2^32 */
-}
-
 static bool path_port_used(const struct mroce_conn *c, uint16_t port)
 {
     for (uint32_t p = 0; p < c->n_paths; p++)
@@ -40,6 +35,8 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
         pt->rto = c->attr.max_rto_ns;
     pt->rto_at = pt->probe_at = ENG_NEVER;
     pt->drain_ns = ENG_DRAIN_UNKNOWN;
+    pt->next_psn = pt->una = c->local.init_psn; /* R-CONN-5 */
+    c->prx[p].high = c->remote.init_psn - 1;    /* R-SACK-4 */
     c->prx[p].ack_at = ENG_NEVER;
 }
 
@@ -130,7 +127,7 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->attr.ack_delay_ns;
+    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
     /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
      * queue is where p's packets wait now, while PROBEs (served ahead of
      * data) may have kept p's SRTT near the fabric's base RTT */
@@ -377,14 +374,15 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
                           .path = p,
                           .conn = c->remote.conn_id,
                           .psn = pt->next_psn,
-                          .ts = eng_ts(now)};
+                          .ts = eng_ts(c, now)};
     pt->psn_dsn[i] = 0;
     pt->psn_len[i] = ENG_PSN_PROBE;
+    eng_path_sent_ts(pt, i, h.ts);
     if (pt->next_psn++ == pt->una)
         eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
     pt->st.probes++;
     eng_req_meta(c, p, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, &h, buf, cap);
 }
 
 int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -558,26 +556,37 @@ static void path_shift(uint64_t b[4], uint32_t d)
     }
 }
 
+/* R-VAL-2: whether a packet may be recorded on its path. Accepted new
+ * data carries a DSN in the window, whatever its PSN (a path whose PSNs
+ * drifted while its packets were lost or refused catches up); a
+ * duplicate only near what the path recorded; a PROBE only as the next
+ * PSN after it -- on a path that does not reorder, a sender's PROBE
+ * arrives right after everything before it that arrived, and a PROBE
+ * elsewhere could set the bit of a data packet that was lost. */
+bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind)
+{
+    uint32_t ahead = psn - pr->high; /* 0: high itself */
+    if (kind == ENG_REC_PROBE)
+        return ahead == 1;
+    if (kind == ENG_REC_NEAR)
+        return ahead <= ENG_PSN_AHEAD || -ahead < MROCE_SACK_BITS;
+    return true;
+}
+
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale)
 {
-    if (!pr->any) {
-        pr->any = true;
-        pr->high = psn;
-        mroce_sack_set(pr->bits, 0);
-        *gap = psn != 0;
-        return;
-    }
-    if (seq_lt(pr->high, psn)) {
+    if (seq_lt(pr->high, psn)) { /* high starts just before init_psn */
         uint32_t d = psn - pr->high;
         path_shift(pr->bits, d);
         mroce_sack_set(pr->bits, 0);
         pr->high = psn;
+        pr->any = true;
         *gap = d > 1;
         return;
     }
     uint32_t back = pr->high - psn;
-    if (back >= MROCE_SACK_BITS) {
+    if (!pr->any || back >= MROCE_SACK_BITS) {
         *stale = true;
         return;
     }

@@ -42,7 +42,7 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
         return err;
     if (!dev_cq_reserve(c->scq))
         return MROCE_EAGAIN;
-    struct sq_slot *q = &s->sq[s->sq_tail % c->attr.sq_depth];
+    struct sq_slot *q = eng_sq(c, s, s->sq_tail);
     *q = (struct sq_slot){.wr = *wr, .op = op, .msn = s->sq_tail, .mr = mr};
     q->npkts = op == MROCE_OP_READ_REQ ? 1 : eng_npkts(wr->sge.length, c->mtu);
     if (op != MROCE_OP_WRITE && op != MROCE_OP_READ_REQ)
@@ -95,7 +95,7 @@ int eng_post_recv(struct mroce_conn *c, const struct mroce_recv_wr *wr)
         return err;
     if (!dev_cq_reserve(c->rcq))
         return MROCE_EAGAIN;
-    uint32_t i = s->rq_tail % c->attr.rq_depth;
+    uint32_t i = eng_rq(c, s->rq_tail);
     s->rq[i] = *wr;
     s->rq_mr[i] = mr;
     if (mr)

@@ -5,17 +5,18 @@
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta)
 {
-    meta->src = c->ctx->dev.addr;
-    meta->dst = c->remote.addr;
+    uint8_t plane = c->ptx[path].plane;
+    meta->src = c->ctx->dev.plane_addr[plane]; /* R-ENC-10 */
+    meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0;       /* R-ENC-6 */
-    meta->plane = c->ptx[path].plane; /* R-ENC-10 */
+    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->plane = plane;
 }
 
 static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)
 {
-    return &c->streams[x->stream].sq[x->msn % c->attr.sq_depth];
+    return eng_sq(c, &c->streams[x->stream], x->msn);
 }
 
 /* Fills the DXH and the opcode's own headers; returns the payload. */
@@ -60,6 +61,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     eng_path_run_sent(c, p);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
+    eng_path_sent_ts(pt, i, eng_ts(c, now));
     if (pt->next_psn == pt->una) {
         pt->last_progress = now;
         pt->rto_at = now + eng_path_rto(c, pt);
@@ -96,12 +98,12 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     h.path = p;
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
-    h.ts = eng_ts(now);
+    h.ts = eng_ts(c, now);
     /* R-ACK-1: ask for an ACK when the path window is about to close */
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
-    size_t n = eng_tx_payload(c->ctx, buf, (size_t)hl, payload, x->len);
+    size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
     eng_req_meta(c, p, meta);
     return (int)n;
@@ -196,6 +198,8 @@ static struct txp *req_next_resp(struct mroce_conn *c)
         struct rd_resp *r = &c->resp[k];
         if (!r->used || r->sent_pkts >= r->npkts)
             continue; /* R-MSG-10: a zero-length READ gets one packet too */
+        if (r->len && !c->established)
+            continue; /* R-VAL-7: no data for a READ before proof */
         c->rr_resp = k + 1;
         uint32_t off = r->sent_pkts++ * c->mtu;
         uint32_t n = req_chunk(c, r->len, off);
@@ -211,18 +215,21 @@ static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
         return false;
     if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-MSG-14 */
         return false;
-    const struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    const struct sq_slot *q = eng_sq(c, s, s->sq_next);
     return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
 }
 
 static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
 {
     struct stream *s = &c->streams[sid];
-    struct sq_slot *q = &s->sq[s->sq_next % c->attr.sq_depth];
+    struct sq_slot *q = eng_sq(c, s, s->sq_next);
     uint32_t n = q->op == MROCE_OP_READ_REQ
                      ? 0
                      : req_chunk(c, q->wr.sge.length, q->sent_bytes);
     struct txp *x = req_new_txp(c, TXK_MSG, sid, q->msn, q->sent_bytes, n);
+    if (!q->sent_bytes)
+        q->first_dsn = x->dsn;
+    q->last_dsn = x->dsn; /* R-VAL-6 */
     q->sent_bytes += n;
     if (q->op == MROCE_OP_READ_REQ || q->sent_bytes >= q->wr.sge.length) {
         if (q->op == MROCE_OP_READ_REQ)
@@ -249,7 +256,8 @@ static struct txp *req_next_msg(struct mroce_conn *c)
 static bool req_has_new(struct mroce_conn *c)
 {
     for (uint32_t i = 0; c->n_resp && i < c->attr.max_rd; i++)
-        if (c->resp[i].used && c->resp[i].sent_pkts < c->resp[i].npkts)
+        if (c->resp[i].used && c->resp[i].sent_pkts < c->resp[i].npkts &&
+            (!c->resp[i].len || c->established))
             return true;
     for (uint32_t i = 0; i < c->n_streams; i++)
         if (req_stream_ready(c, &c->streams[i]))
@@ -265,10 +273,21 @@ static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
     return x->offset / c->mtu + 1 >= n;
 }
 
+/* R-CC-4: until the connection's first ACK arrives, at most
+ * init_cwnd_pkts data packets in all. The paths' byte windows alone allow
+ * more: each path may always send one packet (256 paths, 256 packets)
+ * and packets shorter than the mtu fit more per window. */
+static bool req_first_window_full(const struct mroce_conn *c)
+{
+    return !c->cnt.rx_acks && c->cnt.tx_data_pkts >= c->attr.init_cwnd_pkts;
+}
+
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                    struct mroce_pkt_meta *meta)
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
+        return 0;
+    if (req_first_window_full(c))
         return 0;
     if (c->inflight >= c->cc.cwnd || !req_has_new(c))
         return 0; /* cheap checks first: idle connections skip the path scan */
@@ -300,7 +319,8 @@ static uint64_t req_close_wait(const struct mroce_conn *c)
 static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                      struct mroce_pkt_meta *meta)
 {
-    struct mroce_hdr h = {.conn = c->remote.conn_id};
+    /* R-VAL-5: our next DSN, which the peer finds within its window */
+    struct mroce_hdr h = {.conn = c->remote.conn_id, .psn = c->snd_next};
     if (c->close_ack_pending) {
         c->close_ack_pending = false;
         h.opcode = MROCE_OP_CLOSE_ACK;
@@ -318,10 +338,9 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     } else {
         return 0;
     }
-    h.ts = eng_ts(now);
+    h.ts = eng_ts(c, now);
     eng_req_meta(c, 0, meta);
-    return mroce_wire_encode(&h, NULL, 0, buf,
-                             MROCE_MAX_HDR_LEN + MROCE_ICRC_LEN);
+    return eng_tx_ctl(c, &h, buf, eng_ctx_max_pkt(c->ctx));
 }
 
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,

@@ -104,22 +104,32 @@ static bool resp_same_msg(const struct in_msg *m, const struct mroce_hdr *h)
            m->va == h->va && m->rkey == h->rkey && m->imm == h->imm;
 }
 
-/* R-MSG-14: the MSN must lie in the stream's window; a new DSN for a
- * message already complete is a protocol violation. */
+static bool resp_chunk_ok(const struct mroce_conn *c,
+                          const struct mroce_hdr *h);
+
+/* R-MSG-14, R-VAL-3: the MSN must lie in the stream's window; a new DSN
+ * for a message completed within the last window is a protocol
+ * violation; anything further away names no message (a blind guess) and
+ * is dropped like an MSN beyond the window. Then the packet's place in
+ * its message (R-MSG-1). */
 static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                                   const struct mroce_hdr *h, int *v)
 {
-    uint32_t window = c->attr.sq_depth;
-    if (seq_lt(h->msn, s->in_base)) {
+    uint32_t window = c->attr.sq_depth, ahead = h->msn - s->in_base;
+    if (ahead >= window && -ahead <= window) {
         *v = resp_invalid(c);
         return NULL;
     }
-    if (h->msn - s->in_base >= window) {
+    if (ahead >= window) {
         c->cnt.drop_msn_window++;
         *v = RV_DROP;
         return NULL;
     }
-    struct in_msg *m = &s->in[h->msn % window];
+    if (!resp_chunk_ok(c, h)) {
+        *v = resp_invalid(c);
+        return NULL;
+    }
+    struct in_msg *m = eng_in(c, s, h->msn);
     if (!m->used) {
         *m = (struct in_msg){.used = true,
                              .op = h->opcode,
@@ -181,13 +191,12 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
     dev_mem_put(d, dst, h->payload, h->payload_len);
 }
 
-/* R-SEC-4: resolve the target before a byte is written; a zero-length
- * message touches no memory and needs no key (R-MSG-2). */
+/* R-SEC-4: resolve the target before a byte is written; R-MSG-2: a
+ * zero-length message touches no memory but its key and address are
+ * checked all the same (va inside the region, its end included). */
 static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (!h->msg_len)
-        return RV_OK;
     if (h->va > UINT64_MAX - h->offset)
         return resp_access_verdict(c, MROCE_ERANGE);
     uint8_t *dst =
@@ -205,7 +214,7 @@ static int resp_recv(struct mroce_conn *c, struct stream *s,
 {
     if (h->ssn - s->rq_head >= s->rq_tail - s->rq_head)
         return RV_RNR;
-    *rwr = &s->rq[h->ssn % c->attr.rq_depth];
+    *rwr = &s->rq[eng_rq(c, h->ssn)];
     return RV_OK;
 }
 
@@ -222,24 +231,30 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
     return RV_OK;
 }
 
-/* R-MSG-9: a READ_REQ is checked on arrival; zero length needs no key. */
+/* R-MSG-9: a READ_REQ is checked on arrival, a zero-length one too
+ * (R-MSG-2). */
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (!h->msg_len || dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
-                                      MROCE_ACCESS_REMOTE_READ, &err, NULL))
+    if (dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
+                       MROCE_ACCESS_REMOTE_READ, &err, NULL))
         return RV_OK;
     return resp_access_verdict(c, err);
 }
 
-/* R-MSG-11: response data lands in the READ's own local buffer. */
+/* R-MSG-11: response data lands in the READ's own local buffer. R-VAL-3:
+ * a response naming no READ sent and not completed names nothing that
+ * exists (a blind guess): dropped, not fatal. */
 static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     struct stream *s = &c->streams[h->stream];
-    if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head))
-        return resp_invalid(c);
-    struct sq_slot *q = &s->sq[h->msn % c->attr.sq_depth];
-    if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len)
+    if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head)) {
+        c->cnt.drop_msn_window++;
+        return RV_DROP;
+    }
+    struct sq_slot *q = eng_sq(c, s, h->msn);
+    if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len ||
+        !resp_chunk_ok(c, h))
         return resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
     q->read_got++; /* DSN dedup makes each packet count once */
@@ -288,12 +303,10 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
                            const struct in_msg *m)
 {
     int err = 0;
-    uint8_t *src = NULL;
     struct mroce_mr *mr = NULL;
-    if (m->len)
-        src = dev_mr_resolve(c->pd, m->rkey, m->va, m->len,
-                             MROCE_ACCESS_REMOTE_READ, &err, &mr);
-    if (err)
+    uint8_t *src = dev_mr_resolve(c->pd, m->rkey, m->va, m->len,
+                                  MROCE_ACCESS_REMOTE_READ, &err, &mr);
+    if (!src)
         return -1;
     for (uint32_t i = 0; i < c->attr.max_rd; i++) {
         struct rd_resp *r = &c->resp[i];
@@ -309,6 +322,8 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
         if (mr) /* the region stays registered while we read it */
             mr->refs++;
         c->n_resp++;
+        if (m->len)
+            eng_comp_prove(c); /* R-VAL-7 */
         return 1;
     }
     return 0;
@@ -352,7 +367,7 @@ static bool resp_execute(struct mroce_conn *c, struct stream *s, uint16_t sid,
 static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
                                uint16_t sid, const struct in_msg *m)
 {
-    uint32_t i = s->rq_head % c->attr.rq_depth;
+    uint32_t i = eng_rq(c, s->rq_head);
     struct mroce_wc wc = {.wr_id = s->rq[i].wr_id,
                           .conn = c,
                           .stream = sid,
@@ -373,7 +388,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
         return; /* flushed: nothing may start or complete any more */
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
-        struct in_msg *m = &s->in[s->in_base % c->attr.sq_depth];
+        struct in_msg *m = eng_in(c, s, s->in_base);
         if (!m->used || m->msn != s->in_base || m->got < m->npkts)
             return;
         if (!resp_execute(c, s, sid, m))
@@ -386,19 +401,34 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 
 /* ---- the data path ---- */
 
-/* R-RX-3 steps 11-13: stream and packet size, then the DSN (R-DSN-3). */
+/* R-DSN-3, R-VAL-3: a DSN is new in [dsn_cum, dsn_cum + W) unless
+ * marked, a duplicate when marked or in the W before dsn_cum (a sender's
+ * DSNs never lie further back), and names nothing otherwise. */
+static int resp_dsn_class(const struct mroce_conn *c, uint32_t dsn)
+{
+    uint32_t k = dsn - c->rcv_cum;
+    if (k < c->dsn_window) /* the map is read only inside the window */
+        return resp_dsn_test(c, dsn) ? RV_DUP : RV_OK;
+    return -k <= c->dsn_window ? RV_DUP : RV_DROP;
+}
+
+/* R-RX-3 steps 11-13, R-VAL-3: the DSN first, so that a packet whose
+ * DSN names nothing is dropped whatever else it says; then the stream.
+ * A duplicate with a stream that does not exist is dropped too: no
+ * sender resends what it never sent. */
 static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
 {
-    if (h->stream >= c->n_streams || !resp_chunk_ok(c, h)) {
-        return resp_invalid(c);
-    }
-    if (seq_lt(h->dsn, c->rcv_cum))
-        return RV_DUP;
-    if (h->dsn - c->rcv_cum >= c->dsn_window) { /* before the bitmap */
+    int v = resp_dsn_class(c, h->dsn);
+    if (v == RV_DROP) {
         c->cnt.drop_dsn_window++;
         return RV_DROP;
     }
-    return resp_dsn_test(c, h->dsn) ? RV_DUP : RV_OK;
+    if (h->stream < c->n_streams)
+        return v;
+    if (v == RV_OK)
+        return resp_invalid(c);
+    c->cnt.drop_bad_msg++;
+    return RV_DROP;
 }
 
 static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
@@ -428,7 +458,7 @@ static void resp_after(struct mroce_conn *c, uint64_t now,
         return;
     }
     if (h->opcode == MROCE_OP_READ_REQ) {
-        struct in_msg *m = &s->in[h->msn % c->attr.sq_depth];
+        struct in_msg *m = eng_in(c, s, h->msn);
         m->got = m->npkts; /* a READ request is complete on arrival */
     }
     eng_resp_retire(c, s);
@@ -453,6 +483,22 @@ static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
     }
 }
 
+/* R-DSN-5: a duplicate is recorded and acknowledged, not placed; R-VAL-2:
+ * only near what its path recorded. */
+static void resp_dup(struct mroce_conn *c, uint64_t now,
+                     const struct mroce_pkt_meta *meta,
+                     const struct mroce_hdr *h)
+{
+    c->cnt.rx_dup_pkts++;
+    if (!eng_path_rx_ok(&c->prx[h->path], h->psn, ENG_REC_NEAR)) {
+        c->cnt.drop_psn_window++;
+        return;
+    }
+    resp_record(c, now, meta, h);
+    if (h->flags & MROCE_HF_RETX)
+        resp_ack_route_suspect(c, h->path);
+}
+
 static void resp_data(struct mroce_conn *c, uint64_t now,
                       const struct mroce_pkt_meta *meta,
                       const struct mroce_hdr *h)
@@ -469,7 +515,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        resp_nak(c, h, MROCE_NAK_RNR, 100);
+        resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
     }
     if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */
@@ -480,24 +526,56 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         eng_conn_error(c, 0, 0, 0);
         return;
     }
-    resp_record(c, now, meta, h);
     if (v == RV_DUP) {
-        c->cnt.rx_dup_pkts++;
-        if (h->flags & MROCE_HF_RETX)
-            resp_ack_route_suspect(c, h->path);
+        resp_dup(c, now, meta, h);
         return;
     }
+    resp_record(c, now, meta, h);
     resp_dsn_mark(c, h->dsn);
     resp_after(c, now, h);
 }
 
 /* ---- control packets ---- */
 
-static void resp_close(struct mroce_conn *c)
+/* R-VAL-5: a CLOSE or CLOSE_ACK carries its sender's next DSN, which
+ * lies at most W after our dsn_cum: one that does not names nothing. */
+static bool resp_close_ok(struct mroce_conn *c, const struct mroce_hdr *h)
 {
+    if (h->psn - c->rcv_cum <= c->dsn_window)
+        return true;
+    c->cnt.drop_bad_close++;
+    return false;
+}
+
+static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    if (!resp_close_ok(c, h))
+        return;
     c->close_ack_pending = true; /* R-CONN-9: answer every CLOSE */
     if (c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING)
         eng_conn_close(c);
+}
+
+/* R-PATH-9, R-VAL-4: every PROBE is answered by an ACK that echoes its
+ * PSN (the PROBE is as long as the ACK: no amplification); it is recorded
+ * only as its path's next PSN (R-VAL-2). Its RETX flag makes us doubt our
+ * ACK route (R-ACK-8) only if its PSN is near where the path is: a blind
+ * PROBE must not take our paths out of service. */
+static void resp_probe(struct mroce_conn *c, uint64_t now,
+                       const struct mroce_pkt_meta *meta,
+                       const struct mroce_hdr *h)
+{
+    struct path_rx *pr = &c->prx[h->path];
+    if ((h->flags & MROCE_HF_RETX) &&
+        eng_path_rx_ok(pr, h->psn, ENG_REC_NEAR)) /* its sender hears nothing */
+        resp_ack_route_suspect(c, h->path);
+    if (eng_path_rx_ok(pr, h->psn, ENG_REC_PROBE))
+        resp_record(c, now, meta, h);
+    else
+        c->cnt.drop_psn_window++;
+    pr->echo_due = true;
+    pr->echo_psn = h->psn;
+    resp_ack_now(c, h->path);
 }
 
 void eng_resp_rx(struct mroce_conn *c, uint64_t now,
@@ -505,20 +583,17 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
 {
     switch (h->opcode) {
     case MROCE_OP_CLOSE:
-        resp_close(c);
+        resp_close(c, h);
         break;
     case MROCE_OP_CLOSE_ACK:
-        if (c->state == MROCE_CONN_CLOSING) {
+        if (c->state == MROCE_CONN_CLOSING && resp_close_ok(c, h)) {
             c->close_pending = false;
             c->state = MROCE_CONN_CLOSED;
         }
         break;
-    case MROCE_OP_PROBE: /* R-PATH-9, R-ACK-8: recorded and acknowledged */
-        if (c->state != MROCE_CONN_CONNECTED)
-            break;
-        if (h->flags & MROCE_HF_RETX) /* its sender hears nothing */
-            resp_ack_route_suspect(c, h->path);
-        resp_record(c, now, meta, h);
+    case MROCE_OP_PROBE:
+        if (c->state == MROCE_CONN_CONNECTED)
+            resp_probe(c, now, meta, h);
         break;
     default:
         resp_data(c, now, meta, h);
@@ -567,9 +642,9 @@ static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
                      struct mroce_pkt_meta *meta)
 {
     h->conn = c->remote.conn_id;
-    h->ts = eng_ts(now);
+    h->ts = eng_ts(c, now);
     eng_req_meta(c, via, meta);
-    return mroce_wire_encode(h, NULL, 0, buf, cap);
+    return eng_tx_ctl(c, h, buf, cap);
 }
 
 static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -608,6 +683,8 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                           .ce_count = pr->ce_count,
                           .rx_count = pr->rx_count};
     memcpy(h.sack, pr->bits, sizeof(h.sack));
+    h.psn = pr->echo_due ? pr->echo_psn : pr->high; /* R-VAL-4 */
+    pr->echo_due = false;
     pr->unacked = 0;
     pr->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);

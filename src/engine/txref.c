@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/seal.h"
+#include "wire/aead.h"
 #include "wire/be.h"
 #include "wire/crc32c.h"
 
@@ -21,13 +23,17 @@ static void txref_set(struct mroce_tx_ref *ref, const uint8_t *hdr, size_t hl,
     ref->payload = payload;
     ref->payload_len = len;
     ref->hdr_len = (uint32_t)hl;
-    mroce_be32_put(ref->icrc, crc);
+    ref->trailer_len = MROCE_ICRC_LEN;
+    mroce_be32_put(ref->trailer, crc);
 }
 
-size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len)
 {
+    struct mroce_ctx *ctx = c->ctx;
     struct mroce_tx_ref *ref = ctx->tx_ref;
+    if (c->aead) /* R-AEAD-3 */
+        return eng_seal(c, buf, hl, payload, len, ref);
     if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {
         txref_set(ref, buf, hl, payload, len);
         return hl + len + MROCE_ICRC_LEN;
@@ -35,6 +41,17 @@ size_t eng_tx_payload(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
     if (len)
         dev_mem_get(&ctx->dev, buf + hl, payload, len);
     return mroce_wire_seal(buf, hl + len);
+}
+
+int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
+               size_t cap)
+{
+    if (!c->aead)
+        return mroce_wire_encode(h, NULL, 0, buf, cap);
+    int hl = mroce_wire_write_hdr(h, buf, cap);
+    if (hl < 0 || (size_t)hl + MROCE_TAG_LEN > cap)
+        return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
+    return (int)eng_seal(c, buf, (size_t)hl, NULL, 0, NULL);
 }
 
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,

@@ -19,9 +19,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <mroce/mroce_crypto.h>
 
 #include "io/impair.h"
 
@@ -70,16 +71,6 @@ static const struct mroce_dp_ops *dp_ops_of(int kind)
     return NULL;
 }
 
-/* R-SEC-2 wants unpredictable keys and ids: a context without a seed or
- * a rand64 hook gets its seed from the kernel. */
-static uint64_t dp_seed(void)
-{
-    uint64_t s = 0;
-    if (getrandom(&s, sizeof(s), 0) != (ssize_t)sizeof(s))
-        s = mroce_dp_now_ns() ^ ((uint64_t)getpid() << 32);
-    return s ? s : 1;
-}
-
 int mroce_addr_parse(const char *s, struct mroce_addr *out)
 {
     memset(out, 0, sizeof(*out));
@@ -111,8 +102,12 @@ static int dp_resolve(struct mroce_dp *dp, const struct mroce_dp_attr *a)
     dp->ctx_attr = r->ctx;
     if (r->local_ip && mroce_addr_parse(r->local_ip, &dp->ctx_attr.addr))
         return MROCE_EINVAL;
-    if (dp->ctx_attr.seed == 0 && !dp->ctx_attr.hooks.rand64)
-        dp->ctx_attr.seed = dp_seed();
+    /* R-SEC-7: ids, keys and initial sequence numbers come from the
+     * context's default, the kernel's CSPRNG, unless the caller asked for
+     * a deterministic context (tests) */
+    /* the secure modes (R-AEAD-12): the best crypto backend here */
+    if (!dp->ctx_attr.crypto)
+        dp->ctx_attr.crypto = mroce_crypto_default();
     return 0;
 }
 
@@ -347,7 +342,8 @@ static int dp_engine_tx(struct mroce_dp *dp, uint64_t now,
     p->pay = ref.payload;
     p->pay_len = ref.payload_len;
     p->hdr_len = ref.hdr_len;
-    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.icrc, MROCE_TX_ICRC_LEN);
+    memcpy(p->buf + ref.hdr_len + ref.payload_len, ref.trailer,
+           ref.trailer_len);
     return len;
 }
 
@@ -433,6 +429,13 @@ int mroce_dp_wait(struct mroce_dp *dp, uint64_t timeout_ns)
     if (ns == 0 || !dp->ops->wait)
         return 0;
     return dp->ops->wait(dp, ns);
+}
+
+int mroce_dp_wake(struct mroce_dp *dp)
+{
+    if (!dp)
+        return MROCE_EINVAL;
+    return dp->ops->wake ? dp->ops->wake(dp) : 0;
 }
 
 /* ---- the polling thread ---- */

@@ -36,7 +36,7 @@
  * packet is buf[0, len). With pay_len > 0 (zero-copy transmit) buf has a
  * hole: the packet is buf[0, hdr_len), then pay[0, pay_len) (registered
  * memory, see the lifetime rule above), then buf[hdr_len + pay_len, len)
- * (the ICRC); len counts all of it. */
+ * (the trailer: ICRC or AEAD tag); len counts all of it. */
 struct mroce_dp_pkt {
     uint8_t *buf;
     uint32_t len, cap;

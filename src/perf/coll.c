@@ -74,7 +74,7 @@ static int coll_listen(const struct perf_opts *o, struct mroce_cm_listener **ls,
                        uint16_t *ports)
 {
     for (int r = 0; r < o->ranks; r++) {
-        int err = mroce_cm_listen("127.0.0.1", 0, &ls[r]);
+        int err = mroce_cm_listen("127.0.0.1", 0, &coll_cm_attr, &ls[r]);
         if (err) {
             fprintf(stderr, "mroce-perf coll: %s\n", mroce_cm_errmsg());
             while (r--)

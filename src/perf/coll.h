@@ -66,6 +66,12 @@ const char *coll_op_name(int op);
 
 /* coll_mesh.c: ports[] are the ranks' CM listener ports; l is this
  * rank's listener (closed here). Returns 0 or a MROCE_E* code. */
+/* The CM policy of the mesh: no KEEPALIVEs (R-CM-12). A rank busy in a
+ * long iteration does not look at every channel, and the parent
+ * supervises the ranks: a dead rank closes its sockets, a frozen one
+ * meets the run's --timeout. */
+extern const struct mroce_cm_attr coll_cm_attr;
+
 int coll_rank_open(struct coll_rank *k, const struct perf_opts *o, int r,
                    struct mroce_cm_listener *l, const uint16_t *ports);
 void coll_rank_close(struct coll_rank *k);

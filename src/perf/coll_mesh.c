@@ -59,6 +59,8 @@ static int blob_get(const struct coll_rank *k, const uint8_t *b, size_t len,
     return (int)peer;
 }
 
+const struct mroce_cm_attr coll_cm_attr = {.no_keepalive = 1};
+
 static int remaining_ms(const struct coll_rank *k)
 {
     uint64_t now = mroce_dp_now_ns();
@@ -133,7 +135,8 @@ static int mesh_build(struct coll_rank *k, struct mroce_cm_listener *l,
     mroce_cm_listener_close(l);
     for (int p = k->r + 1; !err && p < k->sh.n; p++) {
         struct mroce_cm *cm;
-        err = mroce_cm_dial("127.0.0.1", ports[p], remaining_ms(k), &cm);
+        err = mroce_cm_dial("127.0.0.1", ports[p], remaining_ms(k),
+                            &coll_cm_attr, &cm);
         if (!err)
             err = mesh_link(k, cm, p);
     }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "perf/perf.h"
 
@@ -12,6 +13,24 @@ struct lb {
     uint64_t deadline;
 };
 
+/* --auth, --encrypt: one random secret for both sides (in process; two
+ * processes get theirs from the connection manager). */
+static int lb_secure(struct lb *l)
+{
+    uint8_t secret[MROCE_SECRET_LEN];
+    if (!l->o->sec_mode)
+        return 0;
+    if (getrandom(secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
+        return MROCE_EINVAL;
+    int err = mroce_conn_set_secret(l->srv.conn, l->o->sec_mode, secret,
+                                    sizeof(secret));
+    if (!err)
+        err = mroce_conn_set_secret(l->cli.conn, l->o->sec_mode, secret,
+                                    sizeof(secret));
+    memset(secret, 0, sizeof(secret));
+    return err;
+}
+
 static int lb_open(struct lb *l)
 {
     const char *ip = l->o->local_ip ? l->o->local_ip : "127.0.0.1";
@@ -19,6 +38,8 @@ static int lb_open(struct lb *l)
     int err = perf_side_open(&l->srv, l->o, ip, port, 1);
     if (!err)
         err = perf_side_open(&l->cli, l->o, ip, (uint16_t)(port + 1), 2);
+    if (!err)
+        err = lb_secure(l);
     if (err)
         return err;
     struct mroce_conn_params ps, pc;

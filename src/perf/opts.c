@@ -1,7 +1,9 @@
 /* mroce-perf command line. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "perf/perf.h"
 
@@ -57,6 +59,25 @@ void perf_usage(void)
             "  --check        verify the data byte for byte\n"
             "  --json FILE    write the results as JSON\n"
             "  --timeout S    bound on the whole run [120]\n"
+            "  --psk FILE     pre-shared key (hex, 32..128 digits, e.g.\n"
+            "                 `openssl rand -hex 32`), both sides: the CM\n"
+            "                 authenticates the peer and the exchange and\n"
+            "                 derives the connection secret (spec R-CM-10)\n"
+            "  --allow-addr A data address a peer may announce besides its\n"
+            "                 TCP address: CIDR prefix or 'any'; repeatable\n"
+            "  --keepalive MS CM keepalive interval, 0 off; a peer silent\n"
+            "                 for 4 of its intervals is dropped [2000]\n"
+            "  --max-size S   server: largest message a client may ask for\n"
+            "                 [64m]\n"
+            "  --clients N    server: serve N clients one after another,\n"
+            "                 0 forever [1]\n"
+            "  --hello-timeout MS  server: a connector's time to send its\n"
+            "                 HELLO [5000]\n"
+            "  --auth         authenticated mode: AES-128-GCM tag on every\n"
+            "                 packet (spec 3.14); --encrypt: payloads\n"
+            "                 encrypted too. --loopback: a random secret;\n"
+            "                 two processes: from the CM's key (--psk),\n"
+            "                 which alone already picks --encrypt\n"
             "  -N RANKS       coll: processes [4]\n"
             "  --channels C   coll: streams per connection (= --streams)\n"
             "  --flavour writeimm|send  coll all-reduce: how data moves\n"
@@ -80,6 +101,74 @@ static int parse_size(const char *s, size_t *out)
         return -1;
     *out = (size_t)v;
     return 0;
+}
+
+/* --psk FILE: hex digits (whitespace ignored), MROCE_CM_PSK_MIN..MAX
+ * bytes. A key others can read is no secret: warn. */
+static int opt_psk(struct perf_opts *o, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & 077))
+        fprintf(stderr, "mroce-perf: warning: %s is readable by others\n",
+                path);
+    int c, hi = -1;
+    size_t n = 0;
+    bool bad = false;
+    while ((c = fgetc(f)) != EOF && !bad) {
+        if (isspace(c))
+            continue;
+        int v = isdigit(c) ? c - '0' : isxdigit(c) ? tolower(c) - 'a' + 10 : -1;
+        bad = v < 0 || (hi >= 0 && n == MROCE_CM_PSK_MAX);
+        if (!bad && hi < 0)
+            hi = v;
+        else if (!bad) {
+            o->psk[n++] = (uint8_t)(hi << 4 | v);
+            hi = -1;
+        }
+    }
+    fclose(f);
+    if (bad || hi >= 0 || n < MROCE_CM_PSK_MIN) {
+        fprintf(stderr, "mroce-perf: %s: want %d..%d bytes as hex digits\n",
+                path, MROCE_CM_PSK_MIN, MROCE_CM_PSK_MAX);
+        return -1;
+    }
+    o->psk_len = n;
+    return 0;
+}
+
+static int opt_allow(struct perf_opts *o, const char *v)
+{
+    if (!strcmp(v, "any"))
+        return o->allow_any = true, 0;
+    if (o->n_allow == MROCE_CM_MAX_ALLOW ||
+        mroce_cm_prefix_parse(v, &o->allow[o->n_allow]))
+        return -1;
+    o->n_allow++;
+    return 0;
+}
+
+/* The CM flags; 1: not one of them. */
+static int opt_cm(struct perf_opts *o, const char *k, const char *v, bool num,
+                  long n)
+{
+    if (!strcmp(k, "--psk"))
+        return opt_psk(o, v);
+    if (!strcmp(k, "--allow-addr"))
+        return opt_allow(o, v);
+    if (!strcmp(k, "--keepalive") && num && n >= 0 && n <= 60000)
+        return o->keepalive_ms = (int)n, 0;
+    if (!strcmp(k, "--hello-timeout") && num && n > 0 && n <= 600000)
+        return o->hello_timeout_ms = (int)n, 0;
+    if (!strcmp(k, "--clients") && num && n >= 0)
+        return o->clients = (int)n, 0;
+    if (!strcmp(k, "--max-size"))
+        return parse_size(v, &o->max_size) || !o->max_size ? -1 : 0;
+    return 1;
 }
 
 static int find_name(const char *const *t, int n, const char *s)
@@ -162,6 +251,9 @@ static int opt_value(struct perf_opts *o, const char *k, const char *v)
                 v);
         return -1;
     }
+    int rc = opt_cm(o, k, v, num, n);
+    if (rc <= 0)
+        return rc;
     if (!strcmp(k, "--datapath")) {
         if (strcmp(v, "udp") && strcmp(v, "dpdk"))
             return -1;
@@ -206,6 +298,10 @@ static void opt_defaults(struct perf_opts *o)
     o->spray_run = 1; /* R-PATH-17: off, no gain measured (datapath.md) */
     o->datapath = MROCE_DP_UDP;
     o->timeout_s = 120;
+    o->max_size = PERF_MAX_SIZE_DEF;
+    o->clients = 1;
+    o->keepalive_ms = 2000;
+    o->hello_timeout_ms = 5000;
     o->ranks = 4;
     o->eal_argv[o->eal_argc++] = "mroce-perf";
 }
@@ -233,6 +329,12 @@ static int opt_finish(struct perf_opts *o, bool mode_set)
         o->tx_depth = lat ? 1 : 128;
     if (!o->udp_port)
         o->udp_port = o->mode == PERF_CLIENT ? 4798 : 4797;
+    if (o->sec_mode && o->mode != PERF_LOOPBACK && !o->psk_len) {
+        fprintf(stderr, "mroce-perf: --auth/--encrypt between two "
+                        "processes take their secret from the connection "
+                        "manager: give both sides --psk FILE\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -258,6 +360,10 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
             o->quiet = true;
         else if (!strcmp(a, "--loopback"))
             o->mode = PERF_LOOPBACK, mode_set = true;
+        else if (!strcmp(a, "--auth"))
+            o->sec_mode = MROCE_SEC_AUTH;
+        else if (!strcmp(a, "--encrypt"))
+            o->sec_mode = MROCE_SEC_ENCRYPT;
         else if (a[0] == '-' && i + 1 < argc)
             rc = opt_value(o, a, argv[++i]);
         else if (a[0] == '-')
@@ -272,6 +378,34 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
         }
     }
     return opt_finish(o, mode_set);
+}
+
+bool perf_size_ok(const struct perf_opts *o, size_t size)
+{
+    size_t sizes[32];
+    int n = perf_sizes(o, sizes, 32);
+    for (int i = 0; i < n; i++)
+        if (sizes[i] == size)
+            return true;
+    return false;
+}
+
+void perf_cm_attr(const struct perf_opts *o, struct mroce_cm_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->psk = o->psk_len ? o->psk : NULL;
+    a->psk_len = o->psk_len;
+    memcpy(a->allow, o->allow, sizeof(a->allow));
+    a->n_allow = o->n_allow;
+    a->allow_any = o->allow_any;
+    a->keepalive_ms = (uint16_t)o->keepalive_ms;
+    a->no_keepalive = o->keepalive_ms == 0;
+    a->hello_timeout_ms = o->hello_timeout_ms;
+    /* R-CM-9: --auth/--encrypt require that mode; with a key alone the
+     * strongest both sides accept (ENC with a crypto provider). */
+    if (o->sec_mode)
+        a->modes = o->sec_mode == MROCE_SEC_ENCRYPT ? MROCE_CM_MODE_ENC
+                                                    : MROCE_CM_MODE_AUTH;
 }
 
 int perf_sizes(const struct perf_opts *o, size_t *sizes, int cap)

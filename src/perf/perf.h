@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <mroce/mroce.h>
+#include <mroce/mroce_cm.h>
 #include <mroce/mroce_dp.h>
 
 enum perf_test {
@@ -57,6 +58,17 @@ struct perf_opts {
     uint64_t min_rto_ns; /* --min-rto US [perf_min_rto_ns] */
     uint8_t retry_cnt;   /* --retry N [perf_retry_cnt] */
     int timeout_s;       /* whole-run bound [120] */
+    /* the CM (R-CM-*): key, address policy and limits */
+    uint8_t psk[MROCE_CM_PSK_MAX]; /* --psk FILE (hex) */
+    size_t psk_len;
+    struct mroce_cm_prefix allow[MROCE_CM_MAX_ALLOW]; /* --allow-addr */
+    uint32_t n_allow;
+    bool allow_any;       /* --allow-addr any */
+    size_t max_size;      /* server: --max-size [PERF_MAX_SIZE_DEF] */
+    int clients;          /* server: --clients, 0 forever [1] */
+    int keepalive_ms;     /* --keepalive MS, 0 off [2000] */
+    int hello_timeout_ms; /* server: --hello-timeout MS [5000] */
+    int sec_mode;         /* --auth, --encrypt: MROCE_SEC_* [NONE] */
     int eal_argc;
     char *eal_argv[PERF_MAX_EAL];
     /* collectives */
@@ -64,6 +76,8 @@ struct perf_opts {
     int ranks;        /* -N */
     int coll_flavour; /* --flavour: MROCE_COLL_WRITE_IMM or _SEND */
 };
+
+#define PERF_MAX_SIZE_DEF (64u << 20) /* a client's largest message */
 
 /* Parses argv; prints usage and returns -1 on error, 1 for --help. */
 int perf_opts_parse(struct perf_opts *o, int argc, char **argv);
@@ -178,5 +192,9 @@ int perf_main_coll(struct perf_opts *o);
 
 /* Sizes for -a: 2, 4, ..., 8 MiB; or just o->size. */
 int perf_sizes(const struct perf_opts *o, size_t *sizes, int cap);
+/* Whether size is one of perf_sizes(o). */
+bool perf_size_ok(const struct perf_opts *o, size_t size);
+/* The CM policy of the options (key, allowed addresses, keepalive). */
+void perf_cm_attr(const struct perf_opts *o, struct mroce_cm_attr *a);
 
 #endif

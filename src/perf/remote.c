@@ -114,6 +114,38 @@ static int rs_drive(struct rs *r, struct perf_run *run)
     }
 }
 
+/* Whether a client's CONFIG stays within what this server allows. */
+static const char *rs_config_refusal(const struct perf_opts *o,
+                                     const struct perf_ctl *c)
+{
+    if (c->v[0] >= PERF_UDP_PINGPONG)
+        return "unknown test";
+    if (!c->v[1] || c->v[1] > o->max_size)
+        return "message size above --max-size";
+    if ((c->v[5] & 1) && (8u << 20) > o->max_size)
+        return "-a sizes above --max-size";
+    if (!c->v[2] || !c->v[4] || c->v[4] > 65536)
+        return "iterations or depth out of range";
+    return NULL;
+}
+
+/* R-CM-8: the check of the peer's blob (CONFIG) before the CM answers: a
+ * server says nothing to a client that asks for more than it allows. */
+static int rs_check_blob(void *ud, const void *blob, size_t len)
+{
+    struct rs *r = ud;
+    struct perf_ctl c;
+    if (perf_ctl_decode(blob, (int)len, &c) || c.cmd != PERF_CMD_CONFIG) {
+        fprintf(stderr, "mroce-perf: peer sent no valid CONFIG\n");
+        return -1;
+    }
+    const char *why =
+        r->o->mode == PERF_SERVER ? rs_config_refusal(r->o, &c) : NULL;
+    if (why)
+        fprintf(stderr, "mroce-perf: client refused: %s\n", why);
+    return why ? -1 : 0;
+}
+
 static int rs_setup(struct rs *r, const uint64_t *cfg, uint64_t *peer_cfg)
 {
     char ip[MROCE_CM_ADDRSTRLEN];
@@ -126,7 +158,7 @@ static int rs_setup(struct rs *r, const uint64_t *cfg, uint64_t *peer_cfg)
         return err;
     struct perf_ctl c = {.cmd = PERF_CMD_CONFIG};
     memcpy(c.v, cfg, sizeof(c.v));
-    uint8_t mine[PERF_CTL_LEN], theirs[PERF_CTL_LEN + 8];
+    uint8_t mine[PERF_CTL_LEN], theirs[PERF_CTL_LEN];
     perf_ctl_encode(&c, mine);
     size_t got = 0;
     err = mroce_cm_establish(r->cm, r->side.conn, mine, sizeof(mine), theirs,
@@ -138,10 +170,13 @@ static int rs_setup(struct rs *r, const uint64_t *cfg, uint64_t *peer_cfg)
     if (perf_ctl_decode(theirs, (int)got, &c) || c.cmd != PERF_CMD_CONFIG)
         return MROCE_EPROTO;
     memcpy(peer_cfg, c.v, sizeof(c.v));
+    /* R-CM-9: the mode the CM agreed, for the report */
+    r->o->sec_mode = mroce_conn_sec_mode(r->side.conn);
     return 0;
 }
 
-/* Registers the buffer and swaps its location with the peer. */
+/* Registers the buffer and swaps its location with the peer, whose
+ * buffer must hold every slot this run writes or reads there. */
 static int rs_mr(struct rs *r, size_t len, int who)
 {
     int err = perf_side_buf(&r->side, len, who);
@@ -155,6 +190,11 @@ static int rs_mr(struct rs *r, size_t len, int who)
     if (!err)
         err = rs_wait(r, NULL, PERF_CMD_MR, &c);
     r->peer = (struct perf_remote){c.v[0], (uint32_t)c.v[1], c.v[2]};
+    if (!err && r->peer.len < len) {
+        fprintf(stderr, "mroce-perf: peer buffer of %llu bytes, need %zu\n",
+                (unsigned long long)r->peer.len, len);
+        err = MROCE_EPROTO;
+    }
     return err;
 }
 
@@ -194,7 +234,8 @@ static int rs_open(struct rs *r)
                 "mroce-perf: warning: peer has %u paths %u streams "
                 "(effective: the smaller)\n",
                 (unsigned)(theirs[6] >> 16), (unsigned)(theirs[6] & 0xffff));
-    if (o->mode == PERF_SERVER) { /* the client's test decides */
+    if (o->mode == PERF_SERVER) { /* the client's test decides, within
+                                     the limits rs_check_blob checked */
         o->test = (int)theirs[0];
         o->size = theirs[1];
         o->iters = theirs[2];
@@ -202,8 +243,6 @@ static int rs_open(struct rs *r)
         o->tx_depth = (uint32_t)theirs[4];
         o->all_sizes = theirs[5] & 1;
         o->check = theirs[5] >> 1 & 1;
-        if (o->test < 0 || o->test >= PERF_UDP_PINGPONG || !o->size)
-            return MROCE_EPROTO;
     }
     return rs_mr(r, rs_buf_need(o), o->mode == PERF_SERVER);
 }
@@ -219,8 +258,9 @@ static void rs_close(struct rs *r)
  * library text (a dropped packet) would mislead. */
 static const char *rs_why(int err)
 {
-    return err == MROCE_EPROTO ? "stopped by the error above"
-                               : mroce_strerror(err);
+    return err == MROCE_EPROTO || err == MROCE_EACCES
+               ? "stopped by the error above"
+               : mroce_strerror(err);
 }
 
 /* ---- Client ---- */
@@ -262,7 +302,11 @@ static int cli_size_cb(void *ud, size_t size, struct perf_result *res)
 int perf_main_client(struct perf_opts *o)
 {
     struct rs r = {.o = o};
-    int err = mroce_cm_dial(o->host, o->port, o->timeout_s * 1000, &r.cm);
+    struct mroce_cm_attr a;
+    perf_cm_attr(o, &a);
+    a.check_blob = rs_check_blob;
+    a.ud = &r;
+    int err = mroce_cm_dial(o->host, o->port, o->timeout_s * 1000, &a, &r.cm);
     if (err) {
         fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
         return 1;
@@ -319,6 +363,14 @@ static int srv_loop(struct rs *r)
         int err = rs_wait(r, NULL, PERF_CMD_RUN, &c);
         if (err == 1) /* QUIT */
             return 0;
+        /* The buffer holds the sizes of the client's CONFIG, no other. */
+        if (!err && !perf_size_ok(r->o, c.v[0])) {
+            fprintf(stderr,
+                    "mroce-perf: client asked for a %llu-byte run it did not "
+                    "configure\n",
+                    (unsigned long long)c.v[0]);
+            err = MROCE_EPROTO;
+        }
         if (!err)
             err = srv_size(r, c.v[0]);
         if (err)
@@ -326,28 +378,77 @@ static int srv_loop(struct rs *r)
     }
 }
 
-int perf_main_server(struct perf_opts *o)
+enum srv_outcome { SRV_DONE, SRV_FAILED, SRV_REFUSED };
+
+/* One client from set-up to QUIT, on its own copy of the options (its
+ * CONFIG replaces the test, sizes and counts). SRV_REFUSED: the set-up
+ * exchange refused it (R-CM-8: its CONFIG asked for too much, say). */
+static int srv_session(const struct perf_opts *base, struct mroce_cm *cm)
 {
-    struct rs r = {.o = o};
-    struct mroce_cm_listener *l;
-    int err = mroce_cm_listen(o->local_ip, o->port, &l);
-    if (!err) {
-        if (!o->quiet)
-            printf("mroce-perf: waiting for a client on TCP port %u\n",
-                   mroce_cm_listener_port(l));
-        fflush(stdout);
-        err = mroce_cm_accept(l, o->timeout_s * 1000, &r.cm);
-        mroce_cm_listener_close(l);
-    }
-    if (err) {
-        fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
-        return 1;
-    }
-    err = rs_open(&r);
+    struct perf_opts o = *base;
+    struct rs r = {.o = &o, .cm = cm};
+    int err = rs_open(&r);
+    bool up = mroce_cm_security(cm, NULL, NULL) >= 0;
     if (!err)
         err = srv_loop(&r);
     rs_close(&r);
     if (err)
         fprintf(stderr, "mroce-perf: server: %s\n", rs_why(err));
-    return err ? 1 : 0;
+    return !up ? SRV_REFUSED : err ? SRV_FAILED : SRV_DONE;
+}
+
+static void srv_summary(const struct perf_opts *o,
+                        const struct mroce_cm_listener *l, int served,
+                        int refused)
+{
+    struct mroce_cm_listener_counters c;
+    mroce_cm_listener_get_counters(l, &c);
+    if (o->quiet)
+        return;
+    printf("mroce-perf: served %d client(s); connectors dropped: %llu "
+           "refused, %d refused in set-up, %llu not CM, %llu silent, %llu "
+           "closed, %llu evicted\n",
+           served, (unsigned long long)c.rejected, refused,
+           (unsigned long long)c.dropped, (unsigned long long)c.timeouts,
+           (unsigned long long)c.closed, (unsigned long long)c.evicted);
+}
+
+/* R-CM-13: serves clients one after another; a connector that fails the
+ * CM's checks never counts, a client whose run fails does (and makes the
+ * exit status 1) but does not stop the server. */
+int perf_main_server(struct perf_opts *o)
+{
+    struct mroce_cm_attr a;
+    perf_cm_attr(o, &a);
+    a.check_blob = rs_check_blob;
+    struct rs chk = {.o = o};
+    a.ud = &chk; /* the limits are the server's own options */
+    struct mroce_cm_listener *l;
+    int err = mroce_cm_listen(o->local_ip, o->port, &a, &l);
+    if (err) {
+        fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
+        return 1;
+    }
+    if (!o->quiet)
+        printf("mroce-perf: waiting for a client on TCP port %u\n",
+               mroce_cm_listener_port(l));
+    fflush(stdout);
+    int served = 0, failed = 0, refused = 0;
+    while (!o->clients || served < o->clients) {
+        struct mroce_cm *cm;
+        err = mroce_cm_accept(l, o->clients ? o->timeout_s * 1000 : -1, &cm);
+        if (err) {
+            fprintf(stderr, "mroce-perf: %s\n", mroce_cm_errmsg());
+            failed++;
+            break;
+        }
+        int out = srv_session(o, cm);
+        refused += out == SRV_REFUSED;
+        failed += out == SRV_FAILED;
+        served += out != SRV_REFUSED;
+        fflush(stdout);
+    }
+    srv_summary(o, l, served, refused);
+    mroce_cm_listener_close(l);
+    return failed ? 1 : 0;
 }

@@ -90,7 +90,8 @@ static void json_result(FILE *f, const struct perf_result *r)
         "\"peer_retx_pkts\":%llu,\"rto_events\":%llu,\"tlp_pkts\":%llu,"
         "\"rx_nacks\":%llu,\"rx_ecn_ce\":%llu,\"peer_rx_ecn_ce\":%llu,"
         "\"dp_tx_pkts\":%llu,\"dp_rx_pkts\":%llu,\"gso_sends\":%llu,"
-        "\"gro_merged\":%llu,\"imp_lost\":%llu,\"drop_bad_crc\":%llu,",
+        "\"gro_merged\":%llu,\"imp_lost\":%llu,\"drop_bad_crc\":%llu,"
+        "\"drop_bad_tag\":%llu,\"drop_replay\":%llu,\"drop_sec_mode\":%llu,",
         (unsigned long long)c->tx_data_pkts, (unsigned long long)c->retx_pkts,
         (unsigned long long)r->peer.retx_pkts,
         (unsigned long long)c->rto_events, (unsigned long long)c->tlp_pkts,
@@ -100,7 +101,9 @@ static void json_result(FILE *f, const struct perf_result *r)
         (unsigned long long)r->dp.gso_sends,
         (unsigned long long)r->dp.gro_merged,
         (unsigned long long)r->dp.imp_lost,
-        (unsigned long long)r->ctx.drop_bad_crc);
+        (unsigned long long)r->ctx.drop_bad_crc,
+        (unsigned long long)c->drop_bad_tag, (unsigned long long)c->drop_replay,
+        (unsigned long long)c->drop_sec_mode);
     json_dp(f, &r->dp);
 }
 
@@ -119,12 +122,15 @@ int perf_report_json(const struct perf_opts *o, const struct perf_result *r,
             "{\"tool\":\"mroce-perf\",\"test\":\"%s\",\"mode\":\"%s\","
             "\"datapath\":\"%s\",\"transport\":\"%s\",\"paths\":%u,"
             "\"streams\":%u,\"mtu\":%u,\"spray_run\":%u,\"loss\":%g,"
-            "\"gso\":%s,\"min_rto_us\":%llu,\"retry\":%u,",
+            "\"gso\":%s,\"min_rto_us\":%llu,\"retry\":%u,\"sec_mode\":\"%s\",",
             perf_test_name(o->test), modes[o->mode],
             o->datapath == MROCE_DP_DPDK ? "dpdk" : "udp",
             o->transport ? "rocev2" : "metaroce", o->paths, o->streams, o->mtu,
             o->spray_run, o->loss, o->no_gso ? "false" : "true",
-            (unsigned long long)(perf_min_rto_ns(o) / 1000), perf_retry_cnt(o));
+            (unsigned long long)(perf_min_rto_ns(o) / 1000), perf_retry_cnt(o),
+            o->sec_mode == MROCE_SEC_ENCRYPT ? "encrypt"
+            : o->sec_mode == MROCE_SEC_AUTH  ? "auth"
+                                             : "none");
     if (extra)
         fprintf(f, "%s,", extra);
     fprintf(f, "\"results\":[");

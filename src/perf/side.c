@@ -30,7 +30,6 @@ void perf_dp_attr(struct mroce_dp_attr *a, const struct perf_opts *o,
     a->no_gro = o->no_gro;
     a->impair.loss = o->loss;
     a->impair.seed = seed * 7919 + 1;
-    a->ctx.seed = seed;
     a->ctx.mtu = o->mtu;
     a->ctx.transport = o->transport;
     a->ctx.hooks.log = side_log;

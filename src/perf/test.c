@@ -293,6 +293,11 @@ int perf_run_create(struct perf_side *s, const struct perf_opts *o, int role,
                     size_t size, const struct perf_remote *peer,
                     struct perf_run **out)
 {
+    /* Every slot of this size must lie in both buffers: the sizes come
+     * from the peer (RUN), the buffers from our CONFIG. */
+    if (!size || (size_t)perf_slots(size) * size > s->buf_len ||
+        (size_t)perf_slots(size) * size > peer->len)
+        return MROCE_EINVAL;
     struct perf_run *r = calloc(1, sizeof(*r));
     if (!r)
         return MROCE_ENOMEM;
@@ -377,9 +382,12 @@ void perf_lat_stats(uint64_t *lat, uint64_t n, struct perf_result *res)
     res->t_avg_us = sum / (double)n / 1e3;
 }
 
-/* Bytes [0, n) of the buffer hold side who's pattern from offset `from`. */
+/* Bytes [0, n) of the buffer hold side who's pattern from offset `from`;
+ * a span beyond the buffer is a mismatch, never a read past it. */
 static int run_cmp(const struct perf_run *r, size_t n, int who, size_t from)
 {
+    if (n > r->s->buf_len)
+        return -1;
     for (size_t i = 0; i < n; i++)
         if (r->s->buf[i] != perf_pattern(who, from + i))
             return -1;

@@ -236,7 +236,8 @@ int exp_vmem(struct exp *x, uint64_t bytes, uint64_t granule)
  * the 9216-byte jumbo default, so the run touches half the memory. */
 static uint32_t exp_max_payload(const struct mroce_sim_exp_cfg *c)
 {
-    struct mroce_ctx_attr a = {.mtu = c->mtu,
+    struct mroce_ctx_attr a = {.deterministic = 1,
+                               .mtu = c->mtu,
                                .transport = (uint8_t)c->transport,
                                .addr = {.family = MROCE_AF_INET}};
     struct mroce_ctx *ctx;
@@ -521,6 +522,7 @@ int exp_ep_open(struct exp *x, struct exp_ep *e)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
     struct mroce_ctx_attr a = {
+        .deterministic = 1, /* R-SEC-7: simulation repeats exactly */
         .seed = mroce_sim_seed(c->seed, 0x656e67ull << 32 | (uint64_t)e->host),
         .mtu = c->mtu,
         .link_mbps = (uint32_t)(c->link_bps * (uint64_t)c->planes / 1000000),

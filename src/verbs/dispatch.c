@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/seal.h"
 #include "roce/roce.h"
 
 /* ---- context ---- */
@@ -197,6 +198,18 @@ int mroce_conn_connect(struct mroce_conn *c,
     memcpy(r.qpn, remote->qpn, sizeof(r.qpn));
     memcpy(r.psn, remote->psn, sizeof(r.psn));
     return roce_conn_connect(c->roce, &r);
+}
+
+/* The secure modes are MetaRoCE's (R-AEAD-*). */
+int mroce_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
+                          size_t len)
+{
+    return c->roce ? MROCE_EINVAL : eng_conn_set_secret(c, mode, secret, len);
+}
+
+int mroce_conn_sec_mode(const struct mroce_conn *c)
+{
+    return c->roce ? MROCE_SEC_NONE : eng_conn_sec_mode(c);
 }
 
 int mroce_conn_disconnect(struct mroce_conn *c)

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "wire/aead.h"
 #include "wire/be.h"
 #include "wire/crc32c.h"
 
@@ -24,7 +25,7 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_READ_RESP, "READ_RESP", MROCE_H_DXH | MROCE_H_PAYLOAD, 36),
     OP(MROCE_OP_ACK, "ACK", MROCE_H_AKH, 68),
     OP(MROCE_OP_NACK, "NACK", MROCE_H_NKH, 32),
-    OP(MROCE_OP_PROBE, "PROBE", 0, 16),
+    OP(MROCE_OP_PROBE, "PROBE", MROCE_H_PAD, 68),
     OP(MROCE_OP_CLOSE, "CLOSE", 0, 16),
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
@@ -51,6 +52,7 @@ static void dxh_get(struct mroce_hdr *h, const uint8_t *p)
 {
     h->dsn = mroce_be32_get(p);
     h->stream = mroce_be16_get(p + 4);
+    h->prot = p[6];
     h->msn = mroce_be32_get(p + 8);
     h->msg_len = mroce_be32_get(p + 12);
     h->offset = mroce_be32_get(p + 16);
@@ -131,6 +133,19 @@ static void nkh_get(struct mroce_hdr *h, const uint8_t *p)
     h->nak_info = mroce_be32_get(p + 12);
 }
 
+/* R-VAL-8: sent as zeros, ignored on receipt. */
+static void pad_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    (void)h;
+    memset(p, 0, MROCE_PAD_LEN);
+}
+
+static void pad_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    (void)h;
+    (void)p;
+}
+
 /* Wire order of the extension headers (R-HDR-5). */
 static const struct ext_codec ext_tab[] = {
     {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
@@ -139,6 +154,7 @@ static const struct ext_codec ext_tab[] = {
     {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
     {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
     {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
+    {MROCE_H_PAD, MROCE_PAD_LEN, pad_put, pad_get},
 };
 #define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
 
@@ -188,9 +204,11 @@ int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
         return MROCE_WIRE_ENOSPC;
     mth_put(h, buf);
     uint8_t *p = buf + MROCE_MTH_LEN;
-    for (size_t i = 0; i < N_EXT; i++) {
-        if (!(oi->headers & ext_tab[i].flag))
+    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
+    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
+        if (!(left & ext_tab[i].flag))
             continue;
+        left &= (uint8_t)~ext_tab[i].flag;
         ext_tab[i].put(h, p);
         p += ext_tab[i].len;
     }
@@ -220,7 +238,8 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 }
 
 /* R-RX-1: minimum length, version, opcode, length of the opcode's
- * headers, CRC, then the payload rule. */
+ * headers and trailer, CRC (plain packets only: a sealed one's tag is
+ * the engine's to check, R-AEAD-8), then the payload rule. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
 {
     memset(h, 0, sizeof(*h));
@@ -231,23 +250,30 @@ int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
     const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
     if (!oi)
         return MROCE_WIRE_EOPCODE;
-    if (len < (size_t)oi->hdr_len + MROCE_ICRC_LEN)
+    bool sealed = buf[0] & MROCE_HF_SEAL;
+    size_t tl = mroce_aead_trailer_len(buf[0]);
+    if (len < (size_t)oi->hdr_len + tl)
         return MROCE_WIRE_ETRUNC;
-    size_t body = len - MROCE_ICRC_LEN;
-    if (mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
+    size_t body = len - tl;
+    if (!sealed && mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
         return MROCE_WIRE_ECRC;
     if (body > oi->hdr_len && !(oi->headers & MROCE_H_PAYLOAD))
         return MROCE_WIRE_EPAYLOAD;
-    h->flags = buf[0] & MROCE_HF_MASK;
+    /* R-HDR-3: the key phase bit means something on sealed packets only */
+    h->flags =
+        buf[0] & (sealed ? MROCE_HF_MASK | MROCE_HF_SEAL | MROCE_HF_KPHASE
+                         : MROCE_HF_MASK);
     h->opcode = buf[1];
     h->path = mroce_be16_get(buf + 2);
     h->conn = mroce_be32_get(buf + 4);
     h->psn = mroce_be32_get(buf + 8);
     h->ts = mroce_be32_get(buf + 12);
     const uint8_t *p = buf + MROCE_MTH_LEN;
-    for (size_t i = 0; i < N_EXT; i++) {
-        if (!(oi->headers & ext_tab[i].flag))
+    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
+    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
+        if (!(left & ext_tab[i].flag))
             continue;
+        left &= (uint8_t)~ext_tab[i].flag;
         ext_tab[i].get(h, p);
         p += ext_tab[i].len;
     }

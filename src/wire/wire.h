@@ -17,6 +17,7 @@
 #define MROCE_IMM_LEN 4   /* immediate data */
 #define MROCE_AKH_LEN 52  /* ACK: SACK anchor, bitmap, echoes, rate hint */
 #define MROCE_NKH_LEN 16  /* NACK */
+#define MROCE_PAD_LEN 52  /* PROBE padding: a PROBE is as long as an ACK */
 #define MROCE_ICRC_LEN 4  /* CRC32C trailer */
 #define MROCE_MAX_HDR_LEN (MROCE_MTH_LEN + MROCE_AKH_LEN)
 
@@ -40,7 +41,10 @@ enum mroce_op {
 /* MTH flags, low nibble of byte 0 (R-HDR-3). */
 #define MROCE_HF_ACKREQ 0x8 /* receiver should acknowledge at once */
 #define MROCE_HF_RETX 0x4   /* this is a retransmission */
-#define MROCE_HF_MASK 0xC   /* bits 0x2 and 0x1 are reserved, sent as 0 */
+#define MROCE_HF_MASK                                                          \
+    0xC /* what the encoder writes; bits 0x2 (SEAL) and                        \
+           0x1 (key phase) mark a sealed packet and are                        \
+           set by the AEAD framing only (wire/aead.h) */
 
 /* Which headers follow the MTH (bit per header, in wire order). */
 #define MROCE_H_DXH 0x01
@@ -49,6 +53,7 @@ enum mroce_op {
 #define MROCE_H_IMM 0x08
 #define MROCE_H_AKH 0x10
 #define MROCE_H_NKH 0x20
+#define MROCE_H_PAD 0x40     /* zeros, ignored on receipt (PROBE) */
 #define MROCE_H_PAYLOAD 0x80 /* a payload may follow the headers */
 
 /* NACK syndromes (R-NACK-2). */
@@ -84,6 +89,8 @@ struct mroce_hdr {
     /* DXH (and NKH's copy of dsn/stream/msn) */
     uint32_t dsn;
     uint16_t stream;
+    uint8_t prot; /* DXH byte 6: MROCE_PROT_ENC on a sealed packet whose
+                     payload is encrypted (R-AEAD-2); decode only */
     uint32_t msn;
     uint32_t msg_len;
     uint32_t offset;
@@ -138,7 +145,10 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 
 /* Validates and decodes one UDP payload (R-RX-1 order: length, version,
  * opcode, CRC, payload rule). Returns MROCE_WIRE_OK or a negative
- * mroce_wire_err; h->payload points into buf. */
+ * mroce_wire_err; h->payload points into buf. A sealed packet (SEAL in
+ * byte 0, R-AEAD-1) ends in a 16-byte tag instead of the ICRC: its
+ * trailer is not checked here but by whoever holds the key (the engine,
+ * R-AEAD-8), and h->flags keeps SEAL and the key phase. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h);
 
 /* SACK bitmap helpers: bit i <-> PSN (sack_high - i) (R-HDR-14). */

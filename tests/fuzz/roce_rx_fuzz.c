@@ -772,7 +772,8 @@ static void rec_api(struct rd *r)
 
 static void fz_open(void)
 {
-    struct mroce_ctx_attr a = {.seed = 1,
+    struct mroce_ctx_attr a = {.deterministic = 1,
+                               .seed = 1,
                                .mtu = MTU,
                                .transport = MROCE_TRANSPORT_ROCEV2,
                                .no_icrc = 1};

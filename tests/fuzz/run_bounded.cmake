@@ -15,10 +15,11 @@ endforeach()
 string(RANDOM LENGTH 10 run_id)
 set(dir "${WORK}/${NAME}-${run_id}")
 file(REMOVE_RECURSE "${dir}")
-file(MAKE_DIRECTORY "${dir}/seeds/wire" "${dir}/seeds/rx" "${dir}/corpus"
-                    "${dir}/seeds/${NAME}") # fuzzers without seeds
+file(MAKE_DIRECTORY "${dir}/seeds/wire" "${dir}/seeds/rx" "${dir}/seeds/cm"
+                    "${dir}/corpus" "${dir}/seeds/${NAME}") # fuzzers without seeds
 
 execute_process(COMMAND "${SEEDGEN}" "${dir}/seeds/wire" "${dir}/seeds/rx"
+                        "${dir}/seeds/cm"
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
     message(FATAL_ERROR "seed generator failed: ${rc}")

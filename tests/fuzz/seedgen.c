@@ -1,12 +1,16 @@
 /* Writes the seed corpora of the fuzzers, so no generated file lives in
- * git: usage `mroce_fuzz_seedgen WIRE_DIR RX_DIR` (both must exist).
+ * git: usage `mroce_fuzz_seedgen WIRE_DIR RX_DIR [CM_DIR]` (each must
+ * exist).
  *
  * wire: one valid packet per opcode (the codec's own encoder), payloads
  * of several sizes, reserved bits set, and packets long enough for every
  * CRC32C lane size.
  * rx: short record sequences (rx_records.h) for the main scenarios:
  * inbound WRITE/SEND/READ, ACKs of the engine's sends, NACKs, READ
- * responses, probes, close, timers, raw and mutated packets. */
+ * responses, probes, close, timers, raw and mutated packets.
+ * cm: CM message streams from src/cm's encoder: HELLOs (one and two
+ * planes, IPv6, RoCEv2 QPs, a blob, extensions, the key's tag), READY,
+ * APP, REJECT, a client's whole stream, a version 1 HELLO. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 
 #include <mroce/mroce.h>
 
+#include "cm/msg.h"
 #include "fuzz/rx_records.h"
 #include "wire/wire.h"
 
@@ -85,14 +90,19 @@ static int gen_wire(const char *dir)
                 return -1;
         }
     }
-    /* reserved flag bits and reserved DXH bytes set: still accepted */
+    /* the reserved flag bit and reserved DXH bytes set: still accepted */
     struct mroce_hdr h;
     wire_hdr(&h, MROCE_OP_SEND, 0);
     int len = mroce_wire_encode(&h, pay, 10, buf, sizeof(buf));
-    buf[0] |= 0x3;
+    buf[0] |= 0x1;
     buf[MROCE_MTH_LEN + 6] = 0xFF;
     len = (int)mroce_wire_seal(buf, (size_t)len - MROCE_ICRC_LEN);
-    return write_file(dir, "wire", n, buf, (size_t)len);
+    if (write_file(dir, "wire", n++, buf, (size_t)len))
+        return -1;
+    /* sealed (R-AEAD-1): a 16-byte tag instead of the ICRC */
+    memset(buf + len - MROCE_ICRC_LEN, 0xA5, 16);
+    buf[0] |= 0x2;
+    return write_file(dir, "wire", n, buf, (size_t)len + 12);
 }
 
 /* ---- rx ---- */
@@ -197,11 +207,85 @@ static int gen_rx(const char *dir)
     return 0;
 }
 
+/* ---- cm ---- */
+
+static void cm_seed_hello(struct cm_hello *h, int variant)
+{
+    memset(h, 0, sizeof(*h));
+    h->proto_min = h->proto_max = 1;
+    h->modes = MROCE_CM_MODE_NONE;
+    h->keepalive_ms = 1000;
+    struct mroce_conn_params *p = &h->p;
+    p->conn_id = 0xC0FFEE;
+    p->udp_port = 4797;
+    p->n_planes = variant == 1 ? 2 : 1;
+    for (int i = 0; i < p->n_planes; i++) {
+        p->plane_addr[i].family = variant == 2 ? MROCE_AF_INET6 : MROCE_AF_INET;
+        p->plane_addr[i].ip[0] = variant == 2 ? 0xfd : 127;
+        p->plane_addr[i].ip[3] = 1;
+        p->plane_addr[i].ip[15] = (uint8_t)i;
+    }
+    p->addr = p->plane_addr[0];
+    p->n_paths = 16, p->n_streams = 1, p->mtu = 4096, p->dsn_window = 4096;
+    p->msg_window = 64, p->max_rd = 16, p->path_window = 256;
+    p->ack_every = 1, p->ack_delay_ns = 2000, p->min_rto_ns = 100000;
+    p->max_rto_ns = 100000000, p->retry_cnt = 7, p->rnr_retry = 7;
+    p->rnr_max_us = 100;
+    if (variant == 3) { /* the RoCEv2 baseline with queue pairs */
+        h->transport = p->transport = MROCE_TRANSPORT_ROCEV2;
+        p->n_qps = 4;
+        for (int i = 0; i < 4; i++)
+            p->qpn[i] = 0x100u + (uint32_t)i, p->psn[i] = 7u * (uint32_t)i;
+    }
+    static const uint8_t ext[] = {0x00, 0x01, 0x00, 0x02, 0xAB,
+                                  0xCD, 0x80, 0x02, 0x00, 0x00};
+    if (variant == 4)
+        h->ext = ext, h->ext_len = sizeof(ext);
+    if (variant == 5) {
+        h->features = h->required = CM_FEAT_PSK;
+        h->modes = 7;
+        memset(h->psk_id, 0x5A, CM_PSK_ID_LEN);
+    }
+    h->blob = (const uint8_t *)"demo";
+    h->blob_len = variant == 6 ? 4 : 0;
+}
+
+static int gen_cm(const char *dir)
+{
+    static uint8_t buf[4 * CM_MSG_MAX];
+    int err = 0, k = 0;
+    for (int v = 0; v < 7; v++) {
+        struct cm_hello h;
+        cm_seed_hello(&h, v);
+        int n = cm_encode_hello(&h, buf, CM_MSG_MAX);
+        err |= n <= 0 || write_file(dir, "cm", k++, buf, (size_t)n);
+    }
+    struct cm_hello h;
+    cm_seed_hello(&h, 0);
+    size_t n = (size_t)cm_encode_hello(&h, buf, CM_MSG_MAX);
+    n += (size_t)cm_encode_simple(CM_READY, NULL, 0, buf + n, CM_MSG_MAX);
+    n += (size_t)cm_encode_simple(CM_APP, "hello", 5, buf + n, CM_MSG_MAX);
+    n += (size_t)cm_encode_simple(CM_KEEPALIVE, NULL, 0, buf + n, CM_MSG_MAX);
+    n += (size_t)cm_encode_simple(CM_BYE, NULL, 0, buf + n, CM_MSG_MAX);
+    err |= write_file(dir, "cm", k++, buf, n); /* a client's whole stream */
+    int r =
+        cm_encode_reject(MROCE_CM_REJ_ADDRESS, 1, "not yours", buf, CM_MSG_MAX);
+    err |= write_file(dir, "cm", k++, buf, (size_t)r);
+    r = cm_encode_simple(CM_READY, buf, CM_TAG_LEN, buf, CM_MSG_MAX);
+    err |= write_file(dir, "cm", k++, buf, (size_t)r);
+    buf[4] = 1; /* a version 1 peer */
+    err |= write_file(dir, "cm", k++, buf, (size_t)r);
+    return err;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s WIRE_DIR RX_DIR\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s WIRE_DIR RX_DIR [CM_DIR]\n", argv[0]);
         return 2;
     }
-    return gen_wire(argv[1]) || gen_rx(argv[2]) ? 1 : 0;
+    int err = gen_wire(argv[1]) || gen_rx(argv[2]);
+    if (argc == 4)
+        err |= gen_cm(argv[3]);
+    return err ? 1 : 0;
 }

@@ -105,6 +105,18 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+/* A sealed packet (byte 0 bit 0x2, R-AEAD-1) ends in a 16-byte tag that
+ * the decoder does not check; any other in the 4-byte ICRC. */
+static bool model_sealed(const uint8_t *buf)
+{
+    return buf[0] & 0x2;
+}
+
+static size_t model_trailer(const uint8_t *buf)
+{
+    return model_sealed(buf) ? 16 : 4;
+}
+
 /* R-RX-1, steps 1-6 in order. */
 static int model_verdict(const uint8_t *buf, size_t len)
 {
@@ -115,22 +127,25 @@ static int model_verdict(const uint8_t *buf, size_t len)
     const struct model_op *op = model_op(buf[1]);
     if (!op)
         return MROCE_WIRE_EOPCODE;
-    if (len < (size_t)op->hdr_len + 4)
+    size_t tl = model_trailer(buf);
+    if (len < (size_t)op->hdr_len + tl)
         return MROCE_WIRE_ETRUNC;
-    if (ref_crc32c(0, buf, len - 4) != get32(buf + len - 4))
+    if (!model_sealed(buf) &&
+        ref_crc32c(0, buf, len - 4) != get32(buf + len - 4))
         return MROCE_WIRE_ECRC;
-    if (len - 4 > op->hdr_len && !(op->headers & H_PAYLOAD))
+    if (len - tl > op->hdr_len && !(op->headers & H_PAYLOAD))
         return MROCE_WIRE_EPAYLOAD;
     return MROCE_WIRE_OK;
 }
 
 /* The decoded fields a packet of this header set carries; the rest must
- * be zero after decode. */
-static void model_mask(struct mroce_hdr *h, uint8_t headers)
+ * be zero after decode. A sealed packet keeps its SEAL and key phase
+ * bits (R-AEAD-1); the DXH's protection byte is decoded as it is. */
+static void model_mask(struct mroce_hdr *h, uint8_t headers, bool sealed)
 {
     struct mroce_hdr m = {0};
     m.opcode = h->opcode;
-    m.flags = h->flags & MROCE_HF_MASK;
+    m.flags = h->flags & (sealed ? 0xF : MROCE_HF_MASK);
     m.path = h->path;
     m.conn = h->conn;
     m.psn = h->psn;
@@ -143,6 +158,7 @@ static void model_mask(struct mroce_hdr *h, uint8_t headers)
     if (headers & H_DXH) {
         m.msg_len = h->msg_len;
         m.offset = h->offset;
+        m.prot = h->prot;
     }
     if (headers & H_RETH) {
         m.va = h->va;
@@ -173,14 +189,15 @@ static void model_mask(struct mroce_hdr *h, uint8_t headers)
 static bool hdr_eq(const struct mroce_hdr *a, const struct mroce_hdr *b)
 {
     return a->opcode == b->opcode && a->flags == b->flags &&
-           a->path == b->path && a->conn == b->conn && a->psn == b->psn &&
-           a->ts == b->ts && a->dsn == b->dsn && a->stream == b->stream &&
-           a->msn == b->msn && a->msg_len == b->msg_len &&
-           a->offset == b->offset && a->va == b->va && a->rkey == b->rkey &&
-           a->ssn == b->ssn && a->imm == b->imm &&
-           a->sack_high == b->sack_high && a->dsn_cum == b->dsn_cum &&
-           a->echo_ts == b->echo_ts && a->rate_mbps == b->rate_mbps &&
-           a->ce_count == b->ce_count && a->rx_count == b->rx_count &&
+           a->prot == b->prot && a->path == b->path && a->conn == b->conn &&
+           a->psn == b->psn && a->ts == b->ts && a->dsn == b->dsn &&
+           a->stream == b->stream && a->msn == b->msn &&
+           a->msg_len == b->msg_len && a->offset == b->offset &&
+           a->va == b->va && a->rkey == b->rkey && a->ssn == b->ssn &&
+           a->imm == b->imm && a->sack_high == b->sack_high &&
+           a->dsn_cum == b->dsn_cum && a->echo_ts == b->echo_ts &&
+           a->rate_mbps == b->rate_mbps && a->ce_count == b->ce_count &&
+           a->rx_count == b->rx_count &&
            memcmp(a->sack, b->sack, sizeof(a->sack)) == 0 &&
            a->nak_code == b->nak_code && a->nak_info == b->nak_info &&
            a->payload_len == b->payload_len;
@@ -215,12 +232,18 @@ static void fuzz_decode(const uint8_t *buf, size_t len)
     CHECK(op && h.opcode == op->opcode);
     CHECK(mroce_wire_hdr_len(h.opcode) == op->hdr_len);
     /* the payload lies inside the input, right after the headers */
+    size_t tl = model_trailer(buf);
     CHECK(h.payload == buf + op->hdr_len);
-    CHECK((size_t)op->hdr_len + h.payload_len + 4 == len);
-    CHECK(h.payload >= buf && h.payload + h.payload_len <= buf + len - 4);
+    CHECK((size_t)op->hdr_len + h.payload_len + tl == len);
+    CHECK(h.payload >= buf && h.payload + h.payload_len <= buf + len - tl);
     struct mroce_hdr m = h;
-    model_mask(&m, op->headers);
+    model_mask(&m, op->headers, model_sealed(buf));
     CHECK(hdr_eq(&m, &h)); /* fields the type lacks are zero */
+    if (op->headers & H_DXH)
+        CHECK(h.prot == buf[16 + 6]);
+    if (model_sealed(buf)) /* the encoder writes plain packets only */
+        return;
+    h.prot = 0; /* ignored on a plain packet (R-HDR-7); encoded as 0 */
 
     uint8_t *out = malloc(len);
     uint8_t *want = malloc(len);
@@ -311,7 +334,7 @@ static void fuzz_encode(const uint8_t *data, size_t size)
     struct mroce_hdr want = h;
     want.payload = buf + op->hdr_len;
     want.payload_len = plen;
-    model_mask(&want, op->headers);
+    model_mask(&want, op->headers, false);
     CHECK(hdr_eq(&d, &want));
     CHECK(d.payload == buf + op->hdr_len);
     CHECK(plen == 0 || memcmp(d.payload, payload, plen) == 0);

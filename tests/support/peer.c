@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/fault.h"
 #include "support/peer.h"
+#include "support/peer_sec.h"
 
 static const struct mroce_addr peer_engine_addr = {.family = MROCE_AF_INET,
                                                    .ip = {10, 0, 0, 1}};
@@ -45,17 +47,27 @@ static void peer_fill_remote(struct peer *p, const struct peer_cfg *cfg)
     r->dsn_window = DEF(r->dsn_window, p->local.dsn_window);
     r->msg_window = DEF(r->msg_window, p->local.msg_window);
     r->max_rd = DEF(r->max_rd, p->local.max_rd);
+    /* the peer's own sequence numbers start where it announced (R-CONN-5;
+     * 0 unless the test chose others) */
+    for (int i = 0; i < 256; i++)
+        p->psn[i] = r->init_psn;
+    p->dsn = r->init_dsn;
+    for (int i = 0; i < PEER_MAX_STREAMS; i++)
+        p->msn[i] = r->init_msn;
+    p->rx_cum = p->local.init_dsn; /* the engine's first DSN */
 }
 
 static void peer_open_ctx(struct peer *p, const struct peer_cfg *cfg)
 {
-    struct mroce_ctx_attr a = {.seed = 1,
+    struct mroce_ctx_attr a = {.deterministic = 1,
+                               .seed = 1,
                                .mtu = cfg->mtu,
                                .n_planes = cfg->n_planes,
                                .spray_run = cfg->spray_run};
     a.addr = peer_engine_addr;
     a.hooks.rand64 = cfg->rand64;
     a.hooks.ud = cfg->rand_ud;
+    a.crypto = cfg->crypto;
     assert_int_equal(mroce_ctx_open(&a, &p->ctx), 0);
     assert_int_equal(mroce_pd_alloc(p->ctx, &p->pd), 0);
     uint32_t depth = DEF(cfg->cq_depth, 256);
@@ -89,6 +101,8 @@ struct peer *peer_new_unconnected(const struct peer_cfg *cfg)
     assert_non_null(p);
     p->out = calloc(PEER_OUT_MAX, sizeof(*p->out));
     assert_non_null(p->out);
+    p->sent = calloc(256, sizeof(*p->sent));
+    assert_non_null(p->sent);
     p->live_next = peer_live;
     peer_live = p;
     p->now = PEER_T0;
@@ -98,6 +112,10 @@ struct peer *peer_new_unconnected(const struct peer_cfg *cfg)
     attr.send_cq = p->scq;
     attr.recv_cq = p->rcq;
     assert_int_equal(mroce_conn_create(p->pd, &attr, &p->conn), 0);
+    if (cfg->fixed_init)
+        assert_int_equal(mroce_conn_set_init_seq(p->conn, cfg->init_psn,
+                                                 cfg->init_dsn, cfg->init_msn),
+                         0);
     mroce_conn_get_params(p->conn, &p->local);
     peer_fill_remote(p, cfg);
     return p;
@@ -127,8 +145,10 @@ void peer_free(struct peer *p)
     assert_non_null(*pp); /* freed twice? */
     *pp = p->live_next;
     mroce_ctx_close(p->ctx);
+    peer_sec_free(p);
     free(p->arena);
     free(p->out);
+    free(p->sent);
     free(p);
 }
 
@@ -185,7 +205,8 @@ int peer_feed(struct peer *p, const struct mroce_hdr *h, const void *payload,
               uint32_t len)
 {
     static uint8_t buf[PEER_PKT_MAX];
-    size_t n = peer_encode(h, payload, len, buf);
+    size_t n = p->sec ? peer_sec_seal(p->sec, h, payload, len, buf)
+                      : peer_encode(h, payload, len, buf);
     struct mroce_pkt_meta m = peer_meta(p, h->path);
     return peer_rx_meta(p, &m, buf, n);
 }
@@ -220,18 +241,23 @@ int peer_send(struct peer *p, uint16_t path, uint32_t psn, uint32_t dsn,
     return peer_feed(p, &h, payload, len);
 }
 
-/* The ts of the engine's packet at (path, psn) in the last drain, so the
- * engine gets a true RTT sample; the clock if it is not there. */
+static bool peer_is_seq(uint8_t op)
+{
+    return op <= MROCE_OP_READ_RESP || op == MROCE_OP_PROBE;
+}
+
+/* The ts the engine sent (path, psn) with, as a true receiver echoes it
+ * (R-ACK-2), so that the ACK checks (R-VAL-1) and gives a true RTT
+ * sample; the clock if the peer never saw that PSN. */
 static uint32_t peer_echo(const struct peer *p, uint16_t path, uint32_t psn)
 {
-    for (int i = 0; i < p->n_out; i++) {
-        const struct mroce_hdr *h = &p->out[i].h;
-        bool seq =
-            h->opcode <= MROCE_OP_READ_RESP || h->opcode == MROCE_OP_PROBE;
-        if (seq && h->path == path && h->psn == psn)
-            return h->ts;
-    }
-    return (uint32_t)p->now;
+    const struct peer_sent *e = &p->sent[path][psn & 255];
+    return e->any && e->psn == psn ? e->ts : (uint32_t)p->now;
+}
+
+uint32_t peer_sent_ts(const struct peer *p, uint16_t path, uint32_t psn)
+{
+    return peer_echo(p, path, psn);
 }
 
 int peer_ack(struct peer *p, uint16_t path, uint32_t sack_high,
@@ -283,6 +309,8 @@ static bool peer_addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
 static void peer_check_out(const struct peer *p, struct peer_out *o)
 {
     assert_true(o->len <= mroce_ctx_max_pkt(p->ctx));
+    if (p->sec) /* authenticates and decrypts it in place */
+        assert_int_equal(peer_sec_open(p->sec, o->buf, o->len), 0);
     assert_int_equal(mroce_wire_decode(o->buf, o->len, &o->h), 0);
     assert_true(peer_addr_eq(&o->meta.src, &p->local.addr));
     assert_true(peer_addr_eq(&o->meta.dst, &p->remote.addr));
@@ -303,6 +331,9 @@ int peer_drain(struct peer *p, struct mroce_hdr *out, int max)
         assert_true(p->n_out < PEER_OUT_MAX - 1); /* never emits forever */
         o->len = (size_t)n;
         peer_check_out(p, o);
+        if (peer_is_seq(o->h.opcode) && o->h.path < 256)
+            p->sent[o->h.path][o->h.psn & 255] =
+                (struct peer_sent){.psn = o->h.psn, .ts = o->h.ts, .any = true};
         if (out && p->n_out < max)
             out[p->n_out] = o->h;
         p->n_out++;
@@ -382,6 +413,13 @@ void peer_ack_all(struct peer *p)
         memcpy(h.sack, p->rx_bits[path], sizeof(h.sack));
         assert_int_equal(peer_feed(p, &h, NULL, 0), 0);
     }
+}
+
+int peer_prove(struct peer *p)
+{
+    assert_non_null(peer_find(p, MROCE_OP_PROBE, 0));
+    peer_ack_all(p);
+    return peer_drain(p, NULL, 0);
 }
 
 void peer_post_recv(struct peer *p, uint16_t stream, uint64_t wr_id,
@@ -466,7 +504,8 @@ uint64_t peer_drops(const struct peer *p)
            x.drop_bad_src + c.drop_bad_path + c.drop_dsn_window +
            c.drop_msn_window + c.drop_bad_key + c.drop_bad_bounds +
            c.drop_bad_access + c.drop_bad_msg + c.drop_state + c.drop_stale +
-           c.drop_bad_ack;
+           c.drop_bad_ack + c.drop_psn_window + c.drop_bad_close +
+           c.drop_bad_tag + c.drop_replay + c.drop_sec_mode;
 }
 
 size_t peer_mem_dirty(const struct peer *p)

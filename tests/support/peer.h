@@ -26,10 +26,12 @@
 #define PEER_MEM_LEN (64 * 1024) /* registered region */
 #define PEER_GUARD 4096          /* unregistered guard on each side */
 #define PEER_FILL 0xA5           /* pattern of untouched memory */
-#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_ICRC_LEN)
+#define PEER_PKT_MAX (MROCE_MAX_HDR_LEN + 9000 + MROCE_AEAD_TAG_LEN)
 #define PEER_OUT_MAX 1024          /* packets one drain can hold */
 #define PEER_REMOTE_ID 0x0BADF00Du /* the peer's own connection id */
 #define PEER_MAX_STREAMS 16
+
+struct peer_sec;
 
 /* What to build; zero fields take the defaults listed in peer.c. */
 struct peer_cfg {
@@ -41,6 +43,11 @@ struct peer_cfg {
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */
     uint64_t (*rand64)(void *ud);    /* optional rand hook */
     void *rand_ud;
+    /* the engine's own first PSN, DSN and MSN (R-CONN-5): its random
+     * draws, or with fixed_init these (mroce_conn_set_init_seq) */
+    bool fixed_init;
+    uint32_t init_psn, init_dsn, init_msn;
+    const struct mroce_crypto *crypto; /* engine context's provider */
 };
 
 /* One packet the engine emitted, decoded. h.payload points into buf, so
@@ -77,6 +84,12 @@ struct peer {
 
     struct peer_out *out; /* filled by peer_drain */
     int n_out;
+    /* every data packet and PROBE the engine sent, by (path, PSN mod 256):
+     * its PSN and ts, for the echo_ts of the peer's ACKs (R-VAL-1) */
+    struct peer_sent {
+        uint32_t psn, ts;
+        bool any;
+    } (*sent)[256];
 
     /* what the peer received of the engine's own sends (peer_ack_all) */
     bool rx_any[256];
@@ -86,7 +99,23 @@ struct peer {
     uint8_t rx_seen[4096]; /* by DSN mod 4096, above rx_cum */
 
     struct peer *live_next; /* every peer not yet freed (peer_free_all) */
+    struct peer_sec *sec;   /* secure modes: support/peer_sec.h */
 };
+
+/* The engine's own sequence numbers start at its announced init values
+ * (R-CONN-5): its k-th PSN of a path, k-th DSN and k-th MSN of a stream. */
+static inline uint32_t peer_tpsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_psn + k;
+}
+static inline uint32_t peer_tdsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_dsn + k;
+}
+static inline uint32_t peer_tmsn(const struct peer *p, uint32_t k)
+{
+    return p->local.init_msn + k;
+}
 
 void peer_default_cfg(struct peer_cfg *cfg);
 /* Creates the engine side and connects it to the peer. cfg may be NULL. */
@@ -134,6 +163,9 @@ int peer_ack_range(struct peer *p, uint16_t path, uint32_t lo,
                    uint32_t sack_high, uint32_t dsn_cum);
 int peer_nak(struct peer *p, const struct mroce_hdr *data, uint8_t code,
              uint32_t info);
+/* The ts the engine sent its (path, psn) with (seen by a drain), which a
+ * true receiver echoes; the clock if the peer never saw that PSN. */
+uint32_t peer_sent_ts(const struct peer *p, uint16_t path, uint32_t psn);
 
 /* ---- what the engine emits ---- */
 
@@ -148,6 +180,12 @@ const struct peer_out *peer_find(const struct peer *p, uint8_t opcode, int i);
 /* Answers every data packet and PROBE of the last drain with one ACK per
  * path (all received, dsn_cum = first DSN not seen yet). */
 void peer_ack_all(struct peer *p);
+
+/* R-VAL-7: the engine sends READ response data only once an ACK of the
+ * peer has resolved one of its transmissions; before that it sends a
+ * PROBE. Answers the PROBE of the last drain (peer_ack_all) and drains
+ * again; returns the number of packets. */
+int peer_prove(struct peer *p);
 
 /* Posts a receive of [mem + off, +len) on `stream`. */
 void peer_post_recv(struct peer *p, uint16_t stream, uint64_t wr_id,

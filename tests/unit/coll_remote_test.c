@@ -52,7 +52,8 @@ static void half_open(struct world *w, int r)
     struct half *h = &w->h[r];
     w->addr[r] = (struct mroce_addr){.family = MROCE_AF_INET,
                                      .ip = {10, 0, 1, (uint8_t)(r + 1)}};
-    struct mroce_ctx_attr ca = {.seed = 77 + (uint64_t)r,
+    struct mroce_ctx_attr ca = {.deterministic = 1,
+                                .seed = 77 + (uint64_t)r,
                                 .addr = w->addr[r],
                                 .transport = w->transport};
     assert_int_equal(mroce_ctx_open(&ca, &h->ctx), 0);

@@ -90,6 +90,7 @@ static void side_open(struct side *s, const char *port, const char *ip,
     if (imp)
         a.impair = *imp;
     addr_of(ip, &a.ctx.addr);
+    a.ctx.deterministic = 1;
     a.ctx.seed = 7;
     assert_int_equal(mroce_dp_create(&a, &s->dp), 0);
     s->ctx = mroce_dp_ctx(s->dp);

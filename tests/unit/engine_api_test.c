@@ -638,7 +638,7 @@ static void test_disconnect(void **state)
     const struct mroce_hdr *h = &p->out[0].h;
     assert_int_equal(h->opcode, MROCE_OP_CLOSE);
     assert_int_equal(h->path, 0);
-    assert_int_equal(h->psn, 0);
+    assert_int_equal(h->psn, peer_tdsn(p, 5)); /* R-VAL-5: our next DSN */
     assert_int_equal(p->out[0].len, MROCE_MTH_LEN + MROCE_ICRC_LEN);
     /* late ACKs for the flushed data change nothing */
     peer_ack_all(p);

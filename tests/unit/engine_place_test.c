@@ -428,10 +428,15 @@ static void test_read_response(void **state)
     assert_int_equal(peer_feed(p, &r, NULL, 0), 0);
     peer_drain(p, NULL, 0);
     assert_int_equal(peer_count(p, MROCE_OP_ACK), 1);
+    /* R-VAL-7: no response data until the peer proves it holds the
+     * connection: a PROBE first, its ACK, then the data */
+    assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 0);
+    peer_prove(p);
     assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 3);
     for (int k = 0; k < 3; k++) {
         const struct mroce_hdr *h = &peer_find(p, MROCE_OP_READ_RESP, k)->h;
-        assert_int_equal(h->dsn, k); /* the responder's own DSN space */
+        /* the responder's own DSN space */
+        assert_int_equal(h->dsn, peer_tdsn(p, (uint32_t)k));
         assert_int_equal(h->msn, 0);
         assert_int_equal(h->stream, 0);
         assert_int_equal(h->msg_len, 2500);
@@ -459,6 +464,7 @@ static void test_read_sees_earlier_write(void **state)
     assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 0);
     feed(p, &w, 1, 2);
     peer_drain(p, NULL, 0);
+    peer_prove(p);
     assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 1);
     const struct mroce_hdr *h = &peer_find(p, MROCE_OP_READ_RESP, 0)->h;
     assert_int_equal(h->msn, 1);

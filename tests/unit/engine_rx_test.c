@@ -173,7 +173,8 @@ static void test_reserved_probe_ack(void **state)
     peer_check_alive(p);
 }
 
-/* R-HDR-7: the reserved flag bits are ignored on receipt. */
+/* R-HDR-7: the reserved flag bit is ignored on receipt: without SEAL,
+ * bit 0x1 (the key phase of a sealed packet, R-AEAD-1) means nothing. */
 static void test_reserved_flags_ignored(void **state)
 {
     struct peer *p = *state;
@@ -182,7 +183,7 @@ static void test_reserved_flags_ignored(void **state)
     struct mroce_hdr h = next_write(p, PAYLOAD);
     uint8_t buf[PEER_PKT_MAX];
     size_t n = peer_encode(&h, data, PAYLOAD, buf);
-    buf[0] |= 0x3;
+    buf[0] |= 0x1;
     n = mroce_wire_seal(buf, n - MROCE_ICRC_LEN);
     assert_int_equal(peer_rx_raw(p, buf, n), 0);
     assert_memory_equal(p->mem, data, PAYLOAD);
@@ -203,16 +204,20 @@ static void crc_sweep(struct peer *p, uint8_t mask, bool exact_reason)
         bad[i] ^= mask;
         struct snap s = snap_of(p);
         assert_int_equal(peer_rx_raw(p, bad, n), MROCE_EPROTO);
-        if (exact_reason)
+        if (exact_reason && i == 0) /* SEAL set on a plain connection */
+            assert_int_equal(peer_cnt(p).drop_sec_mode, s.c.drop_sec_mode + 1);
+        else if (exact_reason)
             assert_int_equal(peer_ctx_cnt(p).drop_bad_crc,
                              s.x.drop_bad_crc + 1);
         assert_quiet_drop(p, &s);
     }
 }
 
-/* Bit 0x02 keeps the version (byte 0: a reserved flag) and maps WRITE to
- * SEND (same size class), so every single flip must fail the CRC. A full
- * byte inversion may hit version/opcode first: one drop either way. */
+/* Bit 0x02 keeps the version and maps WRITE to SEND (same size class),
+ * so every single flip must fail the CRC, but in byte 0, where it is
+ * SEAL (R-AEAD-1): a plain connection drops a sealed packet unopened
+ * (R-AEAD-8). A full byte inversion may hit version/opcode first: one
+ * drop either way. */
 static void test_bad_crc_each_byte(void **state)
 {
     struct peer *p = *state;
@@ -683,8 +688,8 @@ static void test_bad_chunking(void **state)
     fatal_case(r, NULL, 0, MROCE_NAK_INVALID_REQUEST, CNT(drop_bad_msg));
 }
 
-/* A READ_RESP of `len` bytes for msn 0 of stream 0 while a READ of 100
- * bytes is outstanding there (if `read`). */
+/* A READ_RESP of `len` bytes for the engine's first MSN of stream 0
+ * while a READ of 100 bytes is outstanding there (if `read`). */
 static void read_resp_case(bool read, uint32_t len)
 {
     struct peer *p = peer_new(NULL);
@@ -694,20 +699,28 @@ static void read_resp_case(bool read, uint32_t len)
     }
     uint8_t data[128] = {0};
     struct mroce_hdr h = peer_hdr(p, MROCE_OP_READ_RESP, 0, 0);
+    h.msn = peer_tmsn(p, 0);
     h.msg_len = len;
     struct snap s = snap_of(p);
     peer_feed(p, &h, data, len);
+    if (!read) { /* R-VAL-3: names no READ at all: a silent drop */
+        assert_int_equal(peer_cnt(p).drop_msn_window, s.c.drop_msn_window + 1);
+        assert_quiet_drop(p, &s);
+        assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CONNECTED);
+        peer_free(p);
+        return;
+    }
     assert_int_equal(peer_cnt(p).drop_bad_msg, s.c.drop_bad_msg + 1);
     assert_fatal(p, &s, &h, MROCE_NAK_INVALID_REQUEST, 0);
     struct mroce_wc wc[2];
-    assert_int_equal(peer_poll(p->scq, wc, 2), read);
-    if (read)
-        assert_int_equal(wc[0].status, MROCE_WC_WR_FLUSH_ERR);
+    assert_int_equal(peer_poll(p->scq, wc, 2), 1);
+    assert_int_equal(wc[0].status, MROCE_WC_WR_FLUSH_ERR);
     peer_free(p);
 }
 
-/* R-MSG-11: a READ_RESP must name an outstanding READ by (stream, MSN)
- * with the requested length; otherwise NACK INVALID_REQUEST. */
+/* R-MSG-11: a READ_RESP naming an outstanding READ by (stream, MSN) must
+ * have the requested length, else NACK INVALID_REQUEST; R-VAL-3: one
+ * that names no READ sent and not completed is dropped silently. */
 static void test_read_resp_unsolicited(void **state)
 {
     (void)state;

@@ -36,7 +36,7 @@ static uint64_t rnd(struct model *m)
 
 static struct mroce_ctx *ctx_new(void)
 {
-    struct mroce_ctx_attr a = {.seed = 1};
+    struct mroce_ctx_attr a = {.deterministic = 1, .seed = 1};
     a.addr.family = MROCE_AF_INET;
     struct mroce_ctx *ctx = NULL;
     assert_int_equal(mroce_ctx_open(&a, &ctx), 0);

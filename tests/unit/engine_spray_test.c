@@ -36,11 +36,14 @@ static void post_write(struct peer *p, uint64_t wr_id, uint32_t pkts)
 }
 
 /* Every packet of the last drain is data with DSN first + k, on path
- * path_of(k) with that path's PSNs in order from 0, from its port. */
+ * path_of(k) with that path's PSNs in order from the first, from its
+ * port. */
 static void assert_paths(const struct peer *p, const uint16_t *paths, int n)
 {
     assert_int_equal(p->n_out, n);
-    uint32_t next[PEER_PATHS] = {0};
+    uint32_t next[PEER_PATHS];
+    for (int k = 0; k < PEER_PATHS; k++)
+        next[k] = peer_tpsn(p, 0);
     for (int k = 0; k < n; k++) {
         const struct peer_out *o = &p->out[k];
         assert_int_equal(o->h.opcode, MROCE_OP_WRITE);
@@ -62,7 +65,7 @@ static void test_run_of_four(void **state)
         want[k] = (uint16_t)(k / 4);
     assert_paths(p, want, 16);
     for (int k = 0; k < 16; k++)
-        assert_int_equal(p->out[k].h.dsn, k);
+        assert_int_equal(p->out[k].h.dsn, peer_tdsn(p, (uint32_t)k));
     peer_ack_all(p);
     struct mroce_wc wc[2];
     assert_int_equal(peer_poll(p->scq, wc, 2), 1);
@@ -99,7 +102,9 @@ static void test_run_ends_without_room(void **state)
     const uint16_t want[8] = {0, 0, 1, 1, 2, 2, 3, 3};
     assert_paths(p, want, 8);
     peer_advance(p, 10 * US);
-    assert_int_equal(peer_ack_range(p, 2, 0, 1, 0), 0);
+    assert_int_equal(
+        peer_ack_range(p, 2, peer_tpsn(p, 0), peer_tpsn(p, 1), peer_tdsn(p, 0)),
+        0);
     assert_true(peer_drain(p, NULL, 0) >= 1);
     for (int k = 0; k < p->n_out; k++)
         assert_int_equal(p->out[k].h.path, 2);
@@ -118,7 +123,9 @@ static void test_run_yields_to_better_class(void **state)
     const uint16_t want[6] = {0, 0, 0, 0, 1, 1};
     assert_paths(p, want, 6);
     peer_advance(p, 10 * US);
-    assert_int_equal(peer_ack_range(p, 0, 0, 3, 4), 0);
+    assert_int_equal(
+        peer_ack_range(p, 0, peer_tpsn(p, 0), peer_tpsn(p, 3), peer_tdsn(p, 4)),
+        0);
     assert_int_equal(peer_drain(p, NULL, 0), 0);
     post_write(p, 2, 2);
     assert_int_equal(peer_drain(p, NULL, 0), 2);
@@ -138,10 +145,12 @@ static void test_retx_leaves_run_path(void **state)
     const uint16_t want[4] = {0, 0, 0, 0};
     assert_paths(p, want, 4);
     peer_advance(p, 10 * US);
-    assert_int_equal(peer_ack_range(p, 0, 1, 3, 0), 0);
+    assert_int_equal(
+        peer_ack_range(p, 0, peer_tpsn(p, 1), peer_tpsn(p, 3), peer_tdsn(p, 0)),
+        0);
     assert_int_equal(peer_drain(p, NULL, 0), 1);
     const struct peer_out *o = &p->out[0];
-    assert_int_equal(o->h.dsn, 0);
+    assert_int_equal(o->h.dsn, peer_tdsn(p, 0));
     assert_true(o->h.flags & MROCE_HF_RETX);
     assert_int_not_equal(o->h.path, 0);
 }
@@ -150,7 +159,8 @@ static void test_retx_leaves_run_path(void **state)
 static void test_run_limit(void **state)
 {
     (void)state;
-    struct mroce_ctx_attr a = {.seed = 1, .spray_run = MROCE_MAX_SPRAY_RUN};
+    struct mroce_ctx_attr a = {
+        .deterministic = 1, .seed = 1, .spray_run = MROCE_MAX_SPRAY_RUN};
     a.addr.family = MROCE_AF_INET;
     struct mroce_ctx *ctx;
     assert_int_equal(mroce_ctx_open(&a, &ctx), 0);

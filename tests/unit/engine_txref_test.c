@@ -71,12 +71,13 @@ static int ref_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
         g.whole++;
         return n;
     }
+    assert_int_equal(ref.trailer_len, MROCE_TX_ICRC_LEN);
     assert_int_equal(ref.hdr_len + ref.payload_len + MROCE_TX_ICRC_LEN, n);
     assert_true(in_region(g.w, ref.payload, ref.payload_len));
     g.refs++;
     g.read_resp_refs += buf[1] == MROCE_OP_READ_RESP;
     memcpy(buf + ref.hdr_len, ref.payload, ref.payload_len);
-    memcpy(buf + ref.hdr_len + ref.payload_len, ref.icrc, MROCE_TX_ICRC_LEN);
+    memcpy(buf + ref.hdr_len + ref.payload_len, ref.trailer, ref.trailer_len);
     return n;
 }
 

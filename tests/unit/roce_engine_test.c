@@ -122,6 +122,16 @@ static void rp_tap(void *ud, uint64_t now, int from,
     }
 }
 
+/* splitmix64: a fixed, reproducible sequence for the test devices */
+static uint64_t rp_rand(void *ud)
+{
+    uint64_t *state = ud;
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static struct rp *rp_create(const struct rp_cfg *cfg)
 {
     struct rp *p = calloc(1, sizeof(*p));
@@ -133,7 +143,10 @@ static struct rp *rp_create(const struct rp_cfg *cfg)
     for (int i = 0; i < 2; i++) {
         struct mroce_hooks h = {
             .alloc = rp_alloc, .free = rp_free, .log = rp_nolog};
-        dev_init(&p->md[i], &h, 7 + (uint64_t)i);
+        dev_init(&p->md[i], &h);
+        p->md[i].rng = rp_rand; /* deterministic: a test */
+        p->md[i].rng_state = 7 + (uint64_t)i;
+        p->md[i].rng_ud = &p->md[i].rng_state;
         p->md[i].addr = (struct mroce_addr){.family = MROCE_AF_INET,
                                             .ip = {10, 0, 0, (uint8_t)(i + 1)}};
         addr[i] = p->md[i].addr;

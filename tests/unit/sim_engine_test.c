@@ -98,6 +98,7 @@ static void side_open(struct side *s, struct mroce_sim_topo *t, int host,
     struct mroce_ctx_attr a;
     memset(&a, 0, sizeof(a));
     mroce_sim_topo_host_addr(t, host, &a.addr);
+    a.deterministic = 1;
     a.seed = seed;
     a.mtu = MROCE_SIM_MTU_PAYLOAD;
     a.link_mbps = 400000;

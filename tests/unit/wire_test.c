@@ -75,12 +75,12 @@ static const uint8_t vec_read_resp[48] = {
 
 /* ACK (B to A) for A's path 3, with a non-trivial bitmap */
 static const uint8_t vec_ack[72] = {
-    0x10, 0x10, 0x00, 0x03, 0x00, 0xc0, 0xff, 0xee, 0x00, 0x00, 0x00, 0x00,
+    0x10, 0x10, 0x00, 0x03, 0x00, 0xc0, 0xff, 0xee, 0x00, 0x00, 0x03, 0xe8,
     0x3a, 0xde, 0x7e, 0xe0, 0x00, 0x00, 0x03, 0xe8, 0x00, 0x0a, 0x1b, 0x2d,
     0x07, 0x5b, 0xcd, 0x15, 0x00, 0x00, 0xc3, 0x50, 0x00, 0x11, 0x02, 0xed,
     0xd0, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x84, 0xa7, 0xf1, 0x5c,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe2, 0xd4, 0x16, 0xa7,
 };
 
 /* NACK RNR (B to A) */
@@ -90,22 +90,36 @@ static const uint8_t vec_nack_rnr[36] = {
     0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0xc8, 0xeb, 0x6b, 0x2f, 0xd2,
 };
 
-/* PROBE (A to B) on path 6 */
-static const uint8_t vec_probe[20] = {
+/* PROBE (A to B) on path 6, padded to the length of an ACK */
+static const uint8_t vec_probe[72] = {
     0x18, 0x20, 0x00, 0x06, 0x1a, 0x2b, 0x3c, 0x4d, 0x00, 0x00, 0x00, 0x09,
-    0x07, 0x5c, 0x75, 0xe0, 0xa9, 0x21, 0x65, 0x9e,
+    0x07, 0x5c, 0x75, 0xe0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbb, 0x1a, 0x1d, 0x35,
 };
 
-/* CLOSE (A to B) */
+/* CLOSE (A to B), carrying A's next DSN */
 static const uint8_t vec_close[20] = {
-    0x10, 0x30, 0x00, 0x00, 0x1a, 0x2b, 0x3c, 0x4d, 0x00, 0x00, 0x00, 0x00,
-    0x07, 0x5c, 0x9c, 0xf0, 0xfe, 0x6f, 0x1a, 0xb3,
+    0x10, 0x30, 0x00, 0x00, 0x1a, 0x2b, 0x3c, 0x4d, 0x00, 0x0a, 0x1b, 0x32,
+    0x07, 0x5c, 0x9c, 0xf0, 0x10, 0x5a, 0x56, 0x57,
 };
 
-/* CLOSE_ACK (B to A) */
+/* CLOSE_ACK (B to A), carrying B's next DSN */
 static const uint8_t vec_close_ack[20] = {
-    0x10, 0x31, 0x00, 0x00, 0x00, 0xc0, 0xff, 0xee, 0x00, 0x00, 0x00, 0x00,
-    0x3a, 0xde, 0xf4, 0x10, 0x4d, 0x9f, 0x88, 0xc6,
+    0x10, 0x31, 0x00, 0x00, 0x00, 0xc0, 0xff, 0xee, 0x00, 0x00, 0x01, 0x02,
+    0x3a, 0xde, 0xf4, 0x10, 0xd2, 0x8d, 0x3c, 0x87,
+};
+
+/* ACK (B to A) answering the PROBE of path 6: MTH psn 9 names it */
+static const uint8_t vec_ack_echo[72] = {
+    0x10, 0x10, 0x00, 0x06, 0x00, 0xc0, 0xff, 0xee, 0x00, 0x00, 0x00, 0x09,
+    0x3a, 0xde, 0x9e, 0xa0, 0x00, 0x00, 0x00, 0x09, 0x00, 0x0a, 0x1b, 0x2d,
+    0x07, 0x5c, 0x75, 0xe0, 0x00, 0x00, 0xc3, 0x50, 0x00, 0x00, 0x00, 0x0a,
+    0xff, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc4, 0x8f, 0x71, 0xf6,
 };
 
 /* clang-format on */
@@ -224,7 +238,7 @@ static const struct vector vectors[] = {
                        .flags = 0,
                        .path = 3,
                        .conn = CONN_A,
-                       .psn = 0,
+                       .psn = 1000, /* sack_high: no PROBE (R-VAL-4) */
                        .ts = 0x3ade7ee0,
                        .sack_high = 1000,
                        .dsn_cum = 0x000a1b2d,
@@ -255,14 +269,27 @@ static const struct vector vectors[] = {
                          .flags = 0,
                          .path = 0,
                          .conn = CONN_B,
-                         .psn = 0,
+                         .psn = 0x000a1b32,
                          .ts = 0x075c9cf0}},
     {VEC(close_ack), .hdr = {.opcode = MROCE_OP_CLOSE_ACK,
                              .flags = 0,
                              .path = 0,
                              .conn = CONN_A,
-                             .psn = 0,
+                             .psn = 0x00000102,
                              .ts = 0x3adef410}},
+    {VEC(ack_echo), .hdr = {.opcode = MROCE_OP_ACK,
+                            .flags = 0,
+                            .path = 6,
+                            .conn = CONN_A,
+                            .psn = 9,
+                            .ts = 0x3ade9ea0,
+                            .sack_high = 9,
+                            .dsn_cum = 0x000a1b2d,
+                            .echo_ts = 0x075c75e0,
+                            .rate_mbps = 50000,
+                            .ce_count = 0,
+                            .rx_count = 10,
+                            .sack = {0xffc0000000000000ull}}},
 };
 #define N_VECTORS (sizeof(vectors) / sizeof(vectors[0]))
 
@@ -285,7 +312,7 @@ static const struct op_expect op_expect[] = {
     {MROCE_OP_READ_RESP, "READ_RESP", MROCE_H_DXH | MROCE_H_PAYLOAD},
     {MROCE_OP_ACK, "ACK", MROCE_H_AKH},
     {MROCE_OP_NACK, "NACK", MROCE_H_NKH},
-    {MROCE_OP_PROBE, "PROBE", 0},
+    {MROCE_OP_PROBE, "PROBE", MROCE_H_PAD},
     {MROCE_OP_CLOSE, "CLOSE", 0},
     {MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0},
 };
@@ -317,6 +344,8 @@ static size_t spec_hdr_len(uint8_t headers)
         len += 52;
     if (headers & MROCE_H_NKH)
         len += 16;
+    if (headers & MROCE_H_PAD)
+        len += 52;
     return len;
 }
 
@@ -727,11 +756,11 @@ static void test_reject_unknown_opcode(void **state)
             continue;
         uint8_t pkt[sizeof(vec_ack)];
         struct mroce_hdr h;
-        /* A 20-byte packet (PROBE-sized) and a 72-byte one (ACK-sized). */
-        memcpy(pkt, vec_probe, sizeof(vec_probe));
+        /* A 20-byte packet (CLOSE-sized) and a 72-byte one (ACK-sized). */
+        memcpy(pkt, vec_close, sizeof(vec_close));
         pkt[1] = (uint8_t)op;
-        reseal(pkt, sizeof(vec_probe));
-        assert_int_equal(decode_copy(pkt, sizeof(vec_probe), &h),
+        reseal(pkt, sizeof(vec_close));
+        assert_int_equal(decode_copy(pkt, sizeof(vec_close), &h),
                          MROCE_WIRE_EOPCODE);
         memcpy(pkt, vec_ack, sizeof(vec_ack));
         pkt[1] = (uint8_t)op;
@@ -759,11 +788,11 @@ static void test_reject_reserved_opcode_0x21(void **state)
     assert_int_equal(mroce_crc32c(0, old_probe_ack, 20), 0x6c83c110u);
     assert_int_equal(decode_copy(old_probe_ack, sizeof(old_probe_ack), &h),
                      MROCE_WIRE_EOPCODE);
-    /* MTH-only (PROBE-sized) and ACK-sized packets with opcode 0x21. */
-    memcpy(pkt, vec_probe, sizeof(vec_probe));
+    /* MTH-only (CLOSE-sized) and ACK-sized packets with opcode 0x21. */
+    memcpy(pkt, vec_close, sizeof(vec_close));
     pkt[1] = 0x21;
-    reseal(pkt, sizeof(vec_probe));
-    assert_int_equal(decode_copy(pkt, sizeof(vec_probe), &h),
+    reseal(pkt, sizeof(vec_close));
+    assert_int_equal(decode_copy(pkt, sizeof(vec_close), &h),
                      MROCE_WIRE_EOPCODE);
     memcpy(pkt, vec_ack, sizeof(vec_ack));
     pkt[1] = 0x21;
@@ -829,7 +858,9 @@ static void test_reject_payload_on_control(void **state)
     }
 }
 
-/* R-HDR-3, R-HDR-7: reserved bits and bytes are ignored on receipt. */
+/* R-HDR-3, R-HDR-7: reserved bits and bytes are ignored on receipt: on
+ * a packet without SEAL (0x2) the key phase bit 0x1 and the DXH
+ * protection byte mean nothing (R-AEAD-1, R-AEAD-2). */
 static void test_reserved_ignored(void **state)
 {
     (void)state;
@@ -839,7 +870,9 @@ static void test_reserved_ignored(void **state)
         uint8_t pkt[128];
         struct mroce_hdr h;
         memcpy(pkt, v->bytes, v->len);
-        pkt[0] |= 0x03;
+        pkt[0] |= 0x01;
+        if (op->headers & MROCE_H_PAD)
+            pkt[MROCE_MTH_LEN + 9] = 0x5a; /* R-VAL-8: padding ignored */
         if (op->headers & MROCE_H_DXH) {
             pkt[MROCE_MTH_LEN + 6] = 0xab;
             pkt[MROCE_MTH_LEN + 7] = 0xcd;
@@ -848,7 +881,8 @@ static void test_reserved_ignored(void **state)
             pkt[MROCE_MTH_LEN + 7] = 0xef;
         reseal(pkt, v->len);
         assert_int_equal(decode_copy(pkt, v->len, &h), MROCE_WIRE_OK);
-        h.flags &= MROCE_HF_MASK;
+        assert_int_equal(h.flags & 0x3, 0);
+        h.prot = 0;
         expect_hdr(v->name, &h, &v->hdr);
     }
 }

@@ -1,9 +1,15 @@
 -- MetaRoCE dissector for Wireshark / tshark 4.0 (Lua 5.2).
 --
 -- Decodes the MetaRoCE transport header (MTH), the extension headers of
--- each opcode (DXH, RETH, SNH, IMM, AKH, NKH), the payload length, and
--- verifies the CRC32C trailer (ICRC). Packet format: docs/spec.md
--- section 3; usage and field list: docs/wireshark.md.
+-- each opcode (DXH, RETH, SNH, IMM, AKH, NKH, the PROBE's padding), the
+-- payload length, and
+-- verifies the CRC32C trailer (ICRC). A sealed packet of the authenticated
+-- or encrypted mode (SEAL flag, docs/spec.md section 3.14) ends in a
+-- 16-byte AES-GCM tag instead, shown but not verified (the dissector has
+-- no keys); its key phase, its control sequence number (the MTH ts of a
+-- control packet) and whether its payload is encrypted are decoded.
+-- Packet format: docs/spec.md section 3; usage and field list:
+-- docs/wireshark.md.
 --
 --   tshark -X lua_script:tools/wireshark/mroce.lua -r capture.pcap
 --
@@ -14,6 +20,7 @@
 local DEFAULT_PORT = 4797
 local MTH_LEN = 16
 local ICRC_LEN = 4
+local TAG_LEN = 16 -- the trailer of a sealed packet (R-AEAD-2)
 local SACK_BITS = 256
 
 local mroce = Proto("mroce", "MetaRoCE")
@@ -37,7 +44,7 @@ local ops = {
                payload = true },
     [0x10] = { name = "ACK", hdrs = { "akh" }, len = 68 },
     [0x11] = { name = "NACK", hdrs = { "nkh" }, len = 32 },
-    [0x20] = { name = "PROBE", hdrs = {}, len = 16 },
+    [0x20] = { name = "PROBE", hdrs = { "pad" }, len = 68 },
     [0x30] = { name = "CLOSE", hdrs = {}, len = 16 },
     [0x31] = { name = "CLOSE_ACK", hdrs = {}, len = 16 },
 }
@@ -67,18 +74,27 @@ local F = {
     flags = ProtoField.uint8("mroce.flags", "Flags", base.HEX, nil, 0x0F),
     ackreq = ProtoField.bool("mroce.flags.ackreq", "ACKREQ", 8, nil, 0x08),
     retx = ProtoField.bool("mroce.flags.retx", "RETX", 8, nil, 0x04),
-    flags_rsvd = ProtoField.uint8("mroce.flags.reserved", "Reserved",
-                                  base.HEX, nil, 0x03),
+    seal = ProtoField.bool("mroce.flags.seal", "SEAL (AES-GCM tag trailer)", 8,
+                           nil, 0x02),
+    kphase = ProtoField.uint8("mroce.flags.kphase",
+                              "Key phase (sealed; else reserved)", base.DEC,
+                              nil, 0x01),
     opcode = ProtoField.uint8("mroce.opcode", "Opcode", base.HEX, op_names),
     path = ProtoField.uint16("mroce.path", "Path", base.DEC),
     conn = ProtoField.uint32("mroce.conn", "Destination connection ID",
                              base.HEX),
     psn = ProtoField.uint32("mroce.psn", "PSN", base.DEC),
     ts = ProtoField.uint32("mroce.ts", "Timestamp (ns mod 2^32)", base.DEC),
+    csn = ProtoField.uint32("mroce.csn", "Control sequence number (CSN)",
+                            base.DEC),
     -- DXH (section 3.4); the NKH's copies use the same fields
     dsn = ProtoField.uint32("mroce.dsn", "DSN", base.DEC),
     stream = ProtoField.uint16("mroce.stream", "Stream", base.DEC),
     dxh_rsvd = ProtoField.uint16("mroce.dxh.reserved", "Reserved", base.HEX),
+    prot = ProtoField.uint8("mroce.prot", "Protection", base.HEX),
+    prot_enc = ProtoField.bool("mroce.prot.enc", "Payload encrypted (ENC)", 8,
+                               nil, 0x01),
+    dxh_rsvd8 = ProtoField.uint8("mroce.dxh.reserved8", "Reserved", base.HEX),
     msn = ProtoField.uint32("mroce.msn", "MSN", base.DEC),
     msg_len = ProtoField.uint32("mroce.msg_len", "Message length", base.DEC),
     offset = ProtoField.uint32("mroce.offset", "Offset", base.DEC),
@@ -109,26 +125,33 @@ local F = {
                                 nak_names),
     nkh_rsvd = ProtoField.uint8("mroce.nak.reserved", "Reserved", base.HEX),
     nak_info = ProtoField.uint32("mroce.nak.info", "Info", base.DEC),
+    -- PROBE padding (R-VAL-8)
+    pad = ProtoField.bytes("mroce.pad", "Padding"),
     -- payload and ICRC (sections 3.1, 3.10)
     payload = ProtoField.bytes("mroce.payload", "Payload"),
+    payload_enc = ProtoField.bytes("mroce.payload_enc",
+                                   "Encrypted payload (AES-128-GCM)"),
     payload_len = ProtoField.uint32("mroce.payload_len", "Payload length",
                                     base.DEC),
     crc = ProtoField.uint32("mroce.crc", "ICRC", base.HEX),
     crc_calc = ProtoField.uint32("mroce.crc.calculated", "Calculated ICRC",
                                  base.HEX),
     crc_ok = ProtoField.bool("mroce.crc_ok", "ICRC good"),
+    tag = ProtoField.bytes("mroce.tag", "AES-GCM tag"),
 }
 
 -- In wire order, so that tshark -G fields lists them that way.
 mroce.fields = {
-    F.version, F.flags, F.ackreq, F.retx, F.flags_rsvd, F.opcode, F.path,
-    F.conn, F.psn, F.ts,
-    F.dsn, F.stream, F.dxh_rsvd, F.msn, F.msg_len, F.offset,
+    F.version, F.flags, F.ackreq, F.retx, F.seal, F.kphase, F.opcode, F.path,
+    F.conn, F.psn, F.ts, F.csn,
+    F.dsn, F.stream, F.dxh_rsvd, F.prot, F.prot_enc, F.dxh_rsvd8, F.msn,
+    F.msg_len, F.offset,
     F.va, F.rkey, F.ssn, F.imm,
     F.sack_high, F.dsn_cum, F.echo_ts, F.rate, F.ce_count, F.rx_count,
     F.sack, F.sack_count, F.sack_rel, F.sack_psn,
-    F.syndrome, F.nkh_rsvd, F.nak_info,
-    F.payload, F.payload_len, F.crc, F.crc_calc, F.crc_ok,
+    F.syndrome, F.nkh_rsvd, F.nak_info, F.pad,
+    F.payload, F.payload_enc, F.payload_len, F.crc, F.crc_calc, F.crc_ok,
+    F.tag,
 }
 
 local E = {
@@ -148,9 +171,12 @@ local E = {
                               expert.group.UNDECODED, expert.severity.NOTE),
     nak = ProtoExpert.new("mroce.nak.expert", "NACK",
                           expert.group.RESPONSE_CODE, expert.severity.NOTE),
+    tag_skip = ProtoExpert.new("mroce.tag.unverified",
+                               "AES-GCM tag not verified (no key)",
+                               expert.group.SECURITY, expert.severity.NOTE),
 }
 mroce.experts = { E.crc_good, E.crc_bad, E.crc_skip, E.malformed,
-                  E.snaplen, E.nak }
+                  E.snaplen, E.nak, E.tag_skip }
 
 mroce.prefs.udp_port = Pref.uint("UDP port", DEFAULT_PORT,
                                  "UDP port of MetaRoCE (R-ENC-2)")
@@ -228,11 +254,19 @@ local function u(tvb, t, field, off, n)
     return r:uint()
 end
 
+-- DXH byte 6 is the protection byte of a sealed packet (R-AEAD-2).
 local function dissect_dxh(tvb, off, t, h)
     local st = t:add(mroce, tvb(off, 20), "Data Extension Header (DXH)")
     h.dsn = u(tvb, st, F.dsn, off, 4)
     h.stream = u(tvb, st, F.stream, off + 4, 2)
-    st:add(F.dxh_rsvd, tvb(off + 6, 2))
+    if h.sealed then
+        local pt = st:add(F.prot, tvb(off + 6, 1))
+        pt:add(F.prot_enc, tvb(off + 6, 1))
+        h.enc = tvb(off + 6, 1):uint() % 2 == 1
+        st:add(F.dxh_rsvd8, tvb(off + 7, 1))
+    else
+        st:add(F.dxh_rsvd, tvb(off + 6, 2))
+    end
     h.msn = u(tvb, st, F.msn, off + 8, 4)
     h.msg_len = u(tvb, st, F.msg_len, off + 12, 4)
     h.offset = u(tvb, st, F.offset, off + 16, 4)
@@ -344,6 +378,13 @@ local function dissect_nkh(tvb, off, t, h)
     return 16
 end
 
+-- 52 zero bytes that make a PROBE as long as the ACK it draws (R-VAL-8:
+-- no amplification); ignored on receipt.
+local function dissect_pad(tvb, off, t, h)
+    t:add(F.pad, tvb(off, 52))
+    return 52
+end
+
 local dissect_ext = {
     dxh = dissect_dxh,
     reth = dissect_reth,
@@ -351,6 +392,7 @@ local dissect_ext = {
     imm = dissect_imm,
     akh = dissect_akh,
     nkh = dissect_nkh,
+    pad = dissect_pad,
 }
 
 -- ---------------------------------------------------------------------
@@ -364,13 +406,23 @@ local function dissect_mth(tvb, t, h)
     local ft = st:add(F.flags, tvb(0, 1))
     ft:add(F.ackreq, tvb(0, 1))
     ft:add(F.retx, tvb(0, 1))
-    ft:add(F.flags_rsvd, tvb(0, 1))
+    ft:add(F.seal, tvb(0, 1))
+    ft:add(F.kphase, tvb(0, 1))
     h.flags = tvb(0, 1):uint() % 16
+    h.sealed = h.flags % 4 >= 2
+    h.kphase = h.flags % 2
     h.opcode = u(tvb, st, F.opcode, 1, 1)
     h.path = u(tvb, st, F.path, 2, 2)
     h.conn = u(tvb, st, F.conn, 4, 4)
     h.psn = u(tvb, st, F.psn, 8, 4)
-    u(tvb, st, F.ts, 12, 4)
+    -- R-AEAD-4: a sealed control packet's ts is its CSN
+    local ctl = h.opcode == 0x10 or h.opcode == 0x11 or h.opcode == 0x30
+                or h.opcode == 0x31
+    if h.sealed and ctl then
+        h.csn = u(tvb, st, F.csn, 12, 4)
+    else
+        u(tvb, st, F.ts, 12, 4)
+    end
 end
 
 local function dissect_payload(tvb, off, body, t, h, oi)
@@ -383,7 +435,7 @@ local function dissect_payload(tvb, off, body, t, h, oi)
     if captured <= 0 then
         return
     end
-    local it = t:add(F.payload, tvb(off, captured))
+    local it = t:add(h.enc and F.payload_enc or F.payload, tvb(off, captured))
     if not oi.payload then
         h.extra = true
         it:add_proto_expert_info(E.malformed,
@@ -421,6 +473,15 @@ local function dissect_crc(tvb, body, t)
     return ok
 end
 
+-- The tag of a sealed packet: shown, not verified (no key).
+local function dissect_tag(tvb, body, t)
+    if tvb:len() < body + TAG_LEN then
+        return
+    end
+    local it = t:add(F.tag, tvb(body, TAG_LEN))
+    it:add_proto_expert_info(E.tag_skip)
+end
+
 -- ---------------------------------------------------------------------
 -- Info column
 -- ---------------------------------------------------------------------
@@ -446,15 +507,22 @@ local function info_text(h, oi)
     if oi.hdrs[1] == "dxh" then
         return info_data(h, oi)
     elseif h.opcode == 0x10 then
-        return string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
-                             h.path, h.sack_high, h.dsn_cum, h.sack_count,
-                             SACK_BITS, h.ce_count)
+        local s = string.format("ACK path=%d high=%d cum=%d sack=%d/%d ce=%d",
+                                h.path, h.sack_high, h.dsn_cum, h.sack_count,
+                                SACK_BITS, h.ce_count)
+        if h.psn ~= h.sack_high then
+            s = s .. string.format(" probe=%d", h.psn)
+        end
+        return s
     elseif h.opcode == 0x11 then
         return string.format("NACK %s path=%d psn=%d dsn=%d s%d/m%d info=%d",
                              nak_names[h.syndrome] or "reserved", h.path,
                              h.psn, h.dsn, h.stream, h.msn, h.nak_info)
     elseif h.opcode == 0x20 then
         return string.format("PROBE path=%d psn=%d", h.path, h.psn)
+    elseif h.opcode == 0x30 or h.opcode == 0x31 then
+        return string.format("%s path=%d conn=0x%08x next_dsn=%d", oi.name,
+                             h.path, h.conn, h.psn)
     end
     return string.format("%s path=%d conn=0x%08x", oi.name, h.path, h.conn)
 end
@@ -466,6 +534,15 @@ local function info_flags(h, crc_ok)
     end
     if h.flags % 8 >= 4 then
         tags[#tags + 1] = "RETX"
+    end
+    if h.sealed then
+        tags[#tags + 1] = string.format("SEALED K%d", h.kphase)
+        if h.csn then
+            tags[#tags + 1] = "csn=" .. h.csn
+        end
+        if h.enc then
+            tags[#tags + 1] = "ENC"
+        end
     end
     if h.extra then
         tags[#tags + 1] = "UNEXPECTED PAYLOAD"
@@ -487,12 +564,12 @@ end
 
 -- What a receiver would drop before looking at the extension headers
 -- (R-RX-1 steps 2-4), or nil.
-local function header_problem(h, oi, len)
+local function header_problem(h, oi, len, trailer)
     if h.version ~= 1 then
         return "version " .. h.version
     elseif not oi then
         return string.format("unknown opcode 0x%02x", h.opcode)
-    elseif len < oi.len + ICRC_LEN then
+    elseif len < oi.len + trailer then
         return string.format("%s shorter than its headers (%d bytes)",
                              oi.name, len)
     end
@@ -505,11 +582,15 @@ end
 local function dissect_body(tvb, pinfo, t, len)
     local h = {}
     dissect_mth(tvb, t, h)
-    local body = len - ICRC_LEN
+    local trailer = h.sealed and TAG_LEN or ICRC_LEN
+    local body = len - trailer
     local oi = ops[h.opcode]
-    local problem = header_problem(h, oi, len)
+    local problem = header_problem(h, oi, len, trailer)
     if problem then
-        local ok = dissect_crc(tvb, body, t)
+        local ok = nil
+        if not h.sealed then
+            ok = dissect_crc(tvb, body, t)
+        end
         return malformed(t, pinfo, problem .. info_flags(h, ok))
     end
     if tvb:len() < oi.len then
@@ -523,7 +604,12 @@ local function dissect_body(tvb, pinfo, t, len)
         off = off + dissect_ext[name](tvb, off, t, h)
     end
     dissect_payload(tvb, off, body, t, h, oi)
-    local ok = dissect_crc(tvb, body, t)
+    local ok = nil
+    if h.sealed then
+        dissect_tag(tvb, body, t)
+    else
+        ok = dissect_crc(tvb, body, t)
+    end
     local text = info_text(h, oi) .. info_flags(h, ok)
     pinfo.cols.info:set(text)
     t:append_text(", " .. text)

@@ -5,7 +5,8 @@
  *   m0  the transmit mbuf: Ethernet/IP/UDP and our headers;
  *   m1  an mbuf of the port's "mrzc" pool attached as an external buffer
  *       to the payload in registered memory (rte_pktmbuf_attach_extbuf);
- *   m2  a second "mrzc" mbuf holding the 4-byte ICRC in its own 8 bytes;
+ *   m2  a second "mrzc" mbuf holding the trailer in its own 16 bytes
+ *       (the 4-byte ICRC, or an authenticated connection's 16-byte tag);
  *
  * instead of the payload being copied into m0. The reference dies at
  * the loop's next engine call (the lifetime rule, docs/datapath.md), so
@@ -40,7 +41,7 @@
 #define ZC_SLOTS 128  /* payloads attached at once: two 64-frame bursts */
 #define ZC_MBUFS 1024 /* m1 + m2 per slot, with room for pool caches */
 #define ZC_CACHE 64
-#define ZC_OWN_ROOM 8  /* m2's own buffer: the ICRC */
+#define ZC_OWN_ROOM 16 /* m2's own buffer: the ICRC or AEAD tag */
 #define ZC_MIN_PAY 256 /* below it a copy costs less than two mbufs */
 #define ZC_SPARE 64    /* "mrzc" mbufs kept out of the pool */
 
@@ -156,7 +157,7 @@ static rte_iova_t zc_iova(const struct mroce_dpdk_zc *z, const void *va)
     return z->iova_va ? (rte_iova_t)(uintptr_t)va : RTE_BAD_IOVA;
 }
 
-/* m1: the payload in registered memory; m2: the ICRC, copied. */
+/* m1: the payload in registered memory; m2: the trailer, copied. */
 static void zc_link(struct mroce_dpdk_zc *z, struct rte_mbuf *m0,
                     struct rte_mbuf **seg, const struct mroce_dp_pkt *pkt)
 {
@@ -166,10 +167,10 @@ static void zc_link(struct mroce_dpdk_zc *z, struct rte_mbuf *m0,
     rte_pktmbuf_attach_extbuf(seg[0], pay, zc_iova(z, pay),
                               (uint16_t)pkt->pay_len, &s->sh);
     seg[0]->data_len = (uint16_t)pkt->pay_len;
+    uint32_t tail = pkt->hdr_len + pkt->pay_len;
     seg[1]->data_off = 0;
-    memcpy(seg[1]->buf_addr, pkt->buf + pkt->hdr_len + pkt->pay_len,
-           MROCE_TX_ICRC_LEN);
-    seg[1]->data_len = MROCE_TX_ICRC_LEN;
+    memcpy(seg[1]->buf_addr, pkt->buf + tail, pkt->len - tail);
+    seg[1]->data_len = (uint16_t)(pkt->len - tail);
     m0->next = seg[0];
     seg[0]->next = seg[1];
     m0->nb_segs = 3;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mroce/mroce_crypto.h>
+
 #define TWL_BURST 64
 #define TWL_MAX_STALL 1000000u
 #define TWL_CQ_RETRIES 8 /* doublings of a CQ a connection finds too small */
@@ -357,10 +359,15 @@ static int twl_open_ctx(struct mroce_twloop_pair *p,
         a.addr.ip[0] = 10;
         a.addr.ip[3] = (uint8_t)(i + 1);
     }
-    /* Distinct default seeds: the two sides must not draw the same ids. */
+    /* The test wire repeats runs exactly (R-SEC-7: deterministic contexts
+     * are for tests and benchmarks only), with distinct default seeds:
+     * the two sides must not draw the same ids. */
+    a.deterministic = 1;
     if (a.seed == 0)
         a.seed = (cfg->wire.seed + 1) * 0x9e3779b97f4a7c15ull + (uint64_t)i;
     p->addr[i] = a.addr;
+    if (cfg->sec_mode != MROCE_SEC_NONE && !a.crypto)
+        a.crypto = mroce_crypto_default();
     int rc = mroce_ctx_open(&a, &p->ctx[i]);
     return rc < 0 ? rc : mroce_pd_alloc(p->ctx[i], &p->pd[i]);
 }
@@ -408,9 +415,16 @@ static int twl_make_wire(struct mroce_twloop_pair *p,
                                    &p->loop);
 }
 
-static int twl_connect(struct mroce_twloop_pair *p)
+static int twl_connect(struct mroce_twloop_pair *p,
+                       const struct mroce_twloop_pair_cfg *cfg)
 {
     struct mroce_conn_params par[2];
+    for (int i = 0; i < 2 && cfg->sec_mode != MROCE_SEC_NONE; i++) {
+        int rc = mroce_conn_set_secret(p->conn[i], cfg->sec_mode, cfg->secret,
+                                       sizeof(cfg->secret));
+        if (rc < 0)
+            return rc;
+    }
     mroce_conn_get_params(p->conn[0], &par[0]);
     mroce_conn_get_params(p->conn[1], &par[1]);
     int rc = mroce_conn_connect(p->conn[0], &par[1]);
@@ -427,7 +441,7 @@ static int twl_pair_setup(struct mroce_twloop_pair *p,
         rc = twl_open_conn(p, cfg, i);
     if (rc == 0)
         rc = twl_make_wire(p, cfg);
-    return rc < 0 ? rc : twl_connect(p);
+    return rc < 0 ? rc : twl_connect(p, cfg);
 }
 
 int mroce_twloop_pair_create(const struct mroce_twloop_pair_cfg *cfg,

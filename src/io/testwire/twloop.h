@@ -141,6 +141,11 @@ struct mroce_twloop_pair_cfg {
     /* how the loop drives both contexts (ep: the struct mroce_ctx *);
      * NULL: mroce_ep_ctx_ops */
     const struct mroce_ep_ops *ops;
+    /* MROCE_SEC_*: both connections get this mode and secret before they
+     * connect (mroce_conn_set_secret); a context without a crypto
+     * provider then gets mroce_crypto_default() */
+    int sec_mode;
+    uint8_t secret[MROCE_SECRET_LEN];
 };
 
 /* Everything belongs to the pair; side 0 is loop endpoint 0. */

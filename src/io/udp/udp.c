@@ -93,6 +93,16 @@ static int udp_socket(struct mroce_dp *dp, uint16_t port, int *out)
     int one = 1;
     if (u->family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    /* R-ENC-8: never fragmented; DF set on IPv4 (a datagram above the
+     * path MTU fails to send instead of going out in fragments) */
+    int df = u->family == AF_INET6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
+    if (setsockopt(fd, u->family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
+                   u->family == AF_INET6 ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER,
+                   &df, sizeof(df)) < 0) {
+        int rc = udp_bind_err(dp, "IP_MTU_DISCOVER");
+        close(fd);
+        return rc;
+    }
     union udp_sa sa = u->local;
     if (u->family == AF_INET6)
         sa.v6.sin6_port = htons(port);

@@ -1,0 +1,156 @@
+/* AES-128-GCM over intel-ipsec-mb (Debian libipsec-mb-dev), HKDF over
+ * OpenSSL. The library's direct GCM API picks the best code for the CPU
+ * (init_mb_mgr_auto: AVX-512 with VAES and VPCLMULQDQ here); its manager
+ * is a table of function pointers, set up once and only read after, so
+ * one serves every thread. A key object is the expanded key and GHASH
+ * table (struct gcm_key_data, 64-byte aligned); the per-packet context
+ * lives on the stack. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/crypto_int.h"
+
+#if defined(MROCE_HAVE_IPSECMB) && defined(MROCE_HAVE_OPENSSL)
+
+#include <intel-ipsec-mb.h>
+#include <pthread.h>
+
+static struct {
+    pthread_once_t once;
+    IMB_MGR *mgr;
+} imb = {.once = PTHREAD_ONCE_INIT};
+
+static void imb_init(void)
+{
+    IMB_MGR *m = alloc_mb_mgr(0);
+    if (!m)
+        return;
+    init_mb_mgr_auto(m, NULL);
+    if (imb_get_errno(m)) {
+        free_mb_mgr(m);
+        return;
+    }
+    imb.mgr = m;
+}
+
+static void *imb_key_new(void *ud, const uint8_t *key)
+{
+    (void)ud;
+    /* C11: the size must be a multiple of the alignment (ASan checks) */
+    struct gcm_key_data *k = aligned_alloc(64, (sizeof(*k) + 63) & ~(size_t)63);
+    if (!k)
+        return NULL;
+    IMB_AES128_GCM_PRE(imb.mgr, key, k);
+    return k;
+}
+
+static void imb_key_free(void *ud, void *key)
+{
+    (void)ud;
+    if (!key)
+        return;
+    volatile uint8_t *p = key;
+    for (size_t i = 0; i < sizeof(struct gcm_key_data); i++)
+        p[i] = 0;
+    free(key);
+}
+
+/* GMAC: the whole AAD in two updates, no text (the authenticated mode).
+ * The update keeps a partial block across calls. */
+static void imb_gmac(const struct gcm_key_data *k, const uint8_t *iv,
+                     const uint8_t *aad, size_t aad_len, const uint8_t *aad2,
+                     size_t aad2_len, uint8_t *tag)
+{
+    struct gcm_context_data x;
+    IMB_AES128_GMAC_INIT(imb.mgr, k, &x, iv, 12);
+    if (aad_len)
+        IMB_AES128_GMAC_UPDATE(imb.mgr, k, &x, aad, aad_len);
+    if (aad2_len)
+        IMB_AES128_GMAC_UPDATE(imb.mgr, k, &x, aad2, aad2_len);
+    IMB_AES128_GMAC_FINALIZE(imb.mgr, k, &x, tag, 16);
+}
+
+/* Both an AAD in two pieces and text: the init call takes one AAD
+ * string, so join them (the engine never asks for this). */
+static int imb_join(const uint8_t *aad, size_t aad_len, const uint8_t *aad2,
+                    size_t aad2_len, uint8_t **joined)
+{
+    *joined = malloc(aad_len + aad2_len);
+    if (!*joined)
+        return MROCE_ENOMEM;
+    memcpy(*joined, aad, aad_len);
+    memcpy(*joined + aad_len, aad2, aad2_len);
+    return 0;
+}
+
+/* Encryption or decryption with a one-piece AAD; tag out. */
+static int imb_gcm(const struct gcm_key_data *k, int enc, const uint8_t *iv,
+                   const uint8_t *aad, size_t aad_len, const uint8_t *aad2,
+                   size_t aad2_len, const uint8_t *in, uint8_t *out, size_t len,
+                   uint8_t *tag)
+{
+    struct gcm_context_data x;
+    uint8_t *joined = NULL;
+    if (!len) {
+        imb_gmac(k, iv, aad, aad_len, aad2, aad2_len, tag);
+        return 0;
+    }
+    if (aad2_len) {
+        if (imb_join(aad, aad_len, aad2, aad2_len, &joined))
+            return MROCE_ENOMEM;
+        aad = joined;
+        aad_len += aad2_len;
+    }
+    if (enc)
+        IMB_AES128_GCM_ENC(imb.mgr, k, &x, out, in, len, iv, aad, aad_len, tag,
+                           16);
+    else
+        IMB_AES128_GCM_DEC(imb.mgr, k, &x, out, in, len, iv, aad, aad_len, tag,
+                           16);
+    free(joined);
+    return 0;
+}
+
+static int imb_seal(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                    size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                    const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag)
+{
+    (void)ud;
+    return imb_gcm(key, 1, iv, aad, aad_len, aad2, aad2_len, in, out, len, tag);
+}
+
+static int imb_open(void *ud, void *key, const uint8_t *iv, const uint8_t *aad,
+                    size_t aad_len, const uint8_t *aad2, size_t aad2_len,
+                    const uint8_t *in, uint8_t *out, size_t len,
+                    const uint8_t *tag)
+{
+    (void)ud;
+    uint8_t t[16];
+    int rc = imb_gcm(key, 0, iv, aad, aad_len, aad2, aad2_len, in, out, len, t);
+    if (rc)
+        return rc;
+    return mroce_crypto_tag_cmp(t, tag) ? MROCE_EPROTO : 0;
+}
+
+static const struct mroce_crypto imb_provider = {
+    .key_new = imb_key_new,
+    .key_free = imb_key_free,
+    .seal = imb_seal,
+    .open = imb_open,
+    .hkdf_expand = mroce_crypto_ossl_hkdf,
+};
+
+const struct mroce_crypto *mroce_crypto_imb(void)
+{
+    pthread_once(&imb.once, imb_init);
+    return imb.mgr ? &imb_provider : NULL;
+}
+
+#else
+
+const struct mroce_crypto *mroce_crypto_imb(void)
+{
+    return NULL;
+}
+
+#endif
