@@ -167,8 +167,7 @@ static void ports_check(struct peer *p, const uint16_t *ports, uint32_t n,
 static void test_repath_moves(void **state)
 {
     (void)state;
-    const uint16_t ports[PEER_PATHS + 1] = {50000, 50001, 50002, 50003,
-                                            50004};
+    const uint16_t ports[PEER_PATHS + 1] = {50000, 50001, 50002, 50003, 50004};
     struct peer *p = ports_peer(ports, PEER_PATHS + 1);
     uint16_t before[PEER_PATHS], after[PEER_PATHS];
     ports_check(p, ports, PEER_PATHS + 1, before);
