@@ -312,7 +312,7 @@ size_t eng_seal(struct mroce_conn *c, uint8_t *buf, size_t hl,
         ref->trailer_len = MROCE_TAG_LEN;
         return seal_done(rc, ref->trailer, hl + len);
     }
-    if (len)
+    if (len && payload != buf + hl)
         memcpy(buf + hl, payload, len);
     uint8_t *tag = buf + hl + len; /* R-AEAD-3: AAD all of it */
     int rc = cr->seal(cr->ud, a->tx.k, iv, buf, hl + len, NULL, 0, NULL, NULL,
