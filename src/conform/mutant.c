@@ -54,9 +54,19 @@ static void mut_baseline(struct mut_state *m)
     struct cf_mon_rule *mr = cf_mon_rules(&nr);
     for (int k = 0; k < nr; k++)
         m->base_viol[k] = mr[k].violated;
+    /* a test that failed once on the clean engine (a timing check on a
+     * busy host) gets two more tries: only one that keeps failing is
+     * unable to catch anything */
     int bad = 0;
-    for (int i = 0; i < m->n; i++)
-        bad += m->base[i] == CF_FAIL;
+    for (int i = 0; i < m->n; i++) {
+        for (int k = 0; k < 2 && m->base[i] == CF_FAIL; k++)
+            m->base[i] = mut_run(m, i);
+        if (m->base[i] == CF_FAIL) {
+            bad++;
+            fprintf(stderr, "mutants: %s fails on the clean engine\n",
+                    m->all[i]->id);
+        }
+    }
     fprintf(stderr,
             "mutants: baseline done, %d tests fail on the clean "
             "engine and cannot catch anything\n",
@@ -74,6 +84,20 @@ static bool mut_caught_by(struct mut_state *m, int i, const char *fault)
     bool clean_pass = mut_run(m, i) == CF_PASS;
     mut_fault(m->a, fault);
     return clean_pass;
+}
+
+/* Whether name is one of the comma-separated list. */
+static bool mut_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
 }
 
 /* The wire monitor caught it: a rule violated now, never in the baseline. */
@@ -145,7 +169,8 @@ int cf_mutants(const struct cf_opts *o, struct cf_agent *a,
     {
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *rule = json_string_value(json_object_get(f, "rule"));
-        if (!name || !rule || (o->only_mutant && strcmp(name, o->only_mutant)))
+        if (!name || !rule ||
+            (o->only_mutant && !mut_listed(o->only_mutant, name)))
             continue;
         if (o->mutant_limit && tried >= o->mutant_limit)
             break;
