@@ -7,6 +7,7 @@
  * when the plane's next path is late: O(1) per ACK and per packet instead
  * of a scan of the paths. */
 #include "engine/eng.h"
+#include "engine/fault.h"
 
 #define RK_NONE UINT16_MAX
 #define RACK_REO_NS 1000 /* ns: the reorder window's fixed part */
@@ -125,7 +126,7 @@ static uint64_t rack_clock(const struct mroce_conn *c, const struct path_tx *pt,
 uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
 {
     const struct eng_rack *w = &c->rack[plane];
-    if (w->head == RK_NONE || !w->sent)
+    if (w->head == RK_NONE || !w->sent || MROCE_FAULT(c->ctx, TLP_OFF))
         return ENG_NEVER;
     const struct path_tx *pt = &c->ptx[w->head];
     uint64_t rtt = rack_rtt(w);
