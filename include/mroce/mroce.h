@@ -160,9 +160,11 @@ struct mroce_ctx_attr {
                                 0: 100000 */
     uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
     uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
-    uint8_t no_icrc;         /* RoCEv2 only: send and accept packets without
-                                computing the ICRC (simulation speed; the
-                                packets are not valid RoCEv2 on a wire) */
+    uint8_t no_icrc;         /* send data packets with a zero ICRC and
+                                accept packets without checking it
+                                (simulation speed: a fabric that cannot
+                                corrupt; not valid on a wire). MetaRoCE
+                                in secure modes seals as usual */
     /* MetaRoCE only: the UDP source ports paths may use (R-ENC-3), for a
      * datapath that can send from a fixed set of ports only (one socket
      * per port). Copied at open. NULL/0: any port in 49152-65535. A
@@ -457,8 +459,9 @@ struct mroce_conn_attr {
     uint8_t rnr_retry;           /* RNR retries, 7 = unlimited [7] */
     uint64_t min_rto_ns;         /* >= 1000 [100000] */
     uint64_t max_rto_ns;         /* <= MROCE_MAX_RTO_NS [100000000] */
-    uint32_t ack_every;          /* ACK every n packets per path [1] */
-    uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
+    uint32_t ack_every;          /* in-order packets per ACK of the
+                                    connection; 1: ACK every packet [16] */
+    uint64_t ack_delay_ns;       /* delayed-ACK bound (R-ACK-1) [2000] */
     uint32_t init_cwnd_pkts;     /* per connection, split over the paths
                                     (at least 1 each) [128] */
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
@@ -510,7 +513,7 @@ struct mroce_conn_params {
     /* The announcing side's own settings, which its peer's behaviour
      * depends on (R-CONN-3); 0: not announced. */
     uint16_t path_window;  /* PSNs it keeps in flight per path */
-    uint16_t ack_every;    /* it ACKs every n packets of a path */
+    uint16_t ack_every;    /* it ACKs every n in-order packets (R-ACK-1) */
     uint32_t ack_delay_ns; /* its delayed-ACK bound (below the peer's
                               min_rto_ns) */
     uint64_t min_rto_ns, max_rto_ns;

@@ -98,7 +98,9 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
     c->rack = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*c->rack));
-    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack)
+    c->theap = eng_alloc(ctx, n * sizeof(*c->theap));
+    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack ||
+        !c->theap)
         return MROCE_ENOMEM;
     for (uint32_t p = 0; p < n; p++)
         if (mem_psn_alloc(ctx, &c->ptx[p], psn_cap))
@@ -130,7 +132,7 @@ void eng_mem_free(struct mroce_conn *c)
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
     void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue,
-                    c->txp, c->retx, c->rack};
+                    c->txp, c->retx, c->rack,        c->theap};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
     c->ptx = NULL;
@@ -140,6 +142,8 @@ void eng_mem_free(struct mroce_conn *c)
     c->txp = NULL;
     c->retx = NULL;
     c->rack = NULL;
+    c->theap = NULL;
+    c->theap_n = 0;
     c->n_alloc_paths = 0;
 }
 
@@ -148,7 +152,8 @@ void eng_mem_free(struct mroce_conn *c)
 static size_t mem_per_path(void)
 {
     return sizeof(struct path_tx) + sizeof(struct path_rx) + 1 +
-           sizeof(uint16_t);
+           sizeof(uint16_t) + sizeof(struct eng_tent); /* ACK queue, timer
+                                                           heap */
 }
 
 /* Queues sized by the application's depths (sq_depth, rq_depth), each
