@@ -51,11 +51,13 @@ static void imb_init(void)
     free_mb_mgr(m);
 }
 
+/* C11: the size must be a multiple of the alignment (ASan checks) */
+#define IMB_KEY_BYTES ((sizeof(struct gcm_key_data) + 63) & ~(size_t)63)
+
 static void *imb_key_new(void *ud, const uint8_t *key)
 {
     (void)ud;
-    /* C11: the size must be a multiple of the alignment (ASan checks) */
-    struct gcm_key_data *k = aligned_alloc(64, (sizeof(*k) + 63) & ~(size_t)63);
+    struct gcm_key_data *k = aligned_alloc(64, IMB_KEY_BYTES);
     if (!k)
         return NULL;
     imb.pre(key, k);
@@ -151,6 +153,7 @@ static const struct mroce_crypto imb_provider = {
     .seal = imb_seal,
     .open = imb_open,
     .hkdf_expand = mroce_crypto_ossl_hkdf,
+    .key_bytes = IMB_KEY_BYTES,
 };
 
 const struct mroce_crypto *mroce_crypto_imb(void)
