@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Check the numbered rules of docs/spec.md (standard library only).
 
-A rule is a paragraph (or bullet) that starts with its identifier in bold,
-`**R-FAMILY-n**:`. The checker fails (exit 1, one line per problem) when:
+A rule is a paragraph (or list item) that starts with its identifier in
+bold, `**R-FAMILY-n**:`. The checker fails (exit 1, one line per problem) when:
 
   - a rule's opening paragraph has no RFC 2119 keyword in capitals;
   - an identifier is defined twice;
@@ -29,7 +29,7 @@ import os
 import re
 import sys
 
-RULE_DEF = re.compile(r"^(?:- )?\*\*(R-[A-Z]+-[0-9]+)\*\*")
+RULE_DEF = re.compile(r"^(?:- |[0-9]+\. )?\*\*(R-[A-Z]+-[0-9]+)\*\*")
 RULE_REF = re.compile(r"\bR-([A-Z]+)-([0-9]+)(?:\.\.([0-9]+))?")
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 SECTION_NUM = re.compile(r"^(?:Appendix\s+)?([0-9]+(?:\.[0-9]+)*|[A-Z](?:\.[0-9]+)*)[.:]?\s")
@@ -69,11 +69,12 @@ def opening_paragraph(lines, start):
     """The rule's first paragraph: up to a blank line, or for a bullet up
     to the next bullet at the same level."""
     out = [lines[start]]
-    bullet = lines[start].startswith("- ")
+    item = re.compile(r"^(?:- |[0-9]+\. )")
+    bullet = bool(item.match(lines[start]))
     for line in lines[start + 1:]:
         if not line.strip() or HEADING.match(line):
             break
-        if bullet and line.startswith("- "):
+        if bullet and item.match(line):
             break
         out.append(line)
     return " ".join(s.strip() for s in out)

@@ -139,6 +139,16 @@ static int o_spines(struct opts *o, const char *v)
     return parse_int(v, 1, 1024, &o->c.spines);
 }
 
+static int o_fat_tree(struct opts *o, const char *v)
+{
+    return parse_int(v, 4, 64, &o->c.fat_k) || o->c.fat_k % 2 ? -1 : 0;
+}
+
+static int o_oversub(struct opts *o, const char *v)
+{
+    return parse_int(v, 1, 64, &o->c.oversub);
+}
+
 static int o_planes(struct opts *o, const char *v)
 {
     return parse_int(v, 1, 16, &o->c.planes);
@@ -398,6 +408,10 @@ static const struct {
     {"--hosts-per-leaf", o_hpl, "H, divides N [min(8, N)]"},
     {"--spines", o_spines, "S [H: non-blocking]"},
     {"--planes", o_planes, "P [1]"},
+    {"--fat-tree", o_fat_tree,
+     "K: a 3-tier K-ary fat-tree (K even) instead of the leaf-spine; "
+     "hosts, hosts-per-leaf and spines follow from K"},
+    {"--oversub", o_oversub, "O: fat-tree leaf oversubscription [1]"},
     {"--link-gbps", o_gbps, "G, every link [400]"},
     {"--mtu", o_mtu, "payload BYTES per packet [4096]"},
     {"--paths", o_paths, "MetaRoCE paths per connection [16]"},

@@ -468,6 +468,11 @@ struct mroce_conn_attr {
     uint16_t qps_per_stream;     /* RoCEv2: QPs per stream, k [1] */
     uint8_t rocev2_timeout;      /* RoCEv2: ACK timeout 4.096us*2^t [14] */
     uint32_t rocev2_window;      /* RoCEv2: PSNs in flight per QP [1024] */
+    /* MetaRoCE: the connection's id, which the peer puts in every packet
+     * for it; 0: a fresh random id [0] (R-CONN-1). A caller that picks it
+     * (the drop-in libibverbs: the QP number, R-SOFT-2) must pick it
+     * unpredictably; EBUSY if the context already has it. */
+    uint32_t conn_id;
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
@@ -526,11 +531,21 @@ enum mroce_conn_state {
 };
 const char *mroce_conn_state_str(int state);
 
-/* Errors: EINVAL (bad attr, pd/cq of another context), ENOMEM. */
+/* Errors: EINVAL (bad attr, pd/cq of another context), EBUSY (attr
+ * conn_id in use), ENOMEM. */
 int mroce_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                       struct mroce_conn **out);
 void mroce_conn_get_params(const struct mroce_conn *conn,
                            struct mroce_conn_params *out);
+/* Makes the connection's own sequence numbers start at the given values
+ * (R-CONN-5) instead of its random draws (R-SEC-7), announced by
+ * mroce_conn_get_params. For a caller whose peer cannot learn the draws:
+ * the drop-in libibverbs derives them from both QP numbers (R-SOFT-3); and
+ * for tests that need a given start (a message number just before it
+ * wraps). Values a third party can guess weaken R-SEC-7.
+ * Errors: ESTATE unless the connection is in INIT. Not thread-safe. */
+int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
+                            uint32_t msn);
 /* Errors: ESTATE (not INIT), EINVAL (params out of range, a plane count
  * other than the context's, an ack_delay_ns not below this connection's
  * min_rto_ns), ENOMEM (paths and send rings are allocated here, for the

@@ -172,9 +172,11 @@ int mroce_cm_establish(struct mroce_cm *cm, struct mroce_conn *conn,
 
 /* What establish agreed (R-CM-9, R-CM-10): the packet protection mode
  * (one MROCE_CM_MODE_* bit) and, when a key was used, the connection
- * secret for the datapath's keys (MROCE_CM_SECRET_LEN bytes into secret,
- * which may be NULL). Returns 1 if a secret was derived, 0 if not (mode
- * NONE without a key), ESTATE before establish succeeded. */
+ * secret (MROCE_CM_SECRET_LEN bytes into secret, which may be NULL).
+ * establish has already given both to the connection
+ * (mroce_conn_set_secret, before mroce_conn_connect; it owns the
+ * connection's mode, so do not set one yourself). Returns 1 if a secret
+ * was derived, 0 if not (no key), ESTATE before establish succeeded. */
 int mroce_cm_security(const struct mroce_cm *cm, uint8_t *mode,
                       uint8_t *secret);
 

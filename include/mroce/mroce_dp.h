@@ -100,6 +100,11 @@ struct mroce_ctx *mroce_dp_ctx(struct mroce_dp *dp);
 int mroce_progress(struct mroce_dp *dp);
 /* Sleeps until a packet arrives, a timer is due, or timeout_ns passed. */
 int mroce_dp_wait(struct mroce_dp *dp, uint64_t timeout_ns);
+/* Makes a mroce_dp_wait in progress in another thread return at once (or
+ * the next one, if none sleeps now): the doorbell of a thread that owns
+ * the datapath (the soft NIC of src/ibverbs). Thread-safe; touches no
+ * engine state. Errors: ESTATE (the wake-up could not be sent). */
+int mroce_dp_wake(struct mroce_dp *dp);
 
 int mroce_dp_thread_start(struct mroce_dp *dp);
 void mroce_dp_thread_stop(struct mroce_dp *dp);

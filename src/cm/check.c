@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
 
 uint8_t cm_check_our_modes(const struct cm_policy *pol)

@@ -163,10 +163,10 @@ int cm_chan_read(struct mroce_cm *cm)
 
 static int cm_peek_at(struct mroce_cm *cm, size_t off, struct cm_msg *m)
 {
+    m->rej = 0;
     if (cm->broken)
         return cm_fail(MROCE_EPROTO, "CM stream out of step");
     const char *why = "";
-    m->rej = 0;
     int rc =
         cm_hdr_decode(cm->rx + off, cm->rx_len - off, &m->h, &why, &m->rej);
     if (rc == MROCE_EAGAIN)
@@ -218,6 +218,7 @@ static int cm_untag(struct mroce_cm *cm, struct cm_msg *m)
         !cm_auth_equal(t, m->body + m->len, CM_MSG_TAG_LEN)) {
         cm->broken = true;
         cm->cnt.rx_bad_mac++;
+        shutdown(cm->fd, SHUT_RDWR); /* R-CM-11: no longer the peer's */
         return cm_fail(MROCE_EACCES, "CM: %s with a wrong MAC",
                        cm_type_name(m->h.type));
     }
@@ -348,12 +349,14 @@ int cm_chan_got_reject(struct mroce_cm *cm, const struct cm_msg *m)
                    mroce_cm_reject_str(r.reason), r.detail, r.text);
 }
 
+/* R-CM-4: a message out of sequence gets REJECT UNEXPECTED; a BYE after
+ * set-up (R-CM-3) means the peer left. */
 int cm_chan_unexpected(struct mroce_cm *cm, const struct cm_msg *m,
                        const char *want, int64_t dl)
 {
     int type = m->h.type;
     cm_chan_consume(cm, m);
-    if (type == CM_BYE) {
+    if (type == CM_BYE && cm->established) {
         cm->eof = true;
         return cm_fail(MROCE_ESTATE, "CM peer closed (BYE) awaiting %s", want);
     }

@@ -1,6 +1,7 @@
 /* The set-up exchange (R-CM-4, R-CM-8..R-CM-10): client HELLO, server
  * HELLO, client READY, server READY; each side checks before it answers
  * and connects before its READY. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,11 @@ static int est_check_local(struct est *e)
 static int est_expect(struct est *e, int type, struct cm_msg *m)
 {
     int err = cm_chan_next(e->cm, e->dl, m);
+    if (err && m->rej) { /* R-CM-2: a bad header is answered */
+        char why[128];
+        snprintf(why, sizeof(why), "%s", mroce_cm_errmsg());
+        return cm_chan_reject(e->cm, err, m->rej, 0, why, e->dl);
+    }
     if (err)
         return err;
     if (m->h.type == CM_REJECT)

@@ -95,7 +95,10 @@ static void cm_hello_mine(struct cf_t *t, struct cf_hello *h, bool psk)
         cf_psk_init(&k, cm_key, sizeof(cm_key));
         h->features = h->required = CF_CM_FEAT_PSK;
         memcpy(h->psk_id, k.psk_id, 8);
-        h->modes = 0x7;
+        /* NONE only: with AUTH or ENC offered, an IUT with a crypto
+         * provider agrees on ENC (R-CM-9), and the suite's packets after
+         * the exchange are not sealed */
+        h->modes = 0x1;
         h->tag_len = 32;
     }
 }

@@ -218,7 +218,7 @@ static bool comp_sack_valid(const struct mroce_conn *c,
     return back < pt->ring_fill &&
            (mroce_sack_test(h->sack, 0) ||
             MROCE_FAULT(c->ctx, BIT0_UNCHECKED)) &&
-           (pt->psn_ts[eng_psn_slot(pt, h->sack_high)] == h->echo_ts ||
+           (*eng_psn_ts(pt, eng_psn_slot(pt, h->sack_high)) == h->echo_ts ||
             MROCE_FAULT(c->ctx, ECHO_UNCHECKED));
 }
 

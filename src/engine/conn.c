@@ -141,9 +141,10 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->scq = a.send_cq;
     c->rcq = a.recv_cq;
     conn_init_local(c);
-    if (eng_conn_link(ctx, c)) {
+    int err = eng_conn_link(ctx, c, a.conn_id);
+    if (err) {
         conn_free(c);
-        return MROCE_ENOMEM;
+        return err;
     }
     /* R-CONN-5, R-SEC-7: where this side's sequence numbers start, each
      * its own draw of the context's random source */

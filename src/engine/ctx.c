@@ -75,12 +75,15 @@ static uint32_t ctx_fresh_id(struct mroce_ctx *ctx)
     return id;
 }
 
-/* The hash, the list, and the scheduler (which may need room: ENOMEM). */
-int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c)
+/* The hash, the list, and the scheduler (which may need room: ENOMEM).
+ * id 0: a fresh random id (R-CONN-1); else that id, EBUSY if taken. */
+int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id)
 {
+    if (id && eng_conn_find(ctx, id))
+        return MROCE_EBUSY;
     if (eng_sched_add(ctx, c))
         return MROCE_ENOMEM;
-    c->local.conn_id = ctx_fresh_id(ctx); /* R-CONN-1 */
+    c->local.conn_id = id ? id : ctx_fresh_id(ctx);
     uint32_t h = ctx_hash(ctx, c->local.conn_id);
     c->hnext = ctx->conn_hash[h];
     ctx->conn_hash[h] = c;

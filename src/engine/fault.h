@@ -23,13 +23,6 @@
 
 void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags);
 
-/* Makes the connection's own sequence numbers start at the given values
- * (R-CONN-5) instead of its random draws, for a test that needs a given
- * start: readable numbers, or a message number just before it wraps.
- * Errors: ESTATE unless the connection is in INIT. */
-int mroce_conn_set_init_seq(struct mroce_conn *c, uint32_t psn, uint32_t dsn,
-                            uint32_t msn);
-
 /* The fault table: id, name (as the agent's "fault" request names it), the
  * rule the fault violates, and the violation. Each is tested at one site
  * (sometimes two) by a one-line MROCE_FAULT check. Faults of the set-up

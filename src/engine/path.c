@@ -245,13 +245,17 @@ uint64_t eng_path_deadline(const struct mroce_conn *c)
     return t;
 }
 
+/* R-PATH-5: a re-path leaves its own port too when a spare port exists
+ * (a route that lost everything is left for certain, not with probability
+ * spares / (spares + 1)); with none, the port is kept. */
 void eng_path_repath(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     if (MROCE_FAULT(c->ctx, REPATH_KEEPS_PORT))
         return;
-    pt->src_port = 0;
-    pt->src_port = path_new_port(c);
+    uint32_t n = c->ctx->n_src_ports;
+    if (!n || n > c->n_paths)
+        pt->src_port = path_new_port(c);
     pt->st.repaths++;
     c->cnt.repaths++;
 }

@@ -431,6 +431,13 @@ int mroce_dp_wait(struct mroce_dp *dp, uint64_t timeout_ns)
     return dp->ops->wait(dp, ns);
 }
 
+int mroce_dp_wake(struct mroce_dp *dp)
+{
+    if (!dp)
+        return MROCE_EINVAL;
+    return dp->ops->wake ? dp->ops->wake(dp) : 0;
+}
+
 /* ---- the polling thread ---- */
 
 /* Sleeps unless the application posted since the last pass (kick);

@@ -37,13 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A node is 16 bytes: the time, and a key that packs the insertion
- * sequence (high 40 bits) with the slot index (low 24 bits). Limits: 2^24
- * pending events, 2^40 events scheduled over a list's life (a week of
- * wall time at 2 M events/s). */
+/* A node's key packs the insertion sequence (high 40 bits) with the slot
+ * index of a cancellable event (low 24 bits). Limits: 2^24 - 1
+ * cancellable events pending, 2^40 events scheduled over a list's life (a
+ * week of wall time at 2 M events/s). */
 #define EV_SLOT_BITS 24
 #define EV_SLOT_MASK ((1u << EV_SLOT_BITS) - 1)
-#define EV_MAX_SLOTS (1u << EV_SLOT_BITS)
+#define EV_NO_SLOT EV_SLOT_MASK
+#define EV_MAX_SLOTS ((1u << EV_SLOT_BITS) - 1)
 #define EV_DEFAULT_HINT 1024
 #define EV_NO_SEQ UINT64_MAX
 #define EV_ARITY 4
@@ -55,15 +56,19 @@
 #define EV_PER_TICK 4 /* events a tick should hold */
 #define EV_MAX_SHIFT 40
 
+/* The handler travels in the node: an event posted without a handle
+ * (mroce_sim_ev_post, most of them) touches nothing else. Only
+ * cancellable events (mroce_sim_ev_at) hold a slot, which says whether
+ * they are still pending. */
 struct ev_node {
     uint64_t time;
-    uint64_t key; /* seq << EV_SLOT_BITS | slot */
-};
-
-struct ev_slot {
+    uint64_t key; /* seq << EV_SLOT_BITS | slot (EV_NO_SLOT: none) */
     mroce_sim_ev_fn fn;
     void *obj;
     uint64_t arg;
+};
+
+struct ev_slot {
     uint64_t seq;  /* of the pending event, EV_NO_SEQ when free */
     uint32_t next; /* next free slot */
     uint32_t gen;  /* bumped when the slot is freed: stale handles miss */
@@ -107,7 +112,8 @@ static inline bool ev_less(const struct ev_node *a, const struct ev_node *b)
 static inline bool ev_stale(const struct mroce_sim_evlist *l,
                             const struct ev_node *nd)
 {
-    return l->slots[nd->key & EV_SLOT_MASK].seq != nd->key >> EV_SLOT_BITS;
+    uint32_t s = (uint32_t)(nd->key & EV_SLOT_MASK);
+    return s != EV_NO_SLOT && l->slots[s].seq != nd->key >> EV_SLOT_BITS;
 }
 
 /* ---- Vectors ---- */
@@ -152,18 +158,44 @@ static void ev_sort_small(struct ev_node *a, uint32_t n)
     }
 }
 
-static int ev_cmp(const void *pa, const void *pb)
-{
-    const struct ev_node *a = pa, *b = pb;
-    return ev_less(a, b) ? -1 : ev_less(b, a) ? 1 : 0;
-}
-
+/* Quicksort for the big buckets of synchronized bursts (thousands of
+ * hosts starting at once): median of three, the smaller side recursed,
+ * no allocation (glibc's qsort mallocs for its merge sort). Keys are
+ * unique (the sequence), so the order is total. */
 static void ev_sort(struct ev_node *a, uint32_t n)
 {
-    if (n <= 32)
-        ev_sort_small(a, n);
-    else
-        qsort(a, n, sizeof(*a), ev_cmp);
+    while (n > 32) {
+        struct ev_node *m = &a[n / 2], *z = &a[n - 1], p;
+        if (ev_less(m, a))
+            p = *m, *m = *a, *a = p;
+        if (ev_less(z, m))
+            p = *z, *z = *m, *m = p;
+        if (ev_less(m, a))
+            p = *m, *m = *a, *a = p;
+        struct ev_node piv = *m;
+        uint32_t i = 0, j = n - 1;
+        for (;;) {
+            while (ev_less(&a[i], &piv))
+                i++;
+            while (ev_less(&piv, &a[j]))
+                j--;
+            if (i >= j)
+                break;
+            p = a[i], a[i] = a[j], a[j] = p;
+            i++;
+            j--;
+        }
+        uint32_t left = j + 1; /* a[0..j] <= piv <= a[j+1..] */
+        if (left < n - left) {
+            ev_sort(a, left);
+            a += left;
+            n -= left;
+        } else {
+            ev_sort(a + left, n - left);
+            n = left;
+        }
+    }
+    ev_sort_small(a, n);
 }
 
 /* ---- The far heap (4-ary, as before the wheel) ---- */
@@ -533,7 +565,6 @@ static void ev_slot_free(struct mroce_sim_evlist *l, uint32_t s)
         sl->gen = 1;
     sl->next = l->free;
     l->free = s;
-    l->live--;
 }
 
 /* ---- Public calls ---- */
@@ -590,6 +621,22 @@ void mroce_sim_ev_stop(struct mroce_sim_evlist *l)
     l->stop = true;
 }
 
+bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
+                       mroce_sim_ev_fn fn, void *obj, uint64_t arg)
+{
+    struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
+                         .key = l->seq << EV_SLOT_BITS | EV_NO_SLOT,
+                         .fn = fn,
+                         .obj = obj,
+                         .arg = arg};
+    if (!ev_insert(l, nd))
+        return false;
+    l->seq++;
+    l->ep_inserts++;
+    l->live++;
+    return true;
+}
+
 mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
                                     mroce_sim_ev_fn fn, void *obj, uint64_t arg)
 {
@@ -598,15 +645,15 @@ mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
     assert(l->seq < (1ull << (64 - EV_SLOT_BITS)));
     uint32_t s = l->free;
     struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
-                         .key = l->seq << EV_SLOT_BITS | s};
+                         .key = l->seq << EV_SLOT_BITS | s,
+                         .fn = fn,
+                         .obj = obj,
+                         .arg = arg};
     if (!ev_insert(l, nd))
         return 0;
     l->ep_inserts++;
     struct ev_slot *sl = &l->slots[s];
     l->free = sl->next;
-    sl->fn = fn;
-    sl->obj = obj;
-    sl->arg = arg;
     sl->seq = l->seq++;
     l->live++;
     return (uint64_t)sl->gen << 32 | s;
@@ -630,6 +677,7 @@ bool mroce_sim_ev_cancel(struct mroce_sim_evlist *l, mroce_sim_ev_handle h)
         l->slots[s].seq == EV_NO_SEQ)
         return false;
     ev_slot_free(l, s); /* its node is now stale */
+    l->live--;
     return true;
 }
 
@@ -672,12 +720,13 @@ uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l)
 static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
 {
     uint32_t s = (uint32_t)(nd.key & EV_SLOT_MASK);
-    struct ev_slot sl = l->slots[s];
-    ev_slot_free(l, s);
+    if (s != EV_NO_SLOT)
+        ev_slot_free(l, s);
+    l->live--;
     l->now = nd.time;
     l->count++;
     l->ep_pops++;
-    sl.fn(sl.obj, sl.arg, nd.time);
+    nd.fn(nd.obj, nd.arg, nd.time);
 }
 
 bool mroce_sim_ev_step(struct mroce_sim_evlist *l)

@@ -11,14 +11,13 @@
  * hosts convert at the boundary (MROCE_SIM_PS_PER_NS).
  *
  * The list is an object with no globals, so two simulations can run in one
- * process. It is a 4-ary min-heap keyed by (time, seq), seq being a
- * 64-bit insertion counter: equal times pop in the order they were
- * scheduled, which makes every run deterministic. The heap holds 24-byte
- * keys and indices; handler, object and arg sit in a slot array so sifting
- * moves little memory. Every scheduled event has a handle that cancels it
- * in O(1) (lazily: the heap drops the dead entry when it reaches the top);
- * a handle of a fired or cancelled event is stale and cancelling it is a
- * harmless no-op (slots carry a generation).
+ * process. It is a calendar queue (event.c) ordered by (time, seq), seq
+ * being an insertion counter: equal times pop in the order they were
+ * scheduled, which makes every run deterministic. An event scheduled with
+ * mroce_sim_ev_at has a handle that cancels it in O(1) (lazily: the dead
+ * entry is dropped when it is reached); a handle of a fired or cancelled
+ * event is stale and cancelling it is a harmless no-op (slots carry a
+ * generation). mroce_sim_ev_post schedules without a handle, cheaper.
  *
  * Thread-safety: none; a list and everything driven by it belong to one
  * thread. Handlers may schedule and cancel events, including on the list
@@ -62,6 +61,11 @@ uint64_t mroce_sim_ev_now(const struct mroce_sim_evlist *l);
 mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
                                     mroce_sim_ev_fn fn, void *obj,
                                     uint64_t arg);
+/* The same without a handle (the event cannot be cancelled): cheaper,
+ * and what every object that never cancels uses. False if the list could
+ * not grow. */
+bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
+                       mroce_sim_ev_fn fn, void *obj, uint64_t arg);
 /* The same, delay_ps after now. */
 mroce_sim_ev_handle mroce_sim_ev_after(struct mroce_sim_evlist *l,
                                        uint64_t delay_ps, mroce_sim_ev_fn fn,

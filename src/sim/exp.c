@@ -85,6 +85,12 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
                                struct mroce_sim_exp_cfg *o)
 {
     *o = *in;
+    if (o->fat_k > 0) { /* k-ary: everything follows from k (topo.h) */
+        o->oversub = EXP_DEF(o->oversub, 1);
+        o->hosts_per_leaf = o->oversub * (o->fat_k / 2);
+        o->spines = o->fat_k / 2;
+        o->hosts = o->fat_k * (o->fat_k / 2) * o->hosts_per_leaf;
+    }
     o->hosts = EXP_DEF(o->hosts, 16);
     o->hosts_per_leaf = EXP_DEF(o->hosts_per_leaf, o->hosts < 8 ? o->hosts : 8);
     o->spines = EXP_DEF(o->spines, o->hosts_per_leaf);
@@ -144,6 +150,11 @@ int exp_check(struct exp *x)
     if (c->transport != MROCE_TRANSPORT_METAROCE &&
         c->transport != MROCE_TRANSPORT_ROCEV2)
         return exp_fail(x, MROCE_EINVAL, "unknown transport %d", c->transport);
+    if (c->fat_k < 0 || c->fat_k % 2 || c->fat_k > 64 || c->oversub < 0 ||
+        (c->fat_k && (c->fat_k < 4 || c->hosts_per_leaf > 254)))
+        return exp_fail(x, MROCE_EINVAL,
+                        "a fat-tree's k is even, 4..64, with at most 254 "
+                        "hosts per leaf");
     if (c->hosts < 2 || c->hosts > EXP_MAX_HOSTS || c->hosts_per_leaf < 1 ||
         c->hosts % c->hosts_per_leaf)
         return exp_fail(x, MROCE_EINVAL,
@@ -245,6 +256,8 @@ int exp_topo(struct exp *x)
         .hosts_per_leaf = c->hosts_per_leaf,
         .leaves = c->hosts / c->hosts_per_leaf,
         .spines = c->spines,
+        .pods = c->fat_k,
+        .core_per_agg = c->fat_k / 2,
         .planes = c->planes,
         .link_bps = c->link_bps,
         .mtu = c->mtu,
@@ -389,16 +402,48 @@ static int exp_pairs(struct exp *x, int *src, int *dst)
     return n;
 }
 
-/* Transport header bytes of the data packets that carry most of a flow:
- * all packets of a MetaRoCE WRITE carry MTH+DXH+RETH (+SNH+IMM for
- * WRITE_IMM) and the CRC; a RoCEv2 WRITE's middle packets carry the BTH
- * and the ICRC (its first packet adds a RETH, its last an ImmDt). */
+/* Transport header bytes per data packet, the mean over the packets of
+ * a message of msg bytes of the workload's kind (imm: it carries an
+ * immediate; send: SEND, else WRITE), summed from the wire modules' own
+ * opcode tables (mroce_wire_hdr_len, roce_op_info), so the ideals use
+ * what the frames carry. MetaRoCE repeats its headers in every packet
+ * (MTH+DXH, RETH for a WRITE, SNH and IMM as needed, and the CRC); a
+ * RoCEv2 message has a RETH in its first packet, the immediate in its
+ * last, the BTH and ICRC in all, and pads each to 4 bytes. */
+double exp_msg_hdr(const struct exp *x, uint64_t msg, bool imm, bool send)
+{
+    uint64_t mtu = x->c.mtu, n = msg ? (msg + mtu - 1) / mtu : 1;
+    if (x->c.transport != MROCE_TRANSPORT_ROCEV2) {
+        uint8_t op = send ? (imm ? MROCE_OP_SEND_IMM : MROCE_OP_SEND)
+                          : (imm ? MROCE_OP_WRITE_IMM : MROCE_OP_WRITE);
+        return (double)(mroce_wire_hdr_len(op) + MROCE_ICRC_LEN);
+    }
+    uint8_t first = send ? ROCE_OP_SEND_FIRST : ROCE_OP_WRITE_FIRST;
+    uint8_t mid = send ? ROCE_OP_SEND_MIDDLE : ROCE_OP_WRITE_MIDDLE;
+    uint8_t last = send ? (imm ? ROCE_OP_SEND_LAST_IMM : ROCE_OP_SEND_LAST)
+                        : (imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST);
+    uint8_t only = send ? (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY)
+                        : (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY);
+    uint64_t pad = -msg & 3, sum;
+    if (n == 1)
+        sum = roce_op_info(only)->hdr_len;
+    else
+        sum = roce_op_info(first)->hdr_len + roce_op_info(last)->hdr_len +
+              (n - 2) * roce_op_info(mid)->hdr_len;
+    return (double)(sum + pad + n * ROCE_ICRC_LEN) / (double)n;
+}
+
+/* A flow's messages: WRITEs, the last of each stream with an immediate
+ * (exp_post); the mean over the flow's packets. */
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs)
 {
-    if (x->c.transport == MROCE_TRANSPORT_ROCEV2)
-        return ROCE_BTH_LEN + ROCE_ICRC_LEN;
-    uint8_t op = n_msgs > 1 ? MROCE_OP_WRITE : MROCE_OP_WRITE_IMM;
-    return (uint32_t)mroce_wire_hdr_len(op) + MROCE_ICRC_LEN;
+    uint64_t m = x->msg ? x->msg : x->c.mtu;
+    if (n_msgs <= 1)
+        return (uint32_t)(exp_msg_hdr(x, m, true, false) + 0.5);
+    double h = exp_msg_hdr(x, m, false, false),
+           hi = exp_msg_hdr(x, m, true, false);
+    double k = x->n_streams ? x->n_streams : 1;
+    return (uint32_t)(((n_msgs - k) * h + k * hi) / n_msgs + 0.5);
 }
 
 /* The ideal FCT of a flow alone; with P planes its packets are shared
@@ -814,6 +859,16 @@ void exp_progress(struct exp *x, double t0, double *last)
     x->c.progress(x->c.progress_ud, &p);
 }
 
+bool exp_over_budget(struct exp *x, double t0)
+{
+    const struct mroce_sim_exp_cfg *c = &x->c;
+    if (!c->soft_deadline_ps || mroce_sim_ev_now(x->ev) < c->soft_deadline_ps ||
+        exp_wall() - t0 < c->wall_budget_s)
+        return false;
+    x->res->wall_cut = true;
+    return true;
+}
+
 static bool exp_in_flight(struct exp *x)
 {
     struct mroce_sim_pool_counters pc;
@@ -833,17 +888,21 @@ static int exp_loop(struct exp *x)
         err = exp_conv_start(x);
     if (err)
         return err;
+    mroce_sim_perfctr_start(&x->pc);
     while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
            exp_meter_busy(x)) {
         uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
         mroce_sim_ev_run(x->ev, until < dl ? until : dl);
         exp_progress(x, t0, &last);
+        if (exp_over_budget(x, t0))
+            break;
     }
     x->res->end_ps = mroce_sim_ev_now(x->ev);
     uint64_t stop = x->res->end_ps + EXP_DRAIN_PS;
     while (x->n_settled == x->n_flows && exp_in_flight(x) &&
            mroce_sim_ev_now(x->ev) < stop)
         mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
+    mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s = exp_wall() - t0;
     exp_meter_finish(x);
     exp_conv_finish(x);
@@ -1002,6 +1061,7 @@ void exp_fabric(struct exp *x)
         r->events_per_s = (double)r->events / r->wall_s;
         r->pkts_per_s = (double)r->pkts.injected / r->wall_s;
     }
+    r->insns = mroce_sim_perfctr_read(&x->pc);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
@@ -1092,6 +1152,7 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
 {
     memset(res, 0, sizeof(*res));
     struct exp x = {.res = res};
+    mroce_sim_perfctr_open(&x.pc);
     mroce_sim_exp_cfg_resolve(cfg, &x.c);
     res->cfg = x.c;
     double t0 = exp_wall();
@@ -1105,6 +1166,7 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
     if (!err && !coll)
         err = exp_results(&x);
     int terr = exp_teardown(&x);
+    mroce_sim_perfctr_close(&x.pc);
     return err ? err : terr;
 }
 

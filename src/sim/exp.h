@@ -121,6 +121,11 @@ struct mroce_sim_exp_cfg {
     int hosts_per_leaf; /* must divide hosts [min(8, hosts)] */
     int spines;         /* [hosts_per_leaf: non-blocking] */
     int planes;         /* [1] */
+    int fat_k;          /* > 0: a 3-tier k-ary fat-tree (topo.h) instead
+                           of the leaf-spine: k pods of k/2 leaves and k/2
+                           aggregation switches, (k/2)^2 cores; hosts,
+                           hosts_per_leaf and spines follow from k [0] */
+    int oversub;        /* fat-tree: hosts per leaf = oversub x k/2 [1] */
     uint64_t link_bps;  /* every link [400G] */
     uint32_t mtu;       /* payload bytes per packet [4096] */
     int paths;          /* MetaRoCE paths per connection [engine: 16] */
@@ -149,10 +154,15 @@ struct mroce_sim_exp_cfg {
     int senders;            /* incast fan-in [4] */
     uint8_t rocev2_timeout; /* RoCEv2 ACK timeout 4.096 us x 2^t [14] */
     uint64_t deadline_ps;   /* simulated time limit [2 s] */
-    int iters;              /* collectives back to back [1] */
-    int channels;           /* collective channels (streams) [1] */
-    int flavour;            /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
-    int shifted;            /* all-to-all: shifted schedule, not concurrent */
+    /* A softer limit: past soft_deadline_ps of simulated time the run
+     * also stops as soon as it has used wall_budget_s of wall time (a run
+     * that is cheap enough goes on to deadline_ps) [none] */
+    uint64_t soft_deadline_ps;
+    double wall_budget_s;
+    int iters;    /* collectives back to back [1] */
+    int channels; /* collective channels (streams) [1] */
+    int flavour;  /* all-reduce: MROCE_SIM_EXP_FLAVOUR_* */
+    int shifted;  /* all-to-all: shifted schedule, not concurrent */
     struct mroce_sim_exp_plane_fault fail_plane[MROCE_SIM_EXP_MAX_FAULTS];
     int n_fail_plane;
     int victim;         /* incast: add a victim flow from the last
@@ -214,6 +224,8 @@ struct mroce_sim_exp_result {
     uint64_t plane_tx_bytes[MROCE_SIM_EXP_MAX_PLANES];
     struct mroce_sim_pool_counters pkts; /* conservation, at the end */
     uint64_t end_ps;      /* simulated time when the run stopped */
+    bool wall_cut;        /* stopped past the soft deadline, out of wall
+                             budget (cfg.wall_budget_s) */
     uint64_t pcap_frames; /* frames written to the trace */
     uint64_t events;
     /* collectives (zero for flow workloads) */
@@ -222,7 +234,11 @@ struct mroce_sim_exp_result {
     uint64_t coll_bytes; /* S: bytes per rank actually used */
     uint64_t jct_max_ps; /* slowest iteration (jct_ps is the mean) */
     uint64_t alpha_ps;   /* per-step latency in the ideal */
-    double eta;          /* payload / wire bytes of a full packet */
+    double eta;          /* payload / wire bytes of the messages sent */
+    double hdr_bytes;    /* their transport header per packet, the mean
+                            (wire opcode tables) */
+    double eta_measured; /* payload placed / wire bytes of the data
+                            packets delivered (the frames' own count) */
     double line_gbps;    /* B: host line rate, all planes */
     double algbw_gbps, busbw_gbps, ideal_busbw_gbps;
     /* health and fairness (metrics.md) */
@@ -259,6 +275,9 @@ struct mroce_sim_exp_result {
     struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */
     double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
+    /* instructions the run loops retired (perf_event_open, sim/perfctr.h),
+     * -1 where the machine has no counter */
+    int64_t insns;
     /* the engines' own state at the end of the run, summed over the hosts
      * (mroce_ctx_state_bytes; unit sizes as one engine reports them) */
     struct mroce_state_bytes engine;

@@ -14,6 +14,7 @@
 #include "coll/comm.h"
 #include "io/ep.h"
 #include "sim/exp.h"
+#include "sim/perfctr.h"
 #include "sim/topo.h"
 #include "sim/trace.h"
 #include "sim/vmem.h"
@@ -71,6 +72,7 @@ struct exp_flow {
 /* Receive-side counters and the time series (exp_meter.c). */
 struct exp_meter {
     uint64_t rx_data, rx_ce, ooo;   /* data packets at the receivers */
+    uint64_t rx_wire;               /* their bytes on the wire */
     uint64_t placed, victim_placed; /* payload bytes placed, once each */
     uint64_t interval;              /* current sample interval */
     uint64_t last_t, last_placed, last_victim; /* at the last sample */
@@ -102,6 +104,7 @@ struct exp_conv {
 };
 
 struct exp {
+    struct mroce_sim_perfctr pc; /* instructions of the run loops */
     struct mroce_sim_exp_cfg c;
     struct mroce_sim_exp_result *res;
     struct mroce_sim_vmem *vm; /* every receiving region's memory */
@@ -141,10 +144,14 @@ int exp_trace(struct exp *x);
 /* A link by name, or by decimal id; -1 if none. */
 int exp_link_id(struct exp *x, const char *name);
 uint32_t exp_hdr_bytes(const struct exp *x, uint32_t n_msgs);
+double exp_msg_hdr(const struct exp *x, uint64_t msg, bool imm, bool send);
 uint32_t exp_base_rtt_ns(const struct exp *x);
 int exp_ep_open(struct exp *x, struct exp_ep *e);
 int exp_attach(struct exp *x, const struct mroce_ep_ops *ops);
 void exp_progress(struct exp *x, double t0, double *last);
+/* True if the run must stop here: past the soft deadline and out of its
+ * wall budget (sets res->wall_cut). */
+bool exp_over_budget(struct exp *x, double t0);
 void exp_fabric(struct exp *x);
 size_t exp_ep_max_pkt(const void *ep);
 int exp_ep_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,

@@ -154,6 +154,7 @@ int exp_meter_rx(struct exp_ep *e, uint64_t now_ns,
         struct exp_rx *r = exp_rx_find(e, meta);
         if (r) {
             m->rx_data++;
+            m->rx_wire += mroce_sim_wire_bytes((uint32_t)len, meta->src.family);
             m->rx_ce += meta->ecn == MROCE_ECN_CE;
             exp_reorder(m, r, &k, roce);
         }
@@ -195,16 +196,11 @@ static void exp_sw_max(const struct mroce_sim_switch *sw, uint64_t *max)
  * (summed over planes: all that waits for host 0 at its leaves). */
 static void exp_queues(struct exp *x, struct mroce_sim_exp_sample *s)
 {
-    const struct mroce_sim_exp_cfg *c = &x->c;
-    int leaves = c->hosts / c->hosts_per_leaf;
-    for (int p = 0; p < c->planes; p++) {
-        for (int l = 0; l < leaves; l++)
-            exp_sw_max(mroce_sim_topo_leaf(x->t, p, l), &s->qbytes);
-        for (int k = 0; k < c->spines; k++)
-            exp_sw_max(mroce_sim_topo_spine(x->t, p, k), &s->qbytes);
+    for (int i = 0; i < mroce_sim_topo_n_switches(x->t); i++)
+        exp_sw_max(mroce_sim_topo_switch(x->t, i), &s->qbytes);
+    for (int p = 0; p < x->c.planes; p++)
         s->q_dst_bytes += mroce_sim_switch_qbytes(
             mroce_sim_topo_leaf(x->t, p, 0), 0); /* port 0: host 0 */
-    }
 }
 
 static double exp_gbps(uint64_t bytes, uint64_t ps)
@@ -266,8 +262,8 @@ static void exp_meter_tick(void *obj, uint64_t arg, uint64_t now);
 static void exp_meter_arm(struct exp *x)
 {
     struct exp_meter *m = &x->m;
-    m->armed = mroce_sim_ev_at(x->ev, m->last_t + m->interval, exp_meter_tick,
-                               x, 0) != 0;
+    m->armed = mroce_sim_ev_post(x->ev, m->last_t + m->interval, exp_meter_tick,
+                                 x, 0) != 0;
 }
 
 /* After a halving the interval doubled: the tick that found the series
@@ -317,6 +313,7 @@ void exp_meter_finish(struct exp *x)
     r->n_samples = m->n;
     m->s = NULL;
     r->rx_data_pkts = m->rx_data;
+    r->eta_measured = m->rx_wire ? (double)m->placed / (double)m->rx_wire : 0;
     r->rx_ce_pkts = m->rx_ce;
     r->placed_bytes = m->placed;
 }

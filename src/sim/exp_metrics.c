@@ -142,8 +142,10 @@ static int exp_res_of(struct exp *x, const struct mroce_sim_link_info *li)
         return n + li->host;
     case MROCE_SIM_LINK_SPINE_UP:
         return 2 * n + li->leaf;
-    default:
+    case MROCE_SIM_LINK_SPINE_DOWN:
         return 2 * n + leaves + li->leaf;
+    default: /* a fat-tree's core tier: not a resource of the bound */
+        return -1;
     }
 }
 
@@ -289,9 +291,11 @@ static void exp_apply(struct exp *x, struct exp_cap *k,
 static double exp_fluid(struct exp *x, struct exp_cap *k)
 {
     memset(k->cap, 0, (size_t)k->n_res * sizeof(*k->cap));
-    for (int i = 0; i < k->n_links; i++)
-        k->cap[exp_res_of(x, mroce_sim_topo_link_info(x->t, i))] +=
-            k->up[i] * k->frac[i] / x->c.planes;
+    for (int i = 0; i < k->n_links; i++) {
+        int r = exp_res_of(x, mroce_sim_topo_link_info(x->t, i));
+        if (r >= 0)
+            k->cap[r] += k->up[i] * k->frac[i] / x->c.planes;
+    }
     double sum = 0;
     for (int p = 0; p < k->n_pairs; p++) {
         int res[4], nr = exp_pair_res(x, k->ps[p], k->pd[p], res);
@@ -384,6 +388,8 @@ struct exp_series {
     int n, w;        /* samples, smoothing window in samples */
     double pre;      /* mean Gb/s before the fault */
     uint64_t t_stop; /* end of the judged part */
+    double total;    /* bytes the work placed in all, if it completed;
+                        0: it did not (judged to t_stop) */
 };
 
 /* Mean over the samples at or before t_f, from the second one with
@@ -454,13 +460,21 @@ static int exp_last_bad(struct exp *x, struct exp_cap *k,
         return -2;
     }
     double f0 = exp_fluid_at(k, t_f, false), d0 = exp_active(x, t_f, acc, out);
+    double left = v->total; /* bytes still to place after sample i */
     for (int i = 0; i < v->n && v->s[i].t_ps <= v->t_stop; i++) {
+        uint64_t dt = v->s[i].t_ps - (i ? v->s[i - 1].t_ps : 0);
+        left -= v->s[i].gbps * (double)dt / 8e3;
         if (v->s[i].t_ps <= t_f)
             continue;
-        *last = i;
         double f = f0 > 0 ? exp_fluid_at(k, v->s[i].t_ps, true) / f0 : 0;
         double d = d0 > 0 ? exp_active(x, v->s[i].t_ps, acc, out) / d0 : 0;
         double target = EXP_RECOVERED * v->pre * (f < 1 ? f : 1) * d;
+        /* the work left cannot fill one smoothing window at the target:
+         * the rest is the job's tail, not the fault's */
+        if (v->total > 0 && f > 0 &&
+            left < target * (double)EXP_SMOOTH_PS / 8e3)
+            break;
+        *last = i;
         if (f <= 0 || exp_smooth(v, i) < target)
             bad = i;
     }
@@ -485,6 +499,9 @@ static int exp_recovery(struct exp *x, struct exp_cap *k)
     v.w = v.w < 1 ? 1 : v.w;
     v.pre = exp_pre(&v, t_f);
     v.t_stop = exp_t_stop(x);
+    bool done =
+        exp_is_coll(x->c.workload) ? r->coll_verified : r->flows_failed == 0;
+    v.total = done ? (double)r->placed_bytes : 0;
     if (v.pre <= 0 || v.t_stop <= t_f)
         return 0; /* no traffic before the fault, or none left after */
     int last = -1, bad = exp_last_bad(x, k, &v, t_f, &last);

@@ -116,8 +116,8 @@ uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
     } else {
         p->epoch = l->downs;
         l->c.in_flight++;
-        mroce_sim_ev_at(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
-                        (uint64_t)(uintptr_t)p);
+        mroce_sim_ev_post(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
+                          (uint64_t)(uintptr_t)p);
     }
     return l->busy_until;
 }
@@ -140,8 +140,8 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
         l->c.resume_sent++;
     uint64_t t = now_ps + l->delay_ps +
                  mroce_sim_link_ser_ps(l, MROCE_SIM_MIN_FRAME_WIRE);
-    mroce_sim_ev_at(l->ev, t, link_pause_arrive, l,
-                    (uint64_t)prio << 1 | (on ? 1u : 0u));
+    mroce_sim_ev_post(l->ev, t, link_pause_arrive, l,
+                      (uint64_t)prio << 1 | (on ? 1u : 0u));
 }
 
 void mroce_sim_link_set_up(struct mroce_sim_link *l, bool up)

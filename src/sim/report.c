@@ -37,12 +37,21 @@ static void table_head(FILE *f, const struct mroce_sim_exp_result *r)
                 mroce_sim_report_transport_str(c->transport),
                 mroce_sim_exp_workload_str(c->workload), r->n_flows, c->size,
                 c->msg_bytes, c->seed);
-    fprintf(f,
-            "  fabric     %d hosts = %d leaves x %d, %d spines, %d plane(s), "
-            "%.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
-            c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
-            c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
-            onoff(c->pfc));
+    if (c->fat_k)
+        fprintf(f,
+                "  fabric     %d hosts: %d-ary fat-tree, %d pods x %d leaves x "
+                "%d hosts, %d aggs per pod, %d cores, %d plane(s), %.0f Gb/s, "
+                "MTU %" PRIu32 ", PFC %s\n",
+                c->hosts, c->fat_k, c->fat_k, c->fat_k / 2, c->hosts_per_leaf,
+                c->spines, c->fat_k * c->fat_k / 4, c->planes,
+                (double)c->link_bps / 1e9, c->mtu, onoff(c->pfc));
+    else
+        fprintf(f,
+                "  fabric     %d hosts = %d leaves x %d, %d spines, %d "
+                "plane(s), %.0f Gb/s, MTU %" PRIu32 ", PFC %s\n",
+                c->hosts, c->hosts / c->hosts_per_leaf, c->hosts_per_leaf,
+                c->spines, c->planes, (double)c->link_bps / 1e9, c->mtu,
+                onoff(c->pfc));
     if (c->trim == MROCE_SIM_EXP_ON ||
         c->buf_per_port != MROCE_SIM_BUF_PER_PORT)
         fprintf(f,
@@ -216,6 +225,22 @@ static void json_engine(FILE *f, const struct mroce_sim_exp_result *r)
             e->dsn_bytes, e->psn_bytes, e->ctx_bytes, e->per_conn, e->per_path);
 }
 
+/* Instructions the run loops retired (perf counters), per data packet
+ * sent and per event; null where the machine has no counter. */
+static void json_insns(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    if (r->insns < 0 || !r->data_pkts || !r->events) {
+        fprintf(f, "  \"insns\": null, \"insns_per_pkt\": null, "
+                   "\"insns_per_event\": null,\n");
+        return;
+    }
+    fprintf(f,
+            "  \"insns\": %" PRId64 ", \"insns_per_pkt\": %.1f, "
+            "\"insns_per_event\": %.1f,\n",
+            r->insns, (double)r->insns / (double)r->data_pkts,
+            (double)r->insns / (double)r->events);
+}
+
 static void json_payload(FILE *f, const struct mroce_sim_exp_result *r)
 {
     const struct mroce_sim_vmem_counters *v = &r->vmem;
@@ -336,8 +361,11 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
     fprintf(f, "  \"transport\": \"%s\",\n  \"workload\": \"%s\",\n",
             mroce_sim_report_transport_str(c->transport),
             mroce_sim_exp_workload_str(c->workload));
+    fprintf(f, "  \"topology\": \"%s\",\n",
+            c->fat_k ? "fat-tree" : "leaf-spine");
     fprintf(f,
-            "  \"config\": {\"hosts\": %d, \"hosts_per_leaf\": %d, "
+            "  \"config\": {\"fat_k\": %d, \"oversub\": %d, "
+            "\"hosts\": %d, \"hosts_per_leaf\": %d, "
             "\"spines\": %d, \"planes\": %d, \"link_gbps\": %g, "
             "\"mtu\": %" PRIu32 ", \"paths\": %d, \"qps\": %d,\n"
             "    \"pfc\": \"%s\", \"dcqcn\": \"%s\", \"loss\": %g, "
@@ -346,8 +374,9 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
             "\"deadline_us\": %.6f, \"trim\": \"%s\", "
             "\"buffer_kb_per_port\": %" PRIu64 ",\n",
-            c->hosts, c->hosts_per_leaf, c->spines, c->planes,
-            (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps, onoff(c->pfc),
+            c->fat_k, c->oversub, c->hosts, c->hosts_per_leaf, c->spines,
+            c->planes, (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps,
+            onoff(c->pfc),
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps),
@@ -375,12 +404,14 @@ static void json_fct(FILE *f, const struct mroce_sim_exp_result *r)
     fprintf(f,
             "  \"coll_verified\": %s, \"iters_done\": %d, "
             "\"coll_bytes\": %" PRIu64 ",\n  \"jct_max_us\": %.6f, "
-            "\"alpha_us\": %.6f, \"eta\": %.6f, \"line_gbps\": %g,\n"
+            "\"alpha_us\": %.6f, \"eta\": %.6f, \"eta_measured\": %.6f, "
+            "\"hdr_bytes\": %.3f, \"line_gbps\": %g,\n"
             "  \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
             "\"ideal_busbw_gbps\": %.6f,\n",
             r->coll_verified ? "true" : "false", r->iters_done, r->coll_bytes,
-            R_US(r->jct_max_ps), R_US(r->alpha_ps), r->eta, r->line_gbps,
-            r->algbw_gbps, r->busbw_gbps, r->ideal_busbw_gbps);
+            R_US(r->jct_max_ps), R_US(r->alpha_ps), r->eta, r->eta_measured,
+            r->hdr_bytes, r->line_gbps, r->algbw_gbps, r->busbw_gbps,
+            r->ideal_busbw_gbps);
     json_pct(f, "fct_us", &r->fct_us, false);
     json_pct(f, "fct_slowdown", &r->slowdown, false);
 }
@@ -511,13 +542,15 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
     json_flows(f, r, !with_wall);
     json_engine(f, r);
     json_payload(f, r);
-    if (with_wall)
+    if (with_wall) {
+        json_insns(f, r);
         fprintf(f,
                 "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"
                 "  \"events_per_s\": %.0f,\n  \"pkts_per_s\": %.0f,\n"
                 "  \"peak_rss_mb\": %.1f\n",
                 r->setup_s, r->wall_s, r->events_per_s, r->pkts_per_s,
                 r->peak_rss_mb);
+    }
     fprintf(f, "}\n");
     return ferror(f) ? -1 : 0;
 }

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "sim/suite_int.h"
 
 #define MAX_RUNS 256
+/* Wall time a run may use before its soft deadline (the suite's
+ * deadline_ms) stops it: RoCEv2 runs that wait out a 67 ms ACK timeout
+ * finish within it at 64 hosts (docs/suite.md "The deadline"). */
+#define SUITE_WALL_BUDGET_S 60
 
 int suite_mkdirs(const char *path)
 {
@@ -34,17 +39,26 @@ int suite_mkdirs(const char *path)
     }
 }
 
+static double suite_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ---- Options ---- */
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: mroce-sim --suite headline|quick [--out DIR] [--jobs N]\n"
-            "                 [--seed S] [--only ID,ID] "
-            "[--transports ID,ID]\n"
-            "                 [--timeout SECONDS] [--deadline-ms MS] "
-            "[--quiet]\n"
-            "       mroce-sim --suite report|check --out DIR\n");
+    fprintf(
+        stderr,
+        "usage: mroce-sim --suite headline|quick|scale|scale-mini [--out DIR] "
+        "[--jobs N]\n"
+        "                 [--seed S] [--only ID,ID] "
+        "[--transports ID,ID]\n"
+        "                 [--timeout SECONDS] [--deadline-ms MS] "
+        "[--wall-budget SECONDS] [--quiet]\n"
+        "       mroce-sim --suite report|check --out DIR\n");
 }
 
 static int opt_value(int argc, char **argv, int *i, const char **v)
@@ -77,6 +91,8 @@ static int parse_opt(struct suite_opts *o, int argc, char **argv, int *i)
         o->timeout_s = strtod(v, &end);
     else if (!strcmp(a, "--deadline-ms"))
         o->deadline_ms = strtod(v, &end);
+    else if (!strcmp(a, "--wall-budget"))
+        o->wall_budget_s = strtod(v, &end);
     else if (!strcmp(a, "--seed")) {
         o->seed = strtoull(v, &end, 0);
         o->seed_set = true;
@@ -87,7 +103,8 @@ static int parse_opt(struct suite_opts *o, int argc, char **argv, int *i)
 
 static int parse(struct suite_opts *o, const char **mode, int argc, char **argv)
 {
-    *o = (struct suite_opts){.jobs = 2, .timeout_s = 900};
+    *o = (struct suite_opts){
+        .jobs = 2, .timeout_s = 900, .wall_budget_s = SUITE_WALL_BUDGET_S};
     if (argc < 3)
         return -1;
     *mode = argv[2];
@@ -123,12 +140,14 @@ static int cmp_table(const void *a, const void *b)
 
 static int make_jobs(const struct suite_opts *o, struct suite_job *jobs)
 {
-    int n_tr, n = 0;
-    const struct suite_transport *tr = suite_transports(&n_tr);
+    int n_tr = o->def->n_tr, n = 0;
+    const struct suite_transport *tr = o->def->tr;
     for (int s = 0; s < o->def->n_scen; s++)
         for (int t = 0; t < n_tr; t++) {
-            if ((o->only && !suite_list_has(o->only, o->def->scen[s].id)) ||
+            const struct suite_scen *sc = &o->def->scen[s];
+            if ((o->only && !suite_list_has(o->only, sc->id)) ||
                 (o->transports && !suite_list_has(o->transports, tr[t].id)) ||
+                (sc->only && !suite_list_has(sc->only, tr[t].id)) ||
                 n == MAX_RUNS)
                 continue;
             jobs[n++] = (struct suite_job){.scen = s,
@@ -167,14 +186,22 @@ static int report(const char *dir)
         sj_free(res);
         return 1;
     }
-    int rc = suite_plot_all(dir, res, note, sizeof(note)) ? 1 : 0;
+    bool scale = suite_is_scale(res);
+    int rc = (scale ? suite_scale_plots(dir, res, note, sizeof(note))
+                    : suite_plot_all(dir, res, note, sizeof(note)))
+                 ? 1
+                 : 0;
     if (note[0])
         fprintf(stderr, "mroce-sim: %s\n", note);
-    if (suite_md_write(dir, res, note)) {
+    if (scale ? suite_scale_md_write(dir, res, note)
+              : suite_md_write(dir, res, note)) {
         fprintf(stderr, "mroce-sim: cannot write %s/report.md\n", dir);
         rc = 1;
     }
-    suite_md_summary(stdout, res);
+    if (scale)
+        suite_scale_summary(stdout, res);
+    else
+        suite_md_summary(stdout, res);
     printf("\n%s/results.json, %s/report.md, %s/plots/\n", dir, dir, dir);
     if (count_errors(res))
         rc = 1;
@@ -200,9 +227,10 @@ static int run_suite(const struct suite_opts *o)
     }
     fprintf(stderr, "suite: %s, %d runs, %d at a time, into %s\n", o->def->name,
             n, o->jobs, o->out);
+    double t0 = suite_now_s();
     suite_run_all(o, jobs, n);
     qsort(jobs, (size_t)n, sizeof(*jobs), cmp_table);
-    struct sj *res = suite_collect(jobs, n);
+    struct sj *res = suite_collect(jobs, n, suite_now_s() - t0);
     snprintf(sub, sizeof(sub), "%s/results.json", o->out);
     bad = !res || sj_write_file(sub, res);
     sj_free(res);

@@ -14,7 +14,7 @@ enum { OP_GE, OP_LE };
 struct target {
     const char *id;
     const char *issue;
-    int kind;
+    int kind;    /* -1: any */
     double loss; /* SK_LOSS: this loss rate only */
     int planes;  /* SK_PLANES: this plane count only */
     const char *field;
@@ -23,41 +23,62 @@ struct target {
     const char *threshold_expr;
     const char *what;
     const char *plot;
+    const char *suite;     /* the suite it belongs to [headline, quick] */
+    const char *scenario;  /* only this scenario [any of the kind] */
+    const char *transport; /* only this transport [any] */
 };
 
 static const struct target targets[] = {
     {"lossless_busbw", "4", SK_BASE, 0, 0, "busbw_vs_ideal", OP_GE, 0.95,
-     "0.95", "busbw / ideal busbw, lossless", "busbw_vs_loss_allreduce"},
+     "0.95", "busbw / ideal busbw, lossless", "busbw_vs_loss_allreduce", NULL,
+     NULL, NULL},
     {"loss1_keep", "4", SK_LOSS, 0.01, 0, "busbw_vs_base", OP_GE, 0.90, "0.90",
-     "busbw / lossless busbw at loss 0.01", "busbw_vs_loss_allreduce"},
+     "busbw / lossless busbw at loss 0.01", "busbw_vs_loss_allreduce", NULL,
+     NULL, NULL},
     {"loss10_keep", "4", SK_LOSS, 0.1, 0, "busbw_vs_base", OP_GE, 0.60, "0.60",
-     "busbw / lossless busbw at loss 0.1", "busbw_vs_loss_allreduce"},
+     "busbw / lossless busbw at loss 0.1", "busbw_vs_loss_allreduce", NULL,
+     NULL, NULL},
     {"incast_jain", "5", SK_INCAST, 0, 0, "jain", OP_GE, 0.99, "0.99",
-     "Jain index over the incast senders", "incast_fct_cdf"},
+     "Jain index over the incast senders", "incast_fct_cdf", NULL, NULL, NULL},
     {"incast_converge", "5", SK_INCAST, 0, 0, "converge_rtts", OP_LE, 3,
      "3 base RTTs",
      "slowest sender's base RTTs to within 20% of its fair share",
-     "incast_victim"},
+     "incast_victim", NULL, NULL, NULL},
     {"incast_queue", "5", SK_INCAST, 0, 0, "queue_after_convergence_bdp", OP_LE,
      1, "1 BDP", "receiver's leaf queue after convergence / BDP",
-     "incast_victim"},
+     "incast_victim", NULL, NULL, NULL},
     {"incast_drops", "5", SK_INCAST, 0, 0, "drops_after_convergence", OP_LE, 0,
-     "0", "drops after convergence", "incast_victim"},
+     "0", "drops after convergence", "incast_victim", NULL, NULL, NULL},
     {"incast_victim", "5", SK_INCAST, 0, 0, "victim_fraction", OP_GE, 0.95,
-     "0.95", "victim flow throughput / its line rate", "incast_victim"},
+     "0.95", "victim flow throughput / its line rate", "incast_victim", NULL,
+     NULL, NULL},
     {"degraded_link", "5", SK_DEGRADED, 0, 0, "jct_vs_base", OP_LE, 1.10,
-     "1.10", "all-to-all JCT / no-fault JCT", "degraded_link"},
+     "1.10", "all-to-all JCT / no-fault JCT", "degraded_link", NULL, NULL,
+     NULL},
     {"link_down_recovery", "5", SK_LINK_DOWN, 0, 0, "recovery_us", OP_LE, 100,
-     "100 us", "recovery time after the link went down (us)", "link_down"},
+     "100 us", "recovery time after the link went down (us)", "link_down", NULL,
+     NULL, NULL},
     {"plane_down", "5", SK_PLANE_DOWN, 0, 0, "after_fault_vs_base", OP_GE,
      0.675, "0.9 x 3/4 = 0.675",
-     "throughput after the fault / 4-plane throughput", "plane_down"},
+     "throughput after the fault / 4-plane throughput", "plane_down", NULL,
+     NULL, NULL},
     {"loss1", "5", SK_LOSS, 0.01, 0, "busbw_vs_base", OP_GE, 0.92, "0.92",
-     "busbw / lossless busbw at loss 0.01", "busbw_vs_loss_allreduce"},
+     "busbw / lossless busbw at loss 0.01", "busbw_vs_loss_allreduce", NULL,
+     NULL, NULL},
     {"loss10", "5", SK_LOSS, 0.1, 0, "busbw_vs_base", OP_GE, 0.65, "0.65",
-     "busbw / lossless busbw at loss 0.1", "busbw_vs_loss_allreduce"},
+     "busbw / lossless busbw at loss 0.1", "busbw_vs_loss_allreduce", NULL,
+     NULL, NULL},
     {"planes8", "5", SK_PLANES, 0, 8, "busbw_vs_base", OP_GE, 1.9, "1.9",
-     "busbw on 8 planes / busbw on 4 planes", "planes"},
+     "busbw on 8 planes / busbw on 4 planes", "planes", NULL, NULL, NULL},
+    /* issue 18: the scale suite */
+    {"scale_tail_fct", "18", SK_BASE, 0, 0, "tail_fct_us", OP_LE, 31, "31 us",
+     "tail FCT of the 8,192-host permutation of 1,000,000-byte flows, 64 "
+     "paths (htsim NSCC: 36.2 us)",
+     "scale_tail_fct", "scale", "perm_1mb", "metaroce_64p"},
+    {"scale_rss", "18", -1, 0, 0, "peak_rss_mb", OP_LE, 6144, "6144 MB",
+     "peak RSS of the run", NULL, "scale", NULL, NULL},
+    {"scale_rss", "18", -1, 0, 0, "peak_rss_mb", OP_LE, 6144, "6144 MB",
+     "peak RSS of the run", NULL, "scale-mini", NULL, NULL},
 };
 
 struct sj *suite_find_run(const struct sj *results, const char *scen,
@@ -117,10 +138,22 @@ static int kind_of(const char *s)
     return -1;
 }
 
+static bool str_is(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
+}
+
 static bool target_matches(const struct target *t, const struct sj *rec)
 {
     const struct sj *c = sj_get(rec, "config");
-    if (kind_of(sj_str(rec, "kind")) != t->kind)
+    const char *suite = sj_str(rec, "suite");
+    if (t->suite ? !str_is(t->suite, suite)
+                 : !str_is(suite, "headline") && !str_is(suite, "quick"))
+        return false;
+    if ((t->scenario && !str_is(t->scenario, sj_str(rec, "scenario"))) ||
+        (t->transport && !str_is(t->transport, sj_str(rec, "transport"))))
+        return false;
+    if (t->kind >= 0 && kind_of(sj_str(rec, "kind")) != t->kind)
         return false;
     if (t->loss > 0 && sj_num(c, "loss", 0) != t->loss)
         return false;
@@ -149,7 +182,10 @@ static void add_target(struct sj *arr, const struct target *t,
     double thr = sj_num(o, "threshold", 0);
     v = sj_num(o, "value", 0); /* as written */
     sj_add_bool(o, "pass", has && (t->op == OP_GE ? v >= thr : v <= thr));
-    sj_add_str(o, "plot", t->plot);
+    if (t->plot)
+        sj_add_str(o, "plot", t->plot);
+    else
+        sj_add_null(o, "plot");
 }
 
 static void derive_targets(struct sj *rec)
@@ -175,14 +211,29 @@ static struct sj *load(const struct suite_job *j)
     return rec;
 }
 
-struct sj *suite_collect(const struct suite_job *jobs, int n)
+/* Against the published figure of the same run, if any. */
+static void derive_ref(struct sj *rec)
+{
+    const struct sj *ref = sj_get(rec, "ref");
+    if (!ref || ref->type != SJ_OBJ)
+        return;
+    double y = sj_num(ref, "tail_fct_us", 0);
+    if (is_ok(rec) && sj_has_num(rec, "tail_fct_us") && y > 0)
+        sj_add_num(rec, "tail_vs_ref", sj_num(rec, "tail_fct_us", 0) / y);
+    else
+        sj_add_null(rec, "tail_vs_ref");
+}
+
+struct sj *suite_collect(const struct suite_job *jobs, int n, double wall_s)
 {
     struct sj *results = sj_new(SJ_ARR);
     for (int i = 0; results && i < n; i++)
         sj_add(results, NULL, load(&jobs[i]));
     for (struct sj *r = results ? results->child : NULL; r; r = r->next) {
         derive_base(r, results);
+        derive_ref(r);
         derive_targets(r);
+        sj_add_num(r, "suite_wall_s", wall_s);
     }
     return results;
 }

@@ -50,6 +50,22 @@ struct suite_scen {
     int senders;      /* SK_INCAST: hosts - 1 */
     uint64_t seed;    /* fixed per scenario; --seed overrides */
     int channels;     /* collective channels [1] */
+    int spines;       /* overrides the suite's (oversubscribed) [0] */
+    const char *only; /* comma list of the transports it runs [all] */
+};
+
+struct suite_transport {
+    const char *id; /* results.json "transport" */
+    int transport;  /* MROCE_TRANSPORT_* */
+    int qps;        /* RoCEv2 QPs per peer pair; 0 for MetaRoCE */
+    int paths;      /* MetaRoCE paths per connection [engine default] */
+};
+
+/* A published figure to print beside a run (scale suite: htsim's). */
+struct suite_ref {
+    const char *scenario, *transport;
+    double tail_us, min_us, target_us;
+    const char *source;
 };
 
 struct suite_def {
@@ -58,12 +74,11 @@ struct suite_def {
     double deadline_ms; /* simulated time limit; 0: exp's default */
     const struct suite_scen *scen;
     int n_scen;
-};
-
-struct suite_transport {
-    const char *id; /* results.json "transport" */
-    int transport;  /* MROCE_TRANSPORT_* */
-    int qps;        /* RoCEv2 QPs per peer pair; 0 for MetaRoCE */
+    const struct suite_transport *tr;
+    int n_tr;
+    bool scale; /* flows at scale: FCT tables, refs (suite_scale.c) */
+    const struct suite_ref *refs;
+    int n_refs;
 };
 
 struct suite_opts {
@@ -75,7 +90,10 @@ struct suite_opts {
     const char *only;       /* comma list of scenario ids, or NULL */
     const char *transports; /* comma list of transport ids, or NULL */
     double timeout_s;       /* wall time per run */
-    double deadline_ms;     /* overrides the suite's deadline; 0: none */
+    double deadline_ms;     /* a hard simulated deadline instead of the
+                               suite's soft one; 0: none */
+    double wall_budget_s;   /* past the suite's soft deadline a run stops
+                               once it used this much wall time */
     bool quiet;
 };
 
@@ -94,7 +112,9 @@ bool suite_mem_fits(uint64_t used, uint64_t need, uint64_t budget);
 
 /* suite_scen.c */
 const struct suite_def *suite_def_find(const char *name);
-const struct suite_transport *suite_transports(int *n);
+/* The reference figure for a run, NULL if none. */
+const struct suite_ref *suite_ref_find(const struct suite_def *d,
+                                       const char *scen, const char *tr);
 const char *suite_kind_str(int kind);
 void suite_cfg(const struct suite_job *j, struct mroce_sim_exp_cfg *c);
 /* Human description of a scenario with its numbers, into buf. */
@@ -118,12 +138,20 @@ int suite_run_all(const struct suite_opts *o, struct suite_job *jobs, int n);
 
 /* suite_derive.c: the run records (in the order of jobs) -> the
  * results array with cross-run fields and targets. */
-struct sj *suite_collect(const struct suite_job *jobs, int n);
+struct sj *suite_collect(const struct suite_job *jobs, int n, double wall_s);
 
 /* suite_md.c */
 int suite_md_write(const char *dir, const struct sj *results,
                    const char *plot_note);
 void suite_md_summary(FILE *f, const struct sj *results);
+
+/* suite_scale.c: the scale suite's report.md, summary and plots. */
+bool suite_is_scale(const struct sj *results);
+int suite_scale_md_write(const char *dir, const struct sj *results,
+                         const char *plot_note);
+void suite_scale_summary(FILE *f, const struct sj *results);
+int suite_scale_plots(const char *dir, const struct sj *results, char *note,
+                      size_t n);
 
 /* suite_read.c: the section per scenario; suite_target_md.c: the
  * section per target. */

@@ -76,7 +76,28 @@ static void rec_cfg(struct sj *rec, const struct mroce_sim_exp_cfg *c)
     sj_add_str(o, "trim", onoff(c->trim));
     sj_add_int(o, "buffer_kb_per_port", (long long)(c->buf_per_port / 1024));
     sj_add_num(o, "deadline_us", US(c->deadline_ps));
+    sj_add_num(o, "soft_deadline_us", US(c->soft_deadline_ps));
+    sj_add_num(o, "wall_budget_s", c->wall_budget_s);
+    sj_add_str(o, "topology", c->fat_k ? "fat-tree" : "leaf-spine");
     rec_faults(o, c);
+}
+
+/* A published figure for the same run (the scale suite: htsim's), with
+ * where it was published. */
+static void rec_ref(struct sj *rec, const struct suite_ref *r)
+{
+    if (!r) {
+        sj_add_null(rec, "ref");
+        return;
+    }
+    struct sj *o = sj_add_obj(rec, "ref");
+    if (!o)
+        return;
+    sj_add_str(o, "what", "htsim NSCC (UEC htsim fork), as published");
+    sj_add_num(o, "tail_fct_us", r->tail_us);
+    sj_add_num(o, "min_fct_us", r->min_us);
+    sj_add_num(o, "target_us", r->target_us);
+    sj_add_str(o, "source", r->source);
 }
 
 struct sj *suite_rec_new(const struct suite_job *j)
@@ -101,6 +122,7 @@ struct sj *suite_rec_new(const struct suite_job *j)
     sj_add_str(rec, "status", "error");
     sj_add_str(rec, "why", "not run");
     rec_cfg(rec, &c);
+    rec_ref(rec, suite_ref_find(j->o->def, j->s->id, j->t->id));
     return rec;
 }
 
@@ -179,6 +201,15 @@ static void rec_formula(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_str(rec, "ideal_with_values", v);
 }
 
+static uint64_t rec_min_fct(const struct mroce_sim_exp_result *r)
+{
+    uint64_t m = UINT64_MAX;
+    for (int i = 0; i < r->n_flows; i++)
+        if (r->flows[i].completed && r->flows[i].fct_ps < m)
+            m = r->flows[i].fct_ps;
+    return m == UINT64_MAX ? 0 : m;
+}
+
 static void rec_bw(struct sj *rec, const struct mroce_sim_exp_result *r,
                    bool ok)
 {
@@ -195,18 +226,23 @@ static void rec_bw(struct sj *rec, const struct mroce_sim_exp_result *r,
                                         : 0);
     rec_num_or_null(rec, "algbw_gbps", ok && coll, r->algbw_gbps);
     sj_add_num(rec, "eta", r->eta);
+    sj_add_num(rec, "eta_measured", r->eta_measured);
+    sj_add_num(rec, "hdr_bytes", r->hdr_bytes);
     sj_add_num(rec, "alpha_us", US(r->alpha_ps));
     sj_add_num(rec, "line_gbps", r->line_gbps);
     sj_add_int(rec, "coll_bytes", (long long)r->coll_bytes);
     rec_formula(rec, r);
-    /* a run stopped at the deadline: its JCT is above, its busbw below */
-    bool cut = !ok && r->end_ps >= r->cfg.deadline_ps;
+    /* a run stopped at the deadline (or out of wall budget past the soft
+     * one): its JCT is above, its busbw below */
+    bool cut = !ok && (r->end_ps >= r->cfg.deadline_ps || r->wall_cut);
     rec_num_or_null(rec, "jct_us_above", cut, US(r->end_ps));
     rec_num_or_null(rec, "busbw_gbps_below", cut && coll,
                     r->ideal_busbw_gbps * (double)r->ideal_ps / r->end_ps);
     bool flows = !coll && r->flows_completed > 0;
     rec_pct(rec, "fct_us", &r->fct_us, flows);
     rec_pct(rec, "fct_slowdown", &r->slowdown, flows);
+    rec_num_or_null(rec, "tail_fct_us", flows && ok, r->fct_us.max);
+    rec_num_or_null(rec, "min_fct_us", flows, US(rec_min_fct(r)));
 }
 
 static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
@@ -300,6 +336,13 @@ static void rec_cost(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_num(rec, "setup_s", r->setup_s);
     sj_add_num(rec, "wall_s", r->wall_s);
     sj_add_num(rec, "peak_rss_mb", r->peak_rss_mb);
+    if (r->insns >= 0 && r->data_pkts)
+        sj_add_num(rec, "insns_per_pkt", (double)r->insns / r->data_pkts);
+    else
+        sj_add_null(rec, "insns_per_pkt");
+    sj_add_str(rec, "payload", r->payload_free ? "free" : "real");
+    sj_add_int(rec, "buffer_bytes", (long long)r->buffer_bytes);
+    sj_add_bool(rec, "wall_cut", r->wall_cut);
     const struct mroce_state_bytes *e = &r->engine;
     sj_add_int(rec, "engine_state_bytes", (long long)e->total);
     sj_add_int(rec, "engine_conns", (long long)e->conns);
@@ -309,15 +352,19 @@ static void rec_cost(struct sj *rec, const struct mroce_sim_exp_result *r)
 static void rec_verdict(struct sj *rec, const struct mroce_sim_exp_result *r)
 {
     char why[200];
+    const char *how = r->wall_cut ? " (out of wall budget past the soft "
+                                    "deadline)"
+                                  : "";
     if (is_coll(r) && !r->coll_verified)
         snprintf(why, sizeof(why),
                  "%d of %d collective(s) completed and verified by %.3f us "
-                 "simulated",
-                 r->iters_done, r->cfg.iters, US(r->end_ps));
+                 "simulated%s",
+                 r->iters_done, r->cfg.iters, US(r->end_ps), how);
     else if (!is_coll(r) && (r->flows_failed || r->flows_corrupt))
         snprintf(why, sizeof(why),
-                 "%d of %d flows failed, %d corrupt, by %.3f us simulated",
-                 r->flows_failed, r->n_flows, r->flows_corrupt, US(r->end_ps));
+                 "%d of %d flows failed, %d corrupt, by %.3f us simulated%s",
+                 r->flows_failed, r->n_flows, r->flows_corrupt, US(r->end_ps),
+                 how);
     else {
         suite_rec_status(rec, "ok", "");
         return;

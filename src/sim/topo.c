@@ -41,7 +41,12 @@ struct mroce_sim_topo {
     int n_hosts;
     struct mroce_sim_host **hosts;
     struct mroce_sim_switch **leaves; /* [plane * L + leaf] */
-    struct mroce_sim_switch **spines; /* [plane * S + spine] */
+    struct mroce_sim_switch **spines; /* [plane * S + spine]; fat-tree:
+                                         [plane * pods * S + agg] */
+    struct mroce_sim_switch **cores;  /* fat-tree: [plane * n_cores + c] */
+    int n_spines;                     /* per plane (aggs: pods x S) */
+    int n_cores;                      /* per plane */
+    int lpp;                          /* leaves per pod (fat-tree) */
     struct topo_link *links;
     int n_links;
     struct topo_fault *faults;
@@ -62,6 +67,8 @@ static void topo_defaults(struct mroce_sim_topo_cfg *c)
     c->mtu = c->mtu ? c->mtu : MROCE_SIM_MTU_PAYLOAD;
     c->max_payload = c->max_payload ? c->max_payload : TOPO_MAX_PAYLOAD;
     c->nic.n_ports = c->planes;
+    if (c->pods >= 2 && !c->core_per_agg)
+        c->core_per_agg = c->leaves / c->pods;
 }
 
 /* PFC thresholds from the fastest link, the delay and the MTU. */
@@ -87,7 +94,16 @@ static bool topo_cfg_ok(const struct mroce_sim_topo_cfg *c)
            c->leaves >= 1 && c->leaves <= TOPO_MAX_LEAVES && c->spines >= 1 &&
            c->spines <= TOPO_MAX_SPINES && c->planes >= 1 &&
            c->planes <= TOPO_MAX_PLANES &&
-           (int64_t)c->leaves * c->hosts_per_leaf <= INT32_MAX / 2;
+           (int64_t)c->leaves * c->hosts_per_leaf <= INT32_MAX / 2 &&
+           (c->pods == 0 ||
+            (c->pods >= 2 && c->leaves % c->pods == 0 && c->core_per_agg >= 1 &&
+             c->core_per_agg <= TOPO_MAX_SPINES &&
+             (int64_t)c->pods * c->spines <= TOPO_MAX_LEAVES));
+}
+
+static bool topo_fat(const struct mroce_sim_topo *t)
+{
+    return t->cfg.pods >= 2;
 }
 
 /* ---- Addressing ---- */
@@ -157,25 +173,39 @@ static struct mroce_sim_switch *topo_new_switch(struct mroce_sim_topo *t,
     return mroce_sim_switch_create(t->ev, t->pool, &sc);
 }
 
+/* Leaves, then spines (fat-tree: aggs), then cores; a switch's seed is
+ * its index in that order, as it was before there were cores. */
 static int topo_build_switches(struct mroce_sim_topo *t)
 {
     const struct mroce_sim_topo_cfg *c = &t->cfg;
-    int nl = c->planes * c->leaves, ns = c->planes * c->spines;
+    bool fat = topo_fat(t);
+    t->lpp = fat ? c->leaves / c->pods : c->leaves;
+    t->n_spines = fat ? c->pods * c->spines : c->spines;
+    t->n_cores = fat ? c->spines * c->core_per_agg : 0;
+    int nl = c->planes * c->leaves, ns = c->planes * t->n_spines;
+    int nc = c->planes * t->n_cores;
     t->leaves = calloc((size_t)nl, sizeof(*t->leaves));
     t->spines = calloc((size_t)ns, sizeof(*t->spines));
-    if (!t->leaves || !t->spines)
+    t->cores = calloc((size_t)nc + 1, sizeof(*t->cores));
+    if (!t->leaves || !t->spines || !t->cores)
         return MROCE_ENOMEM;
     for (int i = 0; i < nl; i++)
         if (!(t->leaves[i] = topo_new_switch(t, c->hosts_per_leaf + c->spines,
                                              (uint64_t)i)))
             return MROCE_EINVAL;
+    int sp_ports = fat ? t->lpp + c->core_per_agg : c->leaves;
     for (int i = 0; i < ns; i++)
-        if (!(t->spines[i] = topo_new_switch(t, c->leaves, (uint64_t)(nl + i))))
+        if (!(t->spines[i] = topo_new_switch(t, sp_ports, (uint64_t)(nl + i))))
+            return MROCE_EINVAL;
+    for (int i = 0; i < nc; i++)
+        if (!(t->cores[i] =
+                  topo_new_switch(t, c->pods, (uint64_t)(nl + ns + i))))
             return MROCE_EINVAL;
     return 0;
 }
 
-/* Appends one link; fills its info and name. */
+/* Appends one link between a (the lower end: leaf, or agg for core
+ * links) and b (host, spine/agg or core); fills its info and name. */
 static int topo_new_link(struct mroce_sim_topo *t, int kind, int plane, int a,
                          int b, uint64_t bps)
 {
@@ -192,23 +222,37 @@ static int topo_new_link(struct mroce_sim_topo *t, int kind, int plane, int a,
     tl->info.kind = kind;
     tl->info.plane = plane;
     tl->info.leaf = a;
-    tl->info.spine = -1;
-    tl->info.host = -1;
-    static const char *const fmt[] = {
-        [MROCE_SIM_LINK_HOST_UP] = "host%d-leaf%d",
-        [MROCE_SIM_LINK_HOST_DOWN] = "leaf%d-host%d",
-        [MROCE_SIM_LINK_SPINE_UP] = "leaf%d-spine%d",
-        [MROCE_SIM_LINK_SPINE_DOWN] = "spine%d-leaf%d",
-    };
+    tl->info.spine = tl->info.host = tl->info.core = -1;
+    const char *sp = topo_fat(t) ? "agg" : "spine";
     char base[TOPO_NAME_LEN - 16];
-    bool host_first = kind == MROCE_SIM_LINK_HOST_UP;
-    bool spine_first = kind == MROCE_SIM_LINK_SPINE_DOWN;
-    if (kind == MROCE_SIM_LINK_HOST_UP || kind == MROCE_SIM_LINK_HOST_DOWN)
+    switch (kind) {
+    case MROCE_SIM_LINK_HOST_UP:
+    case MROCE_SIM_LINK_HOST_DOWN:
         tl->info.host = b;
-    else
+        snprintf(base, sizeof(base),
+                 kind == MROCE_SIM_LINK_HOST_UP ? "host%d-leaf%d"
+                                                : "leaf%d-host%d",
+                 kind == MROCE_SIM_LINK_HOST_UP ? b : a,
+                 kind == MROCE_SIM_LINK_HOST_UP ? a : b);
+        break;
+    case MROCE_SIM_LINK_SPINE_UP:
         tl->info.spine = b;
-    snprintf(base, sizeof(base), fmt[kind], host_first || spine_first ? b : a,
-             host_first || spine_first ? a : b);
+        snprintf(base, sizeof(base), "leaf%d-%s%d", a, sp, b);
+        break;
+    case MROCE_SIM_LINK_SPINE_DOWN:
+        tl->info.spine = b;
+        snprintf(base, sizeof(base), "%s%d-leaf%d", sp, b, a);
+        break;
+    default: /* core links: a is the agg */
+        tl->info.leaf = -1;
+        tl->info.spine = a;
+        tl->info.core = b;
+        snprintf(base, sizeof(base),
+                 kind == MROCE_SIM_LINK_CORE_UP ? "agg%d-core%d"
+                                                : "core%d-agg%d",
+                 kind == MROCE_SIM_LINK_CORE_UP ? a : b,
+                 kind == MROCE_SIM_LINK_CORE_UP ? b : a);
+    }
     if (t->cfg.planes > 1)
         snprintf(tl->name, sizeof(tl->name), "p%d.%s", plane, base);
     else
@@ -244,33 +288,60 @@ static int topo_cable_host(struct mroce_sim_topo *t, int p, int h)
     return 0;
 }
 
-/* Leaf l's uplink to spine s in plane p. */
+/* Leaf l's uplink to spine (fat-tree: its pod's agg) s in plane p. */
 static int topo_cable_spine(struct mroce_sim_topo *t, int p, int l, int s)
 {
     const struct mroce_sim_topo_cfg *c = &t->cfg;
-    int up = topo_new_link(t, MROCE_SIM_LINK_SPINE_UP, p, l, s, c->link_bps);
-    int dn = topo_new_link(t, MROCE_SIM_LINK_SPINE_DOWN, p, l, s, c->link_bps);
+    int sg = topo_fat(t) ? l / t->lpp * c->spines + s : s; /* global */
+    int up = topo_new_link(t, MROCE_SIM_LINK_SPINE_UP, p, l, sg, c->link_bps);
+    int dn = topo_new_link(t, MROCE_SIM_LINK_SPINE_DOWN, p, l, sg, c->link_bps);
     if (up < 0 || dn < 0)
         return MROCE_ENOMEM;
     topo_pair(t, up, dn);
     struct mroce_sim_switch *leaf = t->leaves[p * c->leaves + l];
-    struct mroce_sim_switch *spine = t->spines[p * c->spines + s];
-    int lport = c->hosts_per_leaf + s;
+    struct mroce_sim_switch *spine = t->spines[p * t->n_spines + sg];
+    int lport = c->hosts_per_leaf + s, sport = topo_fat(t) ? l % t->lpp : l;
     mroce_sim_switch_attach(leaf, lport, t->links[up].info.link,
                             t->links[dn].info.link);
-    mroce_sim_switch_attach(spine, l, t->links[dn].info.link,
+    mroce_sim_switch_attach(spine, sport, t->links[dn].info.link,
                             t->links[up].info.link);
     t->links[up].from_sw = leaf;
     t->links[up].from_port = lport;
     t->links[dn].from_sw = spine;
-    t->links[dn].from_port = l;
+    t->links[dn].from_port = sport;
+    return 0;
+}
+
+/* Fat-tree: agg a's uplink u to core (a % S) x C + u in plane p. */
+static int topo_cable_core(struct mroce_sim_topo *t, int p, int a, int u)
+{
+    const struct mroce_sim_topo_cfg *c = &t->cfg;
+    int core = a % c->spines * c->core_per_agg + u, pod = a / c->spines;
+    int up = topo_new_link(t, MROCE_SIM_LINK_CORE_UP, p, a, core, c->link_bps);
+    int dn =
+        topo_new_link(t, MROCE_SIM_LINK_CORE_DOWN, p, a, core, c->link_bps);
+    if (up < 0 || dn < 0)
+        return MROCE_ENOMEM;
+    topo_pair(t, up, dn);
+    struct mroce_sim_switch *agg = t->spines[p * t->n_spines + a];
+    struct mroce_sim_switch *cs = t->cores[p * t->n_cores + core];
+    int aport = t->lpp + u;
+    mroce_sim_switch_attach(agg, aport, t->links[up].info.link,
+                            t->links[dn].info.link);
+    mroce_sim_switch_attach(cs, pod, t->links[dn].info.link,
+                            t->links[up].info.link);
+    t->links[up].from_sw = agg;
+    t->links[up].from_port = aport;
+    t->links[dn].from_sw = cs;
+    t->links[dn].from_port = pod;
     return 0;
 }
 
 static int topo_build_links(struct mroce_sim_topo *t)
 {
     const struct mroce_sim_topo_cfg *c = &t->cfg;
-    int per_plane = 2 * (t->n_hosts + c->leaves * c->spines);
+    int per_plane = 2 * (t->n_hosts + c->leaves * c->spines +
+                         t->n_cores * (topo_fat(t) ? c->pods : 0));
     t->links = calloc((size_t)per_plane * (size_t)c->planes, sizeof(*t->links));
     if (!t->links)
         return MROCE_ENOMEM;
@@ -281,6 +352,9 @@ static int topo_build_links(struct mroce_sim_topo *t)
         for (int l = 0; l < c->leaves && rc == 0; l++)
             for (int s = 0; s < c->spines && rc == 0; s++)
                 rc = topo_cable_spine(t, p, l, s);
+        for (int a = 0; topo_fat(t) && a < t->n_spines && rc == 0; a++)
+            for (int u = 0; u < c->core_per_agg && rc == 0; u++)
+                rc = topo_cable_core(t, p, a, u);
     }
     return rc;
 }
@@ -301,12 +375,37 @@ static int topo_routes_leaf(struct mroce_sim_topo *t,
     return 0;
 }
 
+/* A leaf-spine spine: to the destination's leaf. A fat-tree agg (index
+ * a): to a leaf of its pod directly, elsewhere over its core uplinks. */
 static int topo_routes_spine(struct mroce_sim_topo *t,
-                             struct mroce_sim_switch *sw)
+                             struct mroce_sim_switch *sw, int a,
+                             const int *core_up)
+{
+    const struct mroce_sim_topo_cfg *c = &t->cfg;
+    for (int d = 0; d < t->n_hosts; d++) {
+        int leaf = d / c->hosts_per_leaf;
+        bool ok;
+        if (!topo_fat(t)) {
+            ok = mroce_sim_switch_set_route(sw, d, &leaf, 1);
+        } else if (leaf / t->lpp == a / c->spines) {
+            int port = leaf % t->lpp;
+            ok = mroce_sim_switch_set_route(sw, d, &port, 1);
+        } else {
+            ok = mroce_sim_switch_set_route(sw, d, core_up, c->core_per_agg);
+        }
+        if (!ok)
+            return MROCE_ENOMEM;
+    }
+    return 0;
+}
+
+/* A core: to the destination's pod. */
+static int topo_routes_core(struct mroce_sim_topo *t,
+                            struct mroce_sim_switch *sw)
 {
     for (int d = 0; d < t->n_hosts; d++) {
-        int leaf = d / t->cfg.hosts_per_leaf;
-        if (!mroce_sim_switch_set_route(sw, d, &leaf, 1))
+        int pod = d / t->cfg.hosts_per_leaf / t->lpp;
+        if (!mroce_sim_switch_set_route(sw, d, &pod, 1))
             return MROCE_ENOMEM;
     }
     return 0;
@@ -315,17 +414,22 @@ static int topo_routes_spine(struct mroce_sim_topo *t,
 static int topo_build_routes(struct mroce_sim_topo *t)
 {
     const struct mroce_sim_topo_cfg *c = &t->cfg;
-    int *up = malloc((size_t)c->spines * sizeof(*up));
-    if (!up)
-        return MROCE_ENOMEM;
-    for (int s = 0; s < c->spines; s++)
+    int n_up = c->spines > c->core_per_agg ? c->spines : c->core_per_agg;
+    int *up = malloc((size_t)n_up * sizeof(*up));
+    int *core_up = malloc((size_t)n_up * sizeof(*core_up));
+    int rc = up && core_up ? 0 : MROCE_ENOMEM;
+    for (int s = 0; !rc && s < c->spines; s++)
         up[s] = c->hosts_per_leaf + s;
-    int rc = 0;
+    for (int u = 0; !rc && u < c->core_per_agg; u++)
+        core_up[u] = t->lpp + u;
     for (int i = 0; i < c->planes * c->leaves && rc == 0; i++)
         rc = topo_routes_leaf(t, t->leaves[i], i % c->leaves, up);
-    for (int i = 0; i < c->planes * c->spines && rc == 0; i++)
-        rc = topo_routes_spine(t, t->spines[i]);
+    for (int i = 0; i < c->planes * t->n_spines && rc == 0; i++)
+        rc = topo_routes_spine(t, t->spines[i], i % t->n_spines, core_up);
+    for (int i = 0; i < c->planes * t->n_cores && rc == 0; i++)
+        rc = topo_routes_core(t, t->cores[i]);
     free(up);
+    free(core_up);
     return rc;
 }
 
@@ -381,13 +485,16 @@ void mroce_sim_topo_destroy(struct mroce_sim_topo *t)
         mroce_sim_host_destroy(t->hosts[h]);
     for (int i = 0; t->leaves && i < c->planes * c->leaves; i++)
         mroce_sim_switch_destroy(t->leaves[i]);
-    for (int i = 0; t->spines && i < c->planes * c->spines; i++)
+    for (int i = 0; t->spines && i < c->planes * t->n_spines; i++)
         mroce_sim_switch_destroy(t->spines[i]);
+    for (int i = 0; t->cores && i < c->planes * t->n_cores; i++)
+        mroce_sim_switch_destroy(t->cores[i]);
     for (int i = 0; i < t->n_links; i++)
         mroce_sim_link_destroy(t->links[i].info.link);
     free(t->hosts);
     free(t->leaves);
     free(t->spines);
+    free(t->cores);
     free(t->links);
     free(t->faults);
     mroce_sim_pool_destroy(t->pool);
@@ -436,9 +543,34 @@ struct mroce_sim_switch *mroce_sim_topo_spine(struct mroce_sim_topo *t,
                                               int plane, int spine)
 {
     if (plane < 0 || plane >= t->cfg.planes || spine < 0 ||
-        spine >= t->cfg.spines)
+        spine >= t->n_spines)
         return NULL;
-    return t->spines[plane * t->cfg.spines + spine];
+    return t->spines[plane * t->n_spines + spine];
+}
+
+int mroce_sim_topo_n_switches(const struct mroce_sim_topo *t)
+{
+    return t->cfg.planes * (t->cfg.leaves + t->n_spines + t->n_cores);
+}
+
+struct mroce_sim_switch *mroce_sim_topo_switch(struct mroce_sim_topo *t, int i)
+{
+    int nl = t->cfg.planes * t->cfg.leaves, ns = t->cfg.planes * t->n_spines;
+    if (i < 0 || i >= mroce_sim_topo_n_switches(t))
+        return NULL;
+    return i < nl        ? t->leaves[i]
+           : i < nl + ns ? t->spines[i - nl]
+                         : t->cores[i - nl - ns];
+}
+
+int mroce_sim_topo_hops(const struct mroce_sim_topo *t, int src_host,
+                        int dst_host)
+{
+    int hpl = t->cfg.hosts_per_leaf;
+    int ls = src_host / hpl, ld = dst_host / hpl;
+    if (ls == ld)
+        return 2;
+    return topo_fat(t) && ls / t->lpp != ld / t->lpp ? 6 : 4;
 }
 
 int mroce_sim_topo_n_links(const struct mroce_sim_topo *t)
@@ -476,11 +608,17 @@ int mroce_sim_topo_link_id(const struct mroce_sim_topo *t, int plane, int kind,
 {
     for (int i = 0; i < t->n_links; i++) {
         const struct mroce_sim_link_info *in = &t->links[i].info;
-        if (in->plane != plane || in->kind != kind || in->leaf != a)
+        int lower =
+            kind == MROCE_SIM_LINK_CORE_UP || kind == MROCE_SIM_LINK_CORE_DOWN
+                ? in->spine
+                : in->leaf;
+        if (in->plane != plane || in->kind != kind || lower != a)
             continue;
         int other =
             kind == MROCE_SIM_LINK_HOST_UP || kind == MROCE_SIM_LINK_HOST_DOWN
                 ? in->host
+            : kind == MROCE_SIM_LINK_CORE_UP || kind == MROCE_SIM_LINK_CORE_DOWN
+                ? in->core
                 : in->spine;
         if (other == b)
             return i;
@@ -512,7 +650,8 @@ static int topo_schedule(struct mroce_sim_topo *t, int kind, int link,
         t->cap_faults = cap;
     }
     t->faults[t->n_faults] = (struct topo_fault){kind, link, val};
-    if (!mroce_sim_ev_at(t->ev, t_ps, topo_fault_ev, t, (uint64_t)t->n_faults))
+    if (!mroce_sim_ev_post(t->ev, t_ps, topo_fault_ev, t,
+                           (uint64_t)t->n_faults))
         return MROCE_ENOMEM;
     t->n_faults++;
     return 0;
@@ -659,10 +798,10 @@ void mroce_sim_topo_get_counters(const struct mroce_sim_topo *t,
     const struct mroce_sim_topo_cfg *c = &t->cfg;
     memset(out, 0, sizeof(*out));
     mroce_sim_pool_get_counters(t->pool, &out->pkts);
-    for (int i = 0; i < c->planes * c->leaves; i++)
-        topo_add_switch(out, t->leaves[i]);
-    for (int i = 0; i < c->planes * c->spines; i++)
-        topo_add_switch(out, t->spines[i]);
+    (void)c;
+    for (int i = 0; i < mroce_sim_topo_n_switches(t); i++)
+        topo_add_switch(out,
+                        mroce_sim_topo_switch((struct mroce_sim_topo *)t, i));
     for (int h = 0; h < t->n_hosts; h++)
         topo_add_nic(out, mroce_sim_host_nic(t->hosts[h]));
     for (int i = 0; i < t->n_links; i++) {
@@ -694,13 +833,13 @@ uint64_t mroce_sim_topo_ideal_fct_ps(const struct mroce_sim_topo *t,
                                      int dst_host)
 {
     const struct mroce_sim_topo_cfg *c = &t->cfg;
-    int hpl = c->hosts_per_leaf;
-    int links = src_host / hpl == dst_host / hpl ? 2 : 4;
-    uint64_t bps[4] = {c->host_bps, c->link_bps, c->link_bps, c->host_bps};
-    bps[links - 1] = c->host_bps;
+    int links = mroce_sim_topo_hops(t, src_host, dst_host);
+    uint64_t bps[6];
+    for (int j = 0; j < links; j++)
+        bps[j] = j == 0 || j == links - 1 ? c->host_bps : c->link_bps;
     uint64_t n = bytes ? (bytes + mtu - 1) / mtu : 1;
     uint64_t over = hdr_bytes + MROCE_SIM_WIRE_OVERHEAD_V4;
-    uint64_t f[4] = {0, 0, 0, 0};
+    uint64_t f[6] = {0, 0, 0, 0, 0, 0};
     for (uint64_t k = 0; k < n; k++) {
         uint64_t pay = k + 1 < n ? mtu : bytes - (n - 1) * mtu;
         uint64_t ready = 0; /* when frame k is fully at link j's input */

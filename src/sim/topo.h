@@ -2,18 +2,34 @@
  * routes; schedule faults. A topology owns its event list and packet pool
  * and everything it builds; it models nothing itself.
  *
- * Shape: P planes, each an independent 2-tier leaf-spine. L leaves of H
- * hosts each; S spines; every leaf has one uplink to every spine, so the
- * leaf oversubscription is H/S (S = H is non-blocking). Every host has a
- * NIC with P ports; port p is cabled to its leaf in plane p. Each cable is
- * two unidirectional links.
+ * Shape: P planes, each an independent 2-tier leaf-spine or 3-tier
+ * fat-tree. Every host has a NIC with P ports; port p is cabled to its
+ * leaf in plane p. Each cable is two unidirectional links.
  *
- * Port numbering: a leaf's ports 0..H-1 go down to its hosts in order,
+ * Leaf-spine (pods 0): L leaves of H hosts each; S spines; every leaf has
+ * one uplink to every spine, so the leaf oversubscription is H/S (S = H
+ * is non-blocking). A leaf's ports 0..H-1 go down to its hosts in order,
  * ports H..H+S-1 up to spines 0..S-1. A spine's port l goes to leaf l.
+ * Routes: a leaf sends to its own hosts directly and to any other host
+ * over ECMP across all its uplinks; a spine sends to the destination's
+ * leaf.
  *
- * Routes (per plane): a leaf sends to its own hosts directly and to any
- * other host over ECMP across all its uplinks; a spine sends to the
- * destination's leaf. Host index h = leaf x H + position.
+ * Fat-tree (pods >= 2; Al-Fares et al., SIGCOMM 2008, with the leaf
+ * oversubscription a parameter): the L leaves form `pods` pods of
+ * L/pods leaves; each pod has S aggregation switches ("spines" of the
+ * pod, agg index pod x S + i), every leaf cabled to every agg of its
+ * pod; each agg has C uplinks to the core (core_per_agg, default L/pods:
+ * a non-blocking agg), and core switch c of group g = c / C is cabled to
+ * agg g of every pod (S x C cores). The k-ary fat-tree is pods = k,
+ * L/pods = S = C = k/2 and H = k/2 (oversubscription o: H = o k/2), so
+ * k^3/4 x o hosts. Ports: an agg's 0..L/pods-1 go down to its pod's
+ * leaves, the next C up to its cores; a core's port q to pod q. Routes:
+ * up over ECMP until a switch sees the destination below it, then down:
+ * a leaf's other hosts over all its uplinks; an agg sends to a leaf of
+ * its pod directly and elsewhere over its core uplinks; a core sends to
+ * the destination's pod.
+ *
+ * Host index h = leaf x H + position.
  *
  * Addresses: host h at leaf l, position i has IPv4 10.(l / 256).(l % 256)
  * .(i + 1), the same on every plane (the engine sees one address per host;
@@ -23,8 +39,9 @@
  * Link ids: integers 0..n-1, each with a printable name that a CLI can
  * take back with mroce_sim_topo_link_find:
  *   host<h>-leaf<l>, leaf<l>-host<h>, leaf<l>-spine<s>, spine<s>-leaf<l>
- * prefixed with "p<plane>." when there are several planes (the prefix is
- * optional for plane 0).
+ * and in a fat-tree leaf<l>-agg<a>, agg<a>-leaf<l>, agg<a>-core<c>,
+ * core<c>-agg<a>, prefixed with "p<plane>." when there are several
+ * planes (the prefix is optional for plane 0).
  *
  * Faults take effect at an absolute time through events: link down/up,
  * degrade to a fraction of the rate, random loss, a whole plane down.
@@ -56,7 +73,12 @@
 struct mroce_sim_topo_cfg {
     int hosts_per_leaf;    /* 1..254 [8] */
     int leaves;            /* [2] */
-    int spines;            /* [hosts_per_leaf: non-blocking] */
+    int spines;            /* leaf-spine: spines; fat-tree: aggs per pod
+                              [hosts_per_leaf: non-blocking] */
+    int pods;              /* >= 2: a 3-tier fat-tree of this many pods
+                              (divides leaves); 0: leaf-spine [0] */
+    int core_per_agg;      /* fat-tree: core uplinks of an agg
+                              [leaves / pods: non-blocking] */
     int planes;            /* [1] */
     uint64_t link_bps;     /* leaf-spine links [400G] */
     uint64_t host_bps;     /* host-leaf links [link_bps] */
@@ -78,17 +100,20 @@ struct mroce_sim_topo_cfg {
 enum mroce_sim_link_kind {
     MROCE_SIM_LINK_HOST_UP,    /* host -> leaf */
     MROCE_SIM_LINK_HOST_DOWN,  /* leaf -> host */
-    MROCE_SIM_LINK_SPINE_UP,   /* leaf -> spine */
+    MROCE_SIM_LINK_SPINE_UP,   /* leaf -> spine (fat-tree: agg) */
     MROCE_SIM_LINK_SPINE_DOWN, /* spine -> leaf */
+    MROCE_SIM_LINK_CORE_UP,    /* fat-tree: agg -> core */
+    MROCE_SIM_LINK_CORE_DOWN,  /* fat-tree: core -> agg */
     MROCE_SIM_LINK_KINDS
 };
 
 struct mroce_sim_link_info {
     struct mroce_sim_link *link;
     const char *name;
-    int kind;                     /* mroce_sim_link_kind */
-    int plane, leaf, spine, host; /* -1 where not an end */
-    int reverse;                  /* id of the other direction */
+    int kind;                           /* mroce_sim_link_kind */
+    int plane, leaf, spine, host, core; /* -1 where not an end (spine:
+                                           the agg index in a fat-tree) */
+    int reverse;                        /* id of the other direction */
 };
 
 /* Fabric-wide sums. */
@@ -134,6 +159,14 @@ struct mroce_sim_switch *mroce_sim_topo_leaf(struct mroce_sim_topo *t,
                                              int plane, int leaf);
 struct mroce_sim_switch *mroce_sim_topo_spine(struct mroce_sim_topo *t,
                                               int plane, int spine);
+/* Every switch of every plane, leaves, spines/aggs then cores, for
+ * samplers: index 0 .. n_switches - 1. */
+int mroce_sim_topo_n_switches(const struct mroce_sim_topo *t);
+struct mroce_sim_switch *mroce_sim_topo_switch(struct mroce_sim_topo *t, int i);
+/* Links on the path between two hosts' leaves: 2 (one leaf), 4, or 6
+ * (fat-tree, across pods). */
+int mroce_sim_topo_hops(const struct mroce_sim_topo *t, int src_host,
+                        int dst_host);
 
 int mroce_sim_topo_n_links(const struct mroce_sim_topo *t);
 /* NULL if id is out of range. */
@@ -173,8 +206,8 @@ void mroce_sim_topo_get_counters(const struct mroce_sim_topo *t,
  * MTU_on_wire/B; computed exactly (any rates, a short last frame) by the
  * tandem-queue recursion in topo.c. bytes of message in packets of at
  * most mtu payload bytes, each adding hdr_bytes of transport header plus
- * the Ethernet/IP/UDP overhead; links = 2 between hosts on one leaf, 4
- * otherwise; host_bps on host links, link_bps on the others. */
+ * the Ethernet/IP/UDP overhead; links = mroce_sim_topo_hops; host_bps on
+ * host links, link_bps on the others. */
 uint64_t mroce_sim_topo_ideal_fct_ps(const struct mroce_sim_topo *t,
                                      uint64_t bytes, uint32_t mtu,
                                      uint32_t hdr_bytes, int src_host,

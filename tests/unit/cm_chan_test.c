@@ -218,6 +218,10 @@ static void test_establish_psk(void **state)
     assert_int_equal(mroce_cm_security(v.cm, &m1, s1), 1);
     assert_int_equal(mroce_cm_security(c.cm, &m2, s2), 1);
     assert_memory_equal(s1, s2, sizeof(s1));
+    /* without a crypto provider the key authenticates the exchange only
+     * (test_modes_keyed: with providers, ENC keys both connections) */
+    assert_int_equal(m1, MROCE_CM_MODE_NONE);
+    assert_int_equal(mroce_conn_sec_mode(v.s.conn), MROCE_SEC_NONE);
     assert_memory_not_equal(s1, zero, sizeof(s1));
     assert_int_equal(m1, m2);
     /* Tagged messages both ways, a KEEPALIVE in between. */
@@ -541,7 +545,18 @@ static int raw_send(int fd, const void *b, size_t n)
     return send(fd, b, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
 }
 
-enum { H_GARBAGE, H_BIG1, H_BIG2, H_SIX, H_IDLE, H_CLOSE, H_V1, H_READY, H_N };
+enum {
+    H_GARBAGE,
+    H_BIG1,
+    H_BIG2,
+    H_SIX,
+    H_IDLE,
+    H_CLOSE,
+    H_V1,
+    H_READY,
+    H_BYE,
+    H_N
+};
 
 static int hostile_connect(int kind, uint16_t port)
 {
@@ -569,7 +584,8 @@ static int hostile_connect(int kind, uint16_t port)
         raw_send(fd, h, sizeof(h));
         break;
     case H_READY:
-        cm_hdr_put(h, CM_READY, 0);
+    case H_BYE:
+        cm_hdr_put(h, kind == H_READY ? CM_READY : CM_BYE, 0);
         raw_send(fd, h, sizeof(h));
         break;
     default: /* idle */
@@ -604,14 +620,15 @@ static void test_listener_hostile(void **state)
     assert_int_equal(k.accepted, H_N + 1);
     assert_int_equal(k.handed, 1);
     assert_int_equal(k.dropped, 1);  /* garbage: not a CM peer */
-    assert_int_equal(k.rejected, 4); /* 8193, 0xFFFFFFFF, v1, READY */
+    assert_int_equal(k.rejected, 5); /* 8193, 0xFFFFFFFF, v1, READY, BYE */
     assert_int_equal(k.closed, 1);
     assert_int_equal(k.timeouts, 2); /* 6 bytes, idle */
     /* What each connector got: nothing, or one REJECT with its reason. */
     static const int want[H_N] = {[H_BIG1] = MROCE_CM_REJ_MALFORMED,
                                   [H_BIG2] = MROCE_CM_REJ_MALFORMED,
                                   [H_V1] = MROCE_CM_REJ_VERSION,
-                                  [H_READY] = MROCE_CM_REJ_UNEXPECTED};
+                                  [H_READY] = MROCE_CM_REJ_UNEXPECTED,
+                                  [H_BYE] = MROCE_CM_REJ_UNEXPECTED};
     for (int i = 0; i < H_N; i++) {
         if (fds[i] < 0)
             continue;
@@ -691,6 +708,47 @@ static void test_nothing_before_hello(void **state)
     close(fd);
     side_close(&s);
     srv_free(&v);
+}
+
+/* The client answers a server whose header it cannot read (another CM
+ * version) with REJECT VERSION (R-CM-2), naming the versions it speaks. */
+static void test_client_answers_bad_header(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, 1), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    struct cli c = {0};
+    cli_start(&c, ntohs(sa.sin_port));
+    int fd = accept(ls, NULL, NULL);
+    assert_true(fd >= 0);
+    uint8_t buf[CM_MSG_MAX];
+    size_t got = 0;
+    while (got < CM_HDR_LEN ||
+           got < CM_HDR_LEN + mroce_be32_get(buf + 8)) { /* its HELLO */
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+    uint8_t h[CM_HDR_LEN];
+    cm_hdr_put(h, CM_HELLO, 0);
+    h[4] = 9; /* a future CM version */
+    assert_int_equal(raw_send(fd, h, sizeof(h)), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, MROCE_EPROTO);
+    assert_int_equal(c.reason, MROCE_CM_REJ_VERSION);
+    got = raw_drain(fd, buf, sizeof(buf), 500);
+    assert_true(got >= CM_HDR_LEN + CM_REJECT_FIXED);
+    assert_int_equal(buf[5], CM_REJECT);
+    assert_int_equal(mroce_be16_get(buf + CM_HDR_LEN), MROCE_CM_REJ_VERSION);
+    assert_int_equal(buf[CM_HDR_LEN + 2], MROCE_CM_VERSION);
+    close(fd);
+    close(ls);
+    cli_free(&c);
 }
 
 static void test_timeouts(void **state)
@@ -953,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_listener_hostile),
         cmocka_unit_test(test_listener_evicts),
         cmocka_unit_test(test_nothing_before_hello),
+        cmocka_unit_test(test_client_answers_bad_header),
         cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_two_process_write),
         cmocka_unit_test(test_killed_peer),

@@ -74,9 +74,8 @@ static void test_results_parse(void **state)
     struct sj *res = sj_parse_file(path, err, sizeof(err));
     assert_non_null(res);
     assert_int_equal(res->type, SJ_ARR);
-    int n_tr;
-    suite_transports(&n_tr);
     const struct suite_def *d = suite_def_find("quick");
+    int n_tr = d->n_tr;
     assert_int_equal(sj_len(res), d->n_scen * n_tr);
     for (const struct sj *r = res->child; r; r = r->next) {
         assert_non_null(sj_str(r, "status"));
@@ -176,8 +175,10 @@ static void test_json_round_trip(void **state)
     assert_true(err[0] != '\0');
 }
 
-/* Two 64 MiB all-to-alls on 64 hosts (9 GiB each) do not run side by
- * side in 16 GiB; a run bigger than the budget still runs alone. */
+/* A 64 MiB all-to-all on 64 hosts runs payload-free (12 GiB of buffers
+ * otherwise): about 1 GiB; an 8,192-host run about 4 GiB, two of them
+ * do not run side by side in 6 GiB; a run bigger than the budget still
+ * runs alone. */
 static void test_mem_gate(void **state)
 {
     (void)state;
@@ -190,11 +191,62 @@ static void test_mem_gate(void **state)
     struct suite_opts o = {.def = d};
     struct suite_job j = {.s = big, .o = &o};
     uint64_t gib = 1ull << 30, need = suite_job_mem(&j);
-    assert_true(need >= 8 * gib && need <= 10 * gib);
-    assert_false(suite_mem_fits(need, need, 16 * gib));
-    assert_true(suite_mem_fits(need, need, 20 * gib));
+    assert_true(need >= gib && need <= 2 * gib);
+    const struct suite_def *sd = suite_def_find("scale");
+    struct suite_opts so = {.def = sd};
+    struct suite_job sj = {.s = &sd->scen[0], .o = &so};
+    uint64_t scale = suite_job_mem(&sj);
+    assert_true(scale >= 3 * gib && scale <= 6 * gib);
+    assert_false(suite_mem_fits(scale, scale, 6 * gib));
+    assert_true(suite_mem_fits(scale, scale, 12 * gib));
     assert_true(suite_mem_fits(0, 64 * gib, 16 * gib));
     assert_true(suite_mem_fits(need, need, 0));
+}
+
+/* The scale suite end to end at 256 hosts (make test's reduced version):
+ * every run ok with its tail FCT, the checker passes; a published figure
+ * added to a record appears side by side in the regenerated report. */
+static void test_scale_mini(void **state)
+{
+    (void)state;
+    char sdir[64], path[128], err[160], why[300];
+    snprintf(sdir, sizeof(sdir), "/tmp/mroce_scale_XXXXXX");
+    assert_non_null(mkdtemp(sdir));
+    char *argv[] = {"mroce-sim", "--suite", "scale-mini",
+                    "--out",     sdir,      "--quiet"};
+    assert_int_equal(mroce_sim_suite_main(6, argv), 0);
+    snprintf(path, sizeof(path), "%s/results.json", sdir);
+    struct sj *res = sj_parse_file(path, err, sizeof(err));
+    assert_non_null(res);
+    const struct suite_def *d = suite_def_find("scale-mini");
+    assert_int_equal(sj_len(res), d->n_scen * d->n_tr);
+    for (const struct sj *r = res->child; r; r = r->next) {
+        assert_string_equal(sj_str(r, "status"), "ok");
+        assert_true(sj_num(r, "tail_fct_us", 0) > sj_num(r, "min_fct_us", 0));
+        assert_true(sj_has_num(r, "suite_wall_s"));
+    }
+    assert_int_equal(mroce_sim_suite_check(sdir, why, sizeof(why)), 0);
+    struct sj *r0 = res->child, *ref = sj_get(r0, "ref");
+    assert_int_equal(ref->type, SJ_NULL); /* scale-mini has no figures */
+    ref->type = SJ_OBJ;
+    sj_add_str(ref, "what", "a test figure");
+    sj_add_num(ref, "tail_fct_us", 12.5);
+    sj_add_num(ref, "min_fct_us", 7.25);
+    sj_add_num(ref, "target_us", 11);
+    sj_set_num(r0, "tail_vs_ref", sj_num(r0, "tail_fct_us", 0) / 12.5);
+    assert_int_equal(sj_write_file(path, res), 0);
+    sj_free(res);
+    char *rep[] = {"mroce-sim", "--suite", "report", "--out", sdir};
+    assert_int_equal(mroce_sim_suite_main(5, rep), 0);
+    snprintf(path, sizeof(path), "%s/report.md", sdir);
+    char *md = slurp(path);
+    assert_non_null(strstr(md, "Side by side with htsim"));
+    assert_non_null(strstr(md, "| 12.500 |"));
+    free(md);
+    assert_int_equal(mroce_sim_suite_check(sdir, why, sizeof(why)), 0);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sdir);
+    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -205,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_results_parse),
         cmocka_unit_test(test_check_passes),
         cmocka_unit_test(test_check_catches_edits),
+        cmocka_unit_test(test_scale_mini),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

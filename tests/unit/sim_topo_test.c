@@ -93,12 +93,9 @@ static void check_conservation(struct net *n)
     for (int h = 0; h < n->n; h++)
         held +=
             mroce_sim_nic_queued(mroce_sim_host_nic(mroce_sim_topo_host(t, h)));
-    for (int p = 0; p < c->planes; p++) {
-        for (int l = 0; l < c->leaves; l++)
-            held += mroce_sim_switch_pkts_held(mroce_sim_topo_leaf(t, p, l));
-        for (int s = 0; s < c->spines; s++)
-            held += mroce_sim_switch_pkts_held(mroce_sim_topo_spine(t, p, s));
-    }
+    (void)c;
+    for (int i = 0; i < mroce_sim_topo_n_switches(t); i++)
+        held += mroce_sim_switch_pkts_held(mroce_sim_topo_switch(t, i));
     for (int i = 0; i < mroce_sim_topo_n_links(t); i++) {
         struct mroce_sim_link_counters lc;
         mroce_sim_link_get_counters(mroce_sim_topo_link_info(t, i)->link, &lc);
@@ -205,6 +202,85 @@ static void test_lone_flow_fct(void **state)
     assert_true(r >= 0.99 && r <= 1.01);
     r = lone_flow(1, 6, 100000);
     assert_true(r >= 0.99 && r <= 1.01);
+}
+
+/* ---- A 3-tier fat-tree ---- */
+
+/* k = 4: 4 pods of 2 leaves and 2 aggs, 4 cores, 16 hosts. Names, hop
+ * counts, a cross-pod lone flow at its 6-link ideal, every host reaching
+ * every other, and flows between two pods spread over every core. */
+static void test_fat_tree(void **state)
+{
+    (void)state;
+    struct mroce_sim_topo_cfg c = {
+        .hosts_per_leaf = 2, .leaves = 8, .spines = 2, .pods = 4, .seed = 3};
+    struct net n;
+    net_open(&n, &c);
+    struct mroce_sim_topo *t = n.t;
+    assert_int_equal(n.n, 16);
+    assert_int_equal(mroce_sim_topo_n_switches(t), 8 + 8 + 4);
+    /* 16 host cables, 8 x 2 leaf-agg, 8 x 2 agg-core, both directions */
+    assert_int_equal(mroce_sim_topo_n_links(t), 2 * (16 + 16 + 16));
+    int id = mroce_sim_topo_link_find(t, "leaf3-agg2");
+    assert_true(id >= 0); /* leaf 3 is in pod 1, whose aggs are 2 and 3 */
+    assert_int_equal(mroce_sim_topo_link_find(t, "leaf3-agg0"), -1);
+    assert_true(mroce_sim_topo_link_find(t, "agg2-core1") >= 0);
+    assert_true(mroce_sim_topo_link_find(t, "core3-agg7") >= 0);
+    assert_int_equal(mroce_sim_topo_link_find(t, "agg2-core2"), -1);
+    const struct mroce_sim_link_info *li =
+        mroce_sim_topo_link_info(t, mroce_sim_topo_link_find(t, "agg5-core2"));
+    assert_int_equal(li->kind, MROCE_SIM_LINK_CORE_UP);
+    assert_int_equal(li->spine, 5);
+    assert_int_equal(li->core, 2);
+    assert_string_equal(mroce_sim_topo_link_info(t, li->reverse)->name,
+                        "core2-agg5");
+    assert_int_equal(mroce_sim_topo_hops(t, 0, 1), 2);
+    assert_int_equal(mroce_sim_topo_hops(t, 0, 3), 4);
+    assert_int_equal(mroce_sim_topo_hops(t, 0, 15), 6);
+    /* a lone 1 MiB flow across pods: 6 links, 5 switches */
+    flow(&n, 0, 15, 1234, 1u << 20, 0);
+    net_run(&n, MROCE_SIM_NEVER);
+    uint64_t fct = bc(&n, 15).last_rx_ns * MROCE_SIM_PS_PER_NS;
+    uint64_t ideal = mroce_sim_topo_ideal_fct_ps(t, 1u << 20, PKT, 0, 0, 15);
+    assert_int_equal(ideal, 256ull * WIRE * 20 + 6 * US + 5ull * WIRE * 20);
+    double r = (double)fct / (double)ideal;
+    printf("[ fat-tree ] 1 MiB host0->host15: %.3f us, ideal %.3f us, %.5f\n",
+           (double)fct / US, (double)ideal / US, r);
+    assert_true(r >= 0.99 && r <= 1.01);
+    /* every ordered pair, one packet each */
+    uint64_t t0 = mroce_sim_ev_now(mroce_sim_topo_ev(t)) / 1000 + 1;
+    for (int a = 0; a < 16; a++)
+        for (int b = 0; b < 16; b++)
+            if (a != b)
+                flow(&n, a, b, (uint16_t)(2000 + a * 16 + b), PKT, t0);
+    /* pod 0 -> pod 1, 400 single-packet flows: every core carries some */
+    for (int i = 0; i < 400; i++)
+        flow(&n, i % 4, 4 + i % 4, (uint16_t)(30000 + i), PKT, t0 + 100);
+    for (int h = 0; h < 16; h++) /* work came after the last run */
+        mroce_sim_host_kick(mroce_sim_topo_host(t, h));
+    net_run(&n, MROCE_SIM_NEVER);
+    uint64_t rx = 0;
+    for (int h = 0; h < 16; h++)
+        rx += bc(&n, h).rx_pkts;
+    assert_int_equal(rx, 256 + 16 * 15 + 400);
+    for (int core = 0; core < 4; core++) {
+        char name[32];
+        snprintf(name, sizeof(name), "core%d-agg%d", core,
+                 2 + core / 2); /* pod 1's agg of that core's group */
+        struct mroce_sim_link_counters lc;
+        mroce_sim_link_get_counters(
+            mroce_sim_topo_link_info(t, mroce_sim_topo_link_find(t, name))
+                ->link,
+            &lc);
+        printf("[ fat-tree ] %s: %llu packets\n", name,
+               (unsigned long long)lc.rx_pkts);
+        assert_true(lc.rx_pkts > 50);
+    }
+    check_conservation(&n);
+    net_close(&n);
+    struct mroce_sim_topo_cfg bad = {
+        .hosts_per_leaf = 2, .leaves = 7, .spines = 2, .pods = 4};
+    assert_int_equal(mroce_sim_topo_create(&bad, &t), MROCE_EINVAL);
 }
 
 /* ---- ECMP spreads flows over all spines ---- */
@@ -555,6 +631,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_addresses),
         cmocka_unit_test(test_lone_flow_fct),
+        cmocka_unit_test(test_fat_tree),
         cmocka_unit_test(test_ecmp_spread),
         cmocka_unit_test(test_conservation_random),
         cmocka_unit_test(test_pfc_incast),
