@@ -352,6 +352,7 @@ json_t *agent_cmd_fault(struct agent *a, json_t *req)
     if (id < 0)
         return agent_err("not_found", "no fault named %s", name);
     a->fault_id = id;
+    mroce_fault_set_process(id); /* the CM's faults */
     for (int i = 0; i < AGENT_MAX_CTX; i++) {
         if (!a->ctx[i].used)
             continue;

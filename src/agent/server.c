@@ -216,6 +216,7 @@ int agent_run(const struct agent_opts *o)
         fprintf(stderr, "mroce-agent: no fault named %s\n", o->fault);
         return 2;
     }
+    mroce_fault_set_process(a.fault_id);
     int lfd = agent_listen(o);
     if (lfd < 0) {
         fprintf(stderr, "mroce-agent: cannot listen on %s: %s\n", o->listen,

@@ -188,6 +188,7 @@ struct cf_monpath {
     bool any;
     uint32_t next_psn; /* expected PSN of the next data/PROBE */
     uint16_t port;     /* its current source port */
+    int taken_by;      /* 1 + a path seen on that port since, else 0 */
     uint32_t last_ts;
 };
 
@@ -503,6 +504,10 @@ void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h);
 /* The MTH ts of the IUT's transmission path/psn (data or PROBE) in the
  * log, 0 if none: what an ACK naming it must echo (R-VAL-1). */
 uint32_t cf_iut_ts(const struct cf_t *t, uint16_t path, uint32_t psn);
+/* Opens and connects a second connection of the IUT (one path, one
+ * stream, sequence numbers from 0) toward the suite's socket; its id.
+ * Its packets carry conn = the suite's id ^ 0x5A5A5A5A (extra_ids[0]). */
+uint32_t cf_second_conn(struct cf_t *t);
 void cf_write_at(struct cf_t *t, uint16_t path, uint32_t psn, uint32_t ts,
                  uint8_t ecn);
 void cf_send_probe_ack(struct cf_t *t, uint16_t path, uint32_t probe_psn);

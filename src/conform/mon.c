@@ -277,6 +277,26 @@ static void mon_ack(struct cf_t *t, struct cf_pkt *pk)
 
 /* ---- sequences ---- */
 
+/* R-ENC-3: two paths hold one port at once. A path may be re-pathed
+ * without sending (R-PATH-16), and its old port be given to another
+ * path, so one path's use of another's last-seen port proves nothing;
+ * path p using port X again after path q used X, while q's last use is
+ * still X, does: both held X in between. */
+static void mon_ports(struct cf_t *t, struct cf_pkt *pk, struct cf_monpath *mp)
+{
+    struct cf_monpath *all = t->p->mon.path;
+    uint16_t p = pk->h.path;
+    int q = mp->port == pk->sport ? mp->taken_by - 1 : -1;
+    bool shared = q >= 0 && all[q].any && all[q].port == pk->sport;
+    mon(t, pk, "R-ENC-3", !shared, "paths %u and %d share port %u", p, q,
+        pk->sport);
+    for (uint16_t k = 0; k < t->p->n_paths; k++)
+        if (k != p && all[k].any && all[k].port == pk->sport)
+            all[k].taken_by = p + 1;
+    mp->port = pk->sport;
+    mp->taken_by = 0;
+}
+
 static void mon_psn(struct cf_t *t, struct cf_pkt *pk)
 {
     struct cf_monpath *mp = &t->p->mon.path[pk->h.path];
@@ -300,15 +320,7 @@ static void mon_psn(struct cf_t *t, struct cf_pkt *pk)
     mp->any = true;
     mp->next_psn = h->psn + 1;
     mp->last_ts = h->ts;
-    for (uint16_t q = 0; q < t->p->n_paths; q++)
-        if (q != h->path && t->p->mon.path[q].any &&
-            t->p->mon.path[q].port == pk->sport) {
-            mon(t, pk, "R-ENC-3", false, "paths %u and %u share port %u",
-                h->path, q, pk->sport);
-            break;
-        }
-    mon(t, pk, "R-ENC-3", true, "-");
-    mp->port = pk->sport;
+    mon_ports(t, pk, mp);
 }
 
 /* CRC32C of the bytes the retransmission must repeat (R-LOSS-3): after the

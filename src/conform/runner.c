@@ -44,7 +44,7 @@ static void usage(void)
         "                     [--xfail TEST-ID]...\n"
         "                     [--list] [-v]\n"
         "       mroce-conform --mutants [--mutants-json FILE] "
-        "[--mutant NAME]\n"
+        "[--mutant NAME[,NAME...]]\n"
         "                     [--mutant-limit N] [options above]\n"
         "Without --target, mroce's UDP agent (mroce-agent next to this\n"
         "program) is started on 127.0.0.1. GLOB matches test ids or rule "

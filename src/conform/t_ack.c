@@ -411,6 +411,8 @@ static void ack_ce_newer(struct cf_t *t)
     ack_iut_writes(t, 3);
     struct mroce_hdr a[3];
     struct cf_rxpath m = {.init_psn = cf_iut_psn(t, 0)};
+    /* the first packet arrived unmarked, the second CE-marked: ACKs (rx 1,
+     * ce 0), (rx 2, ce 1), (rx 3, ce 1), sent 2, 1, 3 */
     for (int i = 0; i < 3; i++) {
         uint32_t psn = cf_iut_psn(t, (uint32_t)i);
         cf_rx_model(&m, psn, cf_iut_ts(t, 0, psn), 2, CF_REC_DATA);
@@ -420,9 +422,8 @@ static void ack_ce_newer(struct cf_t *t)
         memcpy(a[i].sack, m.bits, sizeof(m.bits));
         a[i].dsn_cum = t->p->dsn_cum - 3 + (uint32_t)i + 1;
         a[i].rx_count = m.rx_count;
-        a[i].ce_count = 1; /* one CE mark, first reported with rx 1 */
+        a[i].ce_count = i ? 1 : 0;
     }
-    a[0].ce_count = 1;
     cf_send(t, &a[1], NULL, 0); /* rx 2, ce 1: one new mark */
     cf_send(t, &a[0], NULL, 0); /* older: rx 1, must be ignored */
     cf_send(t, &a[2], NULL, 0); /* rx 3, ce 1: no new mark */

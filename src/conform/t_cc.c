@@ -70,9 +70,18 @@ static void cc_loss(struct cf_t *t)
 /* R-CC-1: an RTO reduces the path's window. */
 static void cc_timeout(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 3000000});
-    cc_warm(t);
-    json_int_t before = cc_cwnd(t, 0), timeouts = 0;
+    json_int_t before = 0, timeouts = 0;
+    /* a busy host may make the warm-up lose packets and leave the window
+     * at its floor, where no decrease shows: warm up again then */
+    for (int tries = 0; tries < 3 && before <= 2 * 1100; tries++) {
+        if (tries)
+            cf_close(t);
+        cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 3000000});
+        cc_warm(t);
+        before = cc_cwnd(t, 0);
+    }
+    CF_REQUIRE(t, before > 2 * 1100, "the window stayed at %lld bytes",
+               (long long)before);
     for (int i = 0; i < 100 && !timeouts; i++) {
         cf_pump(t, 5);
         json_t *pi = cf_path_info(t, 0);
@@ -141,28 +150,7 @@ static void cc_hint_connwide(struct cf_t *t)
 static void cc_hint_share(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 40000});
-    json_t *rep =
-        cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd", "conn_create",
-                             "ctx", t->iut.ctx, "n_paths", 1, "min_rto_ns",
-                             (json_int_t)5000000));
-    json_t *prm = json_object_get(rep, "params");
-    uint32_t id2 =
-        (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
-    int conn2 = (int)json_integer_value(json_object_get(rep, "conn"));
-    json_decref(rep);
-    CF_REQUIRE(t, id2, "no second connection");
-    struct cf_params mine;
-    cf_my_params(t, &mine);
-    mine.conn_id = t->p->my_id ^ 0x5A5A5A5Au;
-    mine.n_paths = 1;
-    mine.n_streams = 1;
-    mine.init_psn = mine.init_dsn = mine.init_msn = 0;
-    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect", "conn",
-                               conn2, "params", cf_params_json(&mine)));
-    bool ok = cf_reply_ok(rep, NULL, 0);
-    json_decref(rep);
-    CF_REQUIRE(t, ok, "the second connection did not connect");
-    t->p->extra_ids[0] = mine.conn_id;
+    uint32_t id2 = cf_second_conn(t);
     uint32_t min = UINT32_MAX;
     for (int round = 0; round < 4; round++) {
         struct mroce_hdr h = cf_hdr(t, MROCE_OP_WRITE, 0);
@@ -221,6 +209,7 @@ static int cc_burst(struct cf_t *t, uint16_t paths)
 {
     cf_open(t, &(struct cf_open){.n_paths = paths,
                                  .src_ports = paths,
+                                 .init_cwnd_pkts = 16,
                                  .min_rto_ns = 60000000});
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 512 * 1024});
@@ -232,13 +221,17 @@ static int cc_burst(struct cf_t *t, uint16_t paths)
     return n;
 }
 
-/* R-CC-4: the first burst does not grow with the number of paths. */
+/* R-CC-4: the first burst does not grow with the number of paths: an
+ * initial window of 16 packets over 64 paths (where each path may always
+ * send one packet) is still 16 packets. */
 static void cc_init_window(struct cf_t *t)
 {
     int one = cc_burst(t, 1);
     int many = cc_burst(t, 64);
-    CF_CHECK(t, one > 0 && many <= one,
-             "first burst %d packets over 64 paths, %d over 1 path", many, one);
+    CF_CHECK(t, one > 0 && many <= one && many <= 16,
+             "first burst %d packets over 64 paths, %d over 1 path "
+             "(init_cwnd_pkts 16)",
+             many, one);
 }
 
 const struct cf_test cf_t_cc[] = {

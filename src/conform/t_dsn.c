@@ -92,6 +92,25 @@ static void dsn_dup_counted(struct cf_t *t)
     cf_delta(t, "conn", "dup", before, 1);
 }
 
+/* R-DSN-7: the IUT as sender keeps its DSNs within the window the suite
+ * announced (4): with nothing acknowledged, 4 packets of 8 go out. */
+static void dsn_window_sender(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 2, .my_dsn_window = 4, .min_rto_ns = 40000000});
+    t->p->auto_ack = false;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 8 * 1024});
+    cf_pump(t, 30);
+    uint32_t most = 0;
+    for (int i = 0; i < t->p->n_log; i++)
+        if (cf_is_data(t->p->log[i], NULL) &&
+            t->p->log[i]->h.dsn - t->p->iut_init_dsn + 1 > most)
+            most = t->p->log[i]->h.dsn - t->p->iut_init_dsn + 1;
+    CF_CHECK(t, most == 4,
+             "DSNs up to init_dsn + %u sent with none acknowledged, window 4",
+             most - 1);
+}
+
 /* R-DSN-6: beyond the window: dropped, not recorded, no reply. */
 static void dsn_out_of_window(struct cf_t *t)
 {
@@ -218,6 +237,9 @@ const struct cf_test cf_t_dsn[] = {
             dsn_dup_in_window),
     CF_TEST("dsn.dup.counted", "6.4", "R-DSN-5 R-RX-5", SHOULD,
             "a duplicate counted dup", dsn_dup_counted),
+    CF_TEST("dsn.window.sender", "6.4", "R-DSN-7", MUST,
+            "the IUT sends no DSN beyond the window the peer announced",
+            dsn_window_sender),
     CF_TEST("dsn.out_of_window", "6.4", "R-DSN-6 R-RX-5", MUST,
             "dsn_cum + W: dropped silently, not recorded", dsn_out_of_window),
     CF_TEST("dsn.out_of_window.counted", "6.4", "R-DSN-6 R-RX-5", SHOULD,

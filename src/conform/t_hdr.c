@@ -237,7 +237,7 @@ static void hdr_nack(struct cf_t *t)
 {
     cf_open(t, NULL);
     uint8_t d[16] = {2};
-    t->p->psn[1] = 0;
+    t->p->psn[1] = 5; /* not 0: the NACK must name this PSN (R-HDR-9) */
     struct cf_msg m = {.op = MROCE_OP_WRITE,
                        .stream = 1,
                        .data = d,

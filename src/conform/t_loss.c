@@ -86,6 +86,11 @@ static void loss_rto_other_path(struct cf_t *t)
     const struct cf_pkt *pr = cf_find(t, 0, MROCE_OP_PROBE, 0);
     CF_CHECK(t, pr && pr->h.path == o->h.path && (pr->h.flags & MROCE_HF_RETX),
              "no PROBE with RETX on the timed-out path %u", o->h.path);
+    /* R-PATH-6: the timed-out path moved to a new source port */
+    if (pr)
+        CF_CHECK(t, pr->sport != o->sport,
+                 "the PROBE after the RTO left from the lost packet's port %u",
+                 o->sport);
 }
 
 /* R-DSN-8, R-LOSS-5: a DSN acknowledged by dsn_cum is not resent, even

@@ -489,9 +489,19 @@ static void msg_read_no_right(struct cf_t *t)
                        .len = 64,
                        .va = wo.va,
                        .rkey = wo.rkey,
-                       .rkey_set = true};
-    msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS,
+                       .rkey_set = true,
+                       .path = 2};
+    t->p->psn[2] = 9; /* a PSN the NACK must name (R-HDR-9) */
+    cf_send_msg(t, &m);
+    const struct cf_pkt *n = cf_wait_nack(t, cf_ms(t, 1000));
+    cf_nack_is(t, n, MROCE_NAK_REMOTE_ACCESS,
                "a READ of a region without remote read");
+    /* checked on arrival: the NACK names the READ_REQ itself */
+    if (n)
+        CF_CHECK(t, n->h.path == 2 && n->h.psn == 9 && n->h.dsn == m.first_dsn,
+                 "the NACK names path %u PSN %u DSN %u, not the READ_REQ "
+                 "(path 2 PSN 9 DSN %u): its key was not checked on arrival",
+                 n->h.path, n->h.psn, n->h.dsn, m.first_dsn);
 }
 
 static void msg_read_bounds(struct cf_t *t)

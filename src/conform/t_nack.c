@@ -157,6 +157,30 @@ static void nack_rnr_release(struct cf_t *t)
              ms);
 }
 
+/* R-NACK-5, R-RTT-5: the RNR NACK released the path's only transmission,
+ * so the path's RTO timer stops: no PROBE and no re-path while the
+ * sender waits the RNR delay (40 ms, 8 x its initial RTO). */
+static void nack_rnr_timer_stops(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 1000000});
+    t->p->rnr_info = 40000;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    const struct cf_pkt *s = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    CF_REQUIRE(t, s, "no SEND");
+    int from = t->p->n_log;
+    cf_pump(t, 30);
+    for (int i = from; i < t->p->n_log; i++) {
+        const struct cf_pkt *pk = t->p->log[i];
+        CF_CHECK(t, pk->derr || pk->h.opcode != MROCE_OP_PROBE,
+                 "a PROBE %.1f ms into an RNR wait: the released "
+                 "transmission kept its path's timer running",
+                 (double)(pk->t - s->t) / 1e6);
+        CF_CHECK(t, pk->derr || !cf_is_data(pk, NULL),
+                 "the SEND went again %.1f ms into a 40 ms RNR wait",
+                 (double)(pk->t - s->t) / 1e6);
+    }
+}
+
 /* R-NACK-1, R-NACK-3: every arrival of a refused packet is NACKed. */
 static void nack_each_arrival(struct cf_t *t)
 {
@@ -240,6 +264,9 @@ const struct cf_test cf_t_nack[] = {
             "a fatal NACK matched by stream and MSN", nack_by_msn),
     CF_TEST("nack.rnr.release", "10.3", "R-NACK-5 R-RETRY-4", MUST,
             "an RNR'd transmission is not taken as lost", nack_rnr_release),
+    CF_TEST("nack.rnr.timer_stops", "10.3", "R-NACK-5 R-RTT-5", MUST,
+            "an RNR releases the path's only transmission: its timer stops",
+            nack_rnr_timer_stops),
     CF_TEST("nack.each_arrival", "10.3", "R-NACK-1 R-NACK-3", MUST,
             "every arrival of a refused packet is NACKed", nack_each_arrival),
     CF_TEST("nack.rnr.no_state", "10.3", "R-NACK-6 R-RETRY-3", MUST,

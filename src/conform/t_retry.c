@@ -94,6 +94,53 @@ static void retry_rnr_then_ok(struct cf_t *t)
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
 }
 
+/* R-RETRY-4: an RNR asking 0xFFFFFFFF us (71 minutes) waits max_rto. */
+static void retry_rnr_capped(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2, .max_rto_ns = 30000000});
+    t->p->rnr_info = 0xFFFFFFFFu;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    const struct cf_pkt *o = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    CF_REQUIRE(t, o, "no SEND");
+    const struct cf_pkt *r = cf_wait(t, cf_is_data, NULL, cf_ms(t, 500));
+    CF_REQUIRE(t, r,
+               "no retry within 500 ms of an RNR asking 71 minutes "
+               "(max_rto 30 ms)");
+    double ms = cf_ts_ms(o, r); /* the IUT's own clock */
+    CF_CHECK(t, ms >= 30 * 0.95 && ms < 30 * 1.3 + 10 * t->scale,
+             "retried %.1f ms after an RNR asking 71 minutes, max_rto 30 ms",
+             ms);
+}
+
+static void retry_rnr_capped_counted(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2, .max_rto_ns = 20000000});
+    int64_t before = cf_counter(t, "conn", "rnr_capped");
+    t->p->rnr_info = 0xFFFFFFFFu;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    CF_REQUIRE(t, cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000)), "no SEND");
+    cf_pump(t, 5);
+    cf_delta(t, "conn", "rnr_capped", before, 1);
+}
+
+/* R-RETRY-1 item 2, R-RETRY-4: transmissions answered by RNR do not count
+ * toward the cap of 64: a SEND refused 80 times still completes. */
+static void retry_rnr_uncounted(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2});
+    t->p->rnr_info = 50;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    int tries = 0;
+    while (tries < 80 && cf_wait(t, cf_is_data, NULL, cf_ms(t, 500)))
+        tries++;
+    CF_REQUIRE(t, tries == 80,
+               "the SEND was tried %d times, then no more "
+               "(RNR answers do not count toward 64)",
+               tries);
+    cf_peer_recv(t, 0, 0, 64);
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+}
+
 /* Three RNR rounds, then RNR_RETRY_EXC_ERR. A round may carry two
  * copies of the DSN (R-LOSS-7's tail rule), so rounds are counted: the
  * SEND's transmissions, grouped by the RNR wait between them. */
@@ -227,6 +274,13 @@ const struct cf_test cf_t_retry[] = {
             "an RNR retry waits info microseconds", retry_rnr_wait),
     CF_TEST("retry.rnr.unlimited", "6.6", "R-RETRY-4", MUST,
             "rnr_retry 7: no limit", retry_rnr_then_ok),
+    CF_TEST("retry.rnr.capped", "6.6", "R-RETRY-4", MUST,
+            "an RNR delay longer than max_rto waits max_rto", retry_rnr_capped),
+    CF_TEST("retry.rnr.capped.counted", "6.6", "R-RETRY-4 R-RX-5", SHOULD,
+            "... counted rnr_capped", retry_rnr_capped_counted),
+    CF_TEST("retry.rnr.uncounted", "6.6", "R-RETRY-1 R-RETRY-4", MUST,
+            "80 RNR answers do not reach the cap of 64 transmissions",
+            retry_rnr_uncounted),
     CF_TEST("retry.rnr.limit", "6.6", "R-RETRY-4 R-CONN-12", MUST,
             "rnr_retry 2: RNR_RETRY_EXC_ERR on the third RNR", retry_rnr_limit),
     CF_TEST("retry.rnr.info0", "6.6", "R-RETRY-4", MUST,

@@ -44,7 +44,8 @@ static void rtt_first_sample(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 4000000});
     rtt_one(t, 1, 12000000); /* initial_rto 20 ms */
     json_int_t srtt = rtt_info(t, "srtt_ns"), rto = rtt_info(t, "rto_ns");
-    CF_CHECK(t, srtt >= 12000000 && srtt < 12000000 + 3000000 * t->scale,
+    /* the sample also holds both ways' delays, a few ms on a busy host */
+    CF_CHECK(t, srtt >= 12000000 && srtt < 12000000 + 8000000 * t->scale,
              "SRTT %.2f ms after one sample of ~12 ms", srtt / 1e6);
     CF_CHECK(t, rto > 2.9 * srtt && rto < 3.1 * srtt + 10000,
              "RTO %.2f ms, SRTT %.2f ms: expected SRTT + 4 x SRTT/2", rto / 1e6,

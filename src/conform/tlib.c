@@ -237,3 +237,30 @@ uint32_t cf_iut_ts(const struct cf_t *t, uint16_t path, uint32_t psn)
     }
     return 0;
 }
+
+uint32_t cf_second_conn(struct cf_t *t)
+{
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd", "conn_create",
+                             "ctx", t->iut.ctx, "n_paths", 1, "min_rto_ns",
+                             (json_int_t)5000000));
+    json_t *prm = json_object_get(rep, "params");
+    uint32_t id2 =
+        (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
+    int conn2 = (int)json_integer_value(json_object_get(rep, "conn"));
+    json_decref(rep);
+    CF_REQUIRE(t, id2, "no second connection");
+    struct cf_params mine;
+    cf_my_params(t, &mine);
+    mine.conn_id = t->p->my_id ^ 0x5A5A5A5Au;
+    mine.n_paths = 1;
+    mine.n_streams = 1;
+    mine.init_psn = mine.init_dsn = mine.init_msn = 0;
+    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect", "conn",
+                               conn2, "params", cf_params_json(&mine)));
+    bool ok = cf_reply_ok(rep, NULL, 0);
+    json_decref(rep);
+    CF_REQUIRE(t, ok, "the second connection did not connect");
+    t->p->extra_ids[0] = mine.conn_id;
+    return id2;
+}

@@ -10,6 +10,7 @@
 
 #include "device/dev.h"
 #include "engine/cc.h"
+#include "engine/fault.h"
 #include "wire/wire.h"
 
 #define ENG_NEVER UINT64_MAX
@@ -318,6 +319,8 @@ struct mroce_ctx {
     uint32_t mtu, link_mbps;
     uint32_t base_rtt_ns; /* R-CC-3: caps the fair-share RTT; 0 none */
     uint32_t fault;
+    uint16_t fault_id;  /* fault.h: the fault table's entry set, 0 none */
+    uint8_t *fault_buf; /* eng_fault_redecode's copy */
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;

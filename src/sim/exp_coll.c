@@ -30,6 +30,7 @@ bool exp_is_coll(int workload)
  * mroce_coll_comm_destroy frees it) with rank r's context opened as host
  * r's engine (exp_ep_open), connections as comm.c makes them. */
 #define EXP_COLL_QD 128
+#define EXP_COLL_QD_MIN 16
 
 /* A rank's three buffers are vmem regions (sim/vmem.h): its sbuf a
  * source named by the rank, rbuf and scratch destinations; registered
@@ -79,6 +80,18 @@ static int exp_rank_open(struct exp *x, int r)
                : 0;
 }
 
+/* WRs per stream as the collectives' queues: the RoCEv2 engine gives
+ * each of a stream's k QPs the depth asked (k x that per stream, and as
+ * many WQEs allocated: 1.3 GB for the 64-host all-to-all with 8 QPs), so
+ * it is asked for 1/k of it per QP, the same per stream as MetaRoCE. */
+static uint32_t exp_coll_qd(const struct exp *x)
+{
+    uint32_t k =
+        x->c.transport == MROCE_TRANSPORT_ROCEV2 ? (uint32_t)x->c.qps : 1;
+    uint32_t d = (EXP_COLL_QD + k - 1) / k;
+    return d < EXP_COLL_QD_MIN ? EXP_COLL_QD_MIN : d;
+}
+
 static int exp_pair(struct exp *x, int a, int b)
 {
     struct mroce_coll_rank *rk = x->comm->rank;
@@ -89,8 +102,8 @@ static int exp_pair(struct exp *x, int a, int b)
                                      .recv_cq = k->cq,
                                      .n_streams = x->comm->n_channels,
                                      .n_paths = (uint16_t)x->c.paths,
-                                     .sq_depth = EXP_COLL_QD,
-                                     .rq_depth = EXP_COLL_QD,
+                                     .sq_depth = exp_coll_qd(x),
+                                     .rq_depth = exp_coll_qd(x),
                                      .qps_per_stream = (uint16_t)x->c.qps,
                                      .rocev2_timeout = x->c.rocev2_timeout};
         int err = mroce_conn_create(k->pd, &at, &k->conn[ends[1 - i]]);
