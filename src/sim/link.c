@@ -19,6 +19,7 @@ struct mroce_sim_link {
     bool up;
     double loss;
     struct mroce_sim_rng rng;
+    uint32_t src_lp, dst_lp;
     mroce_sim_link_tap tap;
     void *tap_ud;
     struct mroce_sim_link_counters c;
@@ -66,6 +67,20 @@ void mroce_sim_link_set_src(struct mroce_sim_link *l,
                             const struct mroce_sim_pause_sink *src)
 {
     l->src = *src;
+}
+
+void mroce_sim_link_set_lps(struct mroce_sim_link *l, uint32_t src_lp,
+                            uint32_t dst_lp)
+{
+    l->src_lp = src_lp;
+    l->dst_lp = dst_lp;
+}
+
+void mroce_sim_link_get_lps(const struct mroce_sim_link *l, uint32_t *src_lp,
+                            uint32_t *dst_lp)
+{
+    *src_lp = l->src_lp;
+    *dst_lp = l->dst_lp;
 }
 
 uint64_t mroce_sim_link_ser_ps(const struct mroce_sim_link *l,
@@ -116,8 +131,8 @@ uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
     } else {
         p->epoch = l->downs;
         l->c.in_flight++;
-        mroce_sim_ev_at(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
-                        (uint64_t)(uintptr_t)p);
+        mroce_sim_ev_at_to(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
+                           (uint64_t)(uintptr_t)p, l->dst_lp);
     }
     return l->busy_until;
 }
@@ -140,8 +155,8 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
         l->c.resume_sent++;
     uint64_t t = now_ps + l->delay_ps +
                  mroce_sim_link_ser_ps(l, MROCE_SIM_MIN_FRAME_WIRE);
-    mroce_sim_ev_at(l->ev, t, link_pause_arrive, l,
-                    (uint64_t)prio << 1 | (on ? 1u : 0u));
+    mroce_sim_ev_at_to(l->ev, t, link_pause_arrive, l,
+                       (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
 }
 
 void mroce_sim_link_set_up(struct mroce_sim_link *l, bool up)

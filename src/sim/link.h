@@ -87,6 +87,13 @@ void mroce_sim_link_set_dst(struct mroce_sim_link *l,
 void mroce_sim_link_set_src(struct mroce_sim_link *l,
                             const struct mroce_sim_pause_sink *src);
 
+/* The LPs (event.h) of the sender and of the receiver: a frame's arrival
+ * runs as dst_lp, a pause signal's as src_lp [both 0]. */
+void mroce_sim_link_set_lps(struct mroce_sim_link *l, uint32_t src_lp,
+                            uint32_t dst_lp);
+void mroce_sim_link_get_lps(const struct mroce_sim_link *l, uint32_t *src_lp,
+                            uint32_t *dst_lp);
+
 /* Starts serializing p at max(now, end of the previous frame). Returns
  * when its last bit leaves. Takes p. */
 uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
