@@ -94,6 +94,32 @@ void mroce_sim_link_set_lps(struct mroce_sim_link *l, uint32_t src_lp,
 void mroce_sim_link_get_lps(const struct mroce_sim_link *l, uint32_t *src_lp,
                             uint32_t *dst_lp);
 
+/* A link cut by a partition (sim/prun.h): one rank holds the sending end
+ * and another the receiving end, each with a copy of the link (faults
+ * are replicated, so both copies agree on up/down and the down count).
+ * On the sending rank, `arrive` takes each frame that would be scheduled
+ * to arrive (p is lent for the call; the link then exports it from the
+ * pool) with its arrival time and event key (event.h); on the receiving
+ * rank, `pause` takes each PFC signal for the sender. NULL fields: local,
+ * as by default. The receiving rank hands them back with
+ * mroce_sim_link_arrive_at and mroce_sim_link_pause_at. */
+struct mroce_sim_link_remote {
+    void (*arrive)(void *ud, struct mroce_sim_link *l,
+                   const struct mroce_sim_pkt *p, uint64_t t_ps, uint64_t key);
+    void (*pause)(void *ud, struct mroce_sim_link *l, int prio, bool on,
+                  uint64_t t_ps, uint64_t key);
+    void *ud;
+};
+void mroce_sim_link_set_remote(struct mroce_sim_link *l,
+                               const struct mroce_sim_link_remote *r);
+/* A frame of this link arriving at t_ps with key (from the sending
+ * rank): p (from mroce_sim_pkt_import) is now the link's. */
+bool mroce_sim_link_arrive_at(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
+                              uint64_t t_ps, uint64_t key);
+/* A pause signal of this link reaching the sender at t_ps. */
+bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
+                             uint64_t t_ps, uint64_t key);
+
 /* Starts serializing p at max(now, end of the previous frame). Returns
  * when its last bit leaves. Takes p. */
 uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
@@ -125,6 +151,11 @@ uint64_t mroce_sim_link_delay_ps(const struct mroce_sim_link *l);
 
 void mroce_sim_link_get_counters(const struct mroce_sim_link *l,
                                  struct mroce_sim_link_counters *out);
+
+/* Replaces the counters: a parallel run's totals (the sending and the
+ * receiving rank each count their side), once it is over. */
+void mroce_sim_link_load_counters(struct mroce_sim_link *l,
+                                  const struct mroce_sim_link_counters *c);
 
 /* Sees every frame a link starts (before loss and down drops), e.g. for a
  * pcap trace. p is only lent for the call. tap NULL switches it off. */
