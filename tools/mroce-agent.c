@@ -16,22 +16,20 @@
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: mroce-agent [--listen HOST:PORT|unix:PATH] "
-            "[--port-file FILE]\n"
-            "                   [--datapath udp|dpdk] [--ip ADDR] "
-            "[--fault NAME]\n"
-            "                   [--dpdk-port NAME] [--once] [-v] "
-            "[-- EAL ARGS]\n"
-            "defaults: --listen 127.0.0.1:7470 --datapath udp --ip "
-            "127.0.0.1\n");
+    fprintf(stderr, "usage: mroce-agent [--listen HOST:PORT|unix:PATH] "
+                    "[--port-file FILE]\n"
+                    "                   [--datapath udp|dpdk] [--ip ADDR] "
+                    "[--fault NAME]\n"
+                    "                   [--dpdk-port NAME] [--once] [-v] "
+                    "[-- EAL ARGS]\n"
+                    "defaults: --listen 127.0.0.1:7470 --datapath udp --ip "
+                    "127.0.0.1\n");
 }
 
 static int parse(int argc, char **argv, struct agent_opts *o)
 {
-    *o = (struct agent_opts){.listen = "127.0.0.1:7470",
-                             .dp_kind = MROCE_DP_UDP,
-                             .ip = "127.0.0.1"};
+    *o = (struct agent_opts){
+        .listen = "127.0.0.1:7470", .dp_kind = MROCE_DP_UDP, .ip = "127.0.0.1"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--")) {

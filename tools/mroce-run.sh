@@ -70,7 +70,12 @@ while (($#)); do
 done
 (($#)) || usage 2
 
-export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# DPDK loads its mlx5 driver, which needs the real libmlx5 (and works with
+# this libibverbs): the stand-ins stay out of its way.
+path="$lib"
+[[ "${MROCE_VERBS_DATAPATH:-udp}" == dpdk && -d "$lib/noprov" ]] &&
+    path="$lib/noprov"
+export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # The sanitized library (make build-asan) needs its runtimes loaded first.
 deps="$(ldd "$lib/libibverbs.so.1" 2>/dev/null || true)"

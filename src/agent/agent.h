@@ -26,7 +26,7 @@
 #define AGENT_MAX_LINE (4u << 20)    /* longest request line */
 
 struct agent_opts {
-    const char *listen;   /* "HOST:PORT" (TCP) or "unix:PATH" */
+    const char *listen;    /* "HOST:PORT" (TCP) or "unix:PATH" */
     const char *port_file; /* where the bound TCP port is written */
     int dp_kind;           /* MROCE_DP_UDP or MROCE_DP_DPDK */
     const char *ip;        /* local address of every context [127.0.0.1] */

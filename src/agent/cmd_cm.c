@@ -63,8 +63,7 @@ static void cm_keep(struct agent_cm *s)
          * messages have no meaning here); one whose tag is wrong ends the
          * channel, as an application closes it on EACCES (R-CM-11) */
         int got;
-        while (r == 0 &&
-               (got = mroce_cm_recv(s->cm, app, sizeof(app), 0)) >= 0)
+        while (r == 0 && (got = mroce_cm_recv(s->cm, app, sizeof(app), 0)) >= 0)
             ;
         if (r == 0 && got == MROCE_EACCES)
             r = 1;
@@ -81,8 +80,8 @@ static void cm_keep(struct agent_cm *s)
 static int cm_accept(struct agent_cm *s)
 {
     int rc = MROCE_EAGAIN;
-    for (int waited = 0; rc == MROCE_EAGAIN && !atomic_load(&s->stop) &&
-                         waited < s->timeout_ms;
+    for (int waited = 0;
+         rc == MROCE_EAGAIN && !atomic_load(&s->stop) && waited < s->timeout_ms;
          waited += 100)
         rc = mroce_cm_accept(s->l, 100, &s->cm);
     return rc;
@@ -98,8 +97,8 @@ static void *cm_main(void *arg)
         static uint8_t blob[MROCE_CM_MAX_BLOB];
         size_t blob_len;
         mroce_dp_lock(cm_dp(s));
-        rc = mroce_cm_establish(s->cm, s->a->conn[s->conn].conn, NULL, 0,
-                                blob, sizeof(blob), &blob_len, s->timeout_ms);
+        rc = mroce_cm_establish(s->cm, s->a->conn[s->conn].conn, NULL, 0, blob,
+                                sizeof(blob), &blob_len, s->timeout_ms);
         mroce_dp_unlock(cm_dp(s));
     }
     s->rc = rc;
@@ -147,11 +146,11 @@ static bool cm_attr(json_t *req, struct agent_cm *s)
     json_array_foreach(modes, i, v)
     {
         const char *m = json_string_value(v);
-        s->attr.modes |= !m                    ? 0
-                         : !strcmp(m, "none")  ? MROCE_CM_MODE_NONE
-                         : !strcmp(m, "auth")  ? MROCE_CM_MODE_AUTH
-                         : !strcmp(m, "enc")   ? MROCE_CM_MODE_ENC
-                                               : 0;
+        s->attr.modes |= !m                   ? 0
+                         : !strcmp(m, "none") ? MROCE_CM_MODE_NONE
+                         : !strcmp(m, "auth") ? MROCE_CM_MODE_AUTH
+                         : !strcmp(m, "enc")  ? MROCE_CM_MODE_ENC
+                                              : 0;
     }
     if (psk) {
         long n = agent_unhex(psk, s->psk, sizeof(s->psk));
@@ -171,8 +170,8 @@ static json_t *cm_start(struct agent *a, json_t *req, bool client)
         return err;
     struct agent_cm *s = &agent_cm_one;
     cm_stop(s);
-    *s = (struct agent_cm){.used = true, .client = client, .a = a,
-                           .conn = (int)(c - a->conn)};
+    *s = (struct agent_cm){
+        .used = true, .client = client, .a = a, .conn = (int)(c - a->conn)};
     if (!cm_attr(req, s)) {
         s->used = false;
         return agent_err("invalid", "bad cm attributes");
@@ -225,9 +224,9 @@ json_t *agent_cmd_cm_result(struct agent *a, json_t *req)
     struct agent_cm *s = &agent_cm_one;
     if (!s->used)
         return agent_err("state", "no exchange running");
-    json_t *o = json_pack("{s:b, s:b, s:b}", "ok", 1, "done",
-                          atomic_load(&s->done), "peer_gone",
-                          atomic_load(&s->peer_gone));
+    json_t *o =
+        json_pack("{s:b, s:b, s:b}", "ok", 1, "done", atomic_load(&s->done),
+                  "peer_gone", atomic_load(&s->peer_gone));
     if (s->l) {
         struct mroce_cm_listener_counters k;
         mroce_cm_listener_get_counters(s->l, &k);
@@ -236,9 +235,9 @@ json_t *agent_cmd_cm_result(struct agent *a, json_t *req)
             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "accepted",
                       (json_int_t)k.accepted, "handed", (json_int_t)k.handed,
                       "rejected", (json_int_t)k.rejected, "dropped",
-                      (json_int_t)k.dropped, "timeouts",
-                      (json_int_t)k.timeouts, "evicted",
-                      (json_int_t)k.evicted, "closed", (json_int_t)k.closed));
+                      (json_int_t)k.dropped, "timeouts", (json_int_t)k.timeouts,
+                      "evicted", (json_int_t)k.evicted, "closed",
+                      (json_int_t)k.closed));
     }
     if (atomic_load(&s->done))
         json_object_update_new(

@@ -69,8 +69,7 @@ static bool agent_u32(json_t *j, const char *k, uint32_t *out)
 }
 
 /* A value that may be absent (0: not announced). */
-static bool agent_opt_u64(json_t *j, const char *k, uint64_t max,
-                          uint64_t *out)
+static bool agent_opt_u64(json_t *j, const char *k, uint64_t max, uint64_t *out)
 {
     return agent_get_u64(j, k, 0, out) && *out <= max;
 }
@@ -118,10 +117,10 @@ bool agent_params_parse(json_t *j, struct mroce_conn_params *p)
 {
     memset(p, 0, sizeof(*p));
     uint32_t v[12];
-    static const char *const keys[] = {
-        "conn_id",    "udp_port",   "n_paths",  "n_streams",
-        "mtu",        "dsn_window", "msg_window", "max_rd",
-        "version",    "init_psn",   "init_dsn", "init_msn"};
+    static const char *const keys[] = {"conn_id",    "udp_port", "n_paths",
+                                       "n_streams",  "mtu",      "dsn_window",
+                                       "msg_window", "max_rd",   "version",
+                                       "init_psn",   "init_dsn", "init_msn"};
     for (int i = 0; i < 12; i++) {
         if (i >= 9 && !json_object_get(j, keys[i]))
             v[i] = 0; /* an initial sequence number not given: 0 */
@@ -154,14 +153,22 @@ struct agent_key {
 
 /* Connection attributes the request may set (mroce_conn_attr names). */
 static const struct agent_key agent_attr_keys[] = {
-    {"n_streams", 0, 65535},         {"n_paths", 0, 65535},
-    {"sq_depth", 0, UINT32_MAX},     {"rq_depth", 0, UINT32_MAX},
-    {"dsn_window", 0, UINT32_MAX},   {"path_window", 0, UINT32_MAX},
-    {"max_rd", 0, UINT32_MAX},       {"retry_cnt", 0, 255},
-    {"rnr_retry", 0, 255},           {"min_rto_ns", 0, INT64_MAX},
-    {"max_rto_ns", 0, INT64_MAX},    {"ack_every", 0, UINT32_MAX},
-    {"ack_delay_ns", 0, INT64_MAX},  {"init_cwnd_pkts", 0, UINT32_MAX},
-    {"max_conn_cwnd_pkts", 0, UINT32_MAX}, {"tail_copies", 0, 255},
+    {"n_streams", 0, 65535},
+    {"n_paths", 0, 65535},
+    {"sq_depth", 0, UINT32_MAX},
+    {"rq_depth", 0, UINT32_MAX},
+    {"dsn_window", 0, UINT32_MAX},
+    {"path_window", 0, UINT32_MAX},
+    {"max_rd", 0, UINT32_MAX},
+    {"retry_cnt", 0, 255},
+    {"rnr_retry", 0, 255},
+    {"min_rto_ns", 0, INT64_MAX},
+    {"max_rto_ns", 0, INT64_MAX},
+    {"ack_every", 0, UINT32_MAX},
+    {"ack_delay_ns", 0, INT64_MAX},
+    {"init_cwnd_pkts", 0, UINT32_MAX},
+    {"max_conn_cwnd_pkts", 0, UINT32_MAX},
+    {"tail_copies", 0, 255},
 };
 
 static bool agent_conn_attr(json_t *req, struct mroce_conn_attr *at)
@@ -172,14 +179,22 @@ static bool agent_conn_attr(json_t *req, struct mroce_conn_attr *at)
                            agent_attr_keys[i].lo, agent_attr_keys[i].hi, &v[i]))
             return false;
     *at = (struct mroce_conn_attr){
-        .n_streams = (uint16_t)v[0],        .n_paths = (uint16_t)v[1],
-        .sq_depth = (uint32_t)v[2],         .rq_depth = (uint32_t)v[3],
-        .dsn_window = (uint32_t)v[4],       .path_window = (uint32_t)v[5],
-        .max_rd = (uint32_t)v[6],           .retry_cnt = (uint8_t)v[7],
-        .rnr_retry = (uint8_t)v[8],         .min_rto_ns = (uint64_t)v[9],
-        .max_rto_ns = (uint64_t)v[10],      .ack_every = (uint32_t)v[11],
-        .ack_delay_ns = (uint64_t)v[12],    .init_cwnd_pkts = (uint32_t)v[13],
-        .max_conn_cwnd_pkts = (uint32_t)v[14], .tail_copies = (uint8_t)v[15],
+        .n_streams = (uint16_t)v[0],
+        .n_paths = (uint16_t)v[1],
+        .sq_depth = (uint32_t)v[2],
+        .rq_depth = (uint32_t)v[3],
+        .dsn_window = (uint32_t)v[4],
+        .path_window = (uint32_t)v[5],
+        .max_rd = (uint32_t)v[6],
+        .retry_cnt = (uint8_t)v[7],
+        .rnr_retry = (uint8_t)v[8],
+        .min_rto_ns = (uint64_t)v[9],
+        .max_rto_ns = (uint64_t)v[10],
+        .ack_every = (uint32_t)v[11],
+        .ack_delay_ns = (uint64_t)v[12],
+        .init_cwnd_pkts = (uint32_t)v[13],
+        .max_conn_cwnd_pkts = (uint32_t)v[14],
+        .tail_copies = (uint8_t)v[15],
     };
     return true;
 }
@@ -193,16 +208,14 @@ static json_t *agent_timers(const struct mroce_conn_attr *at)
     uint64_t min_rto = DEF(at->min_rto_ns, 100000);
     uint64_t max_rto = DEF(at->max_rto_ns, 100000000);
     uint64_t init_rto = 5 * min_rto < max_rto ? 5 * min_rto : max_rto;
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i}",
-                     "ack_delay_ns", (json_int_t)DEF(at->ack_delay_ns, 2000),
-                     "ack_every", (json_int_t)DEF(at->ack_every, 1),
-                     "min_rto_ns", (json_int_t)min_rto, "max_rto_ns",
-                     (json_int_t)max_rto, "initial_rto_ns",
-                     (json_int_t)init_rto, "retry_cnt",
-                     DEF(at->retry_cnt, 7), "rnr_retry",
-                     DEF(at->rnr_retry, 7), "rnr_delay_us", 100,
-                     "path_window", DEF(at->path_window, 256),
-                     "max_tx_per_dsn", 64);
+    return json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i}", "ack_delay_ns",
+        (json_int_t)DEF(at->ack_delay_ns, 2000), "ack_every",
+        (json_int_t)DEF(at->ack_every, 1), "min_rto_ns", (json_int_t)min_rto,
+        "max_rto_ns", (json_int_t)max_rto, "initial_rto_ns",
+        (json_int_t)init_rto, "retry_cnt", DEF(at->retry_cnt, 7), "rnr_retry",
+        DEF(at->rnr_retry, 7), "rnr_delay_us", 100, "path_window",
+        DEF(at->path_window, 256), "max_tx_per_dsn", 64);
 }
 
 /* Test hook (capability conn.init_seq): fixed initial sequence numbers
@@ -356,6 +369,10 @@ static json_t *agent_conn_cnt_json(const struct mroce_conn_counters *k)
     CNT(o, "bad_tag", k->drop_bad_tag);
     CNT(o, "replay", k->drop_replay);
     CNT(o, "sec_mode", k->drop_sec_mode);
+    CNT(o, "psn_window", k->drop_psn_window);
+    CNT(o, "bad_close", k->drop_bad_close);
+    CNT(o, "resync", k->psn_resyncs);
+    CNT(o, "rnr_capped", k->rnr_capped);
     return o;
 }
 
@@ -375,12 +392,19 @@ json_t *agent_cmd_conn_counters(struct agent *a, json_t *req)
 
 /* ---- work requests ---- */
 
-enum agent_op { OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ, OP_RECV };
+enum agent_op {
+    OP_WRITE,
+    OP_WRITE_IMM,
+    OP_SEND,
+    OP_SEND_IMM,
+    OP_READ,
+    OP_RECV
+};
 
 static int agent_op_of(const char *s)
 {
-    static const char *const names[] = {"write", "write_imm", "send",
-                                        "send_imm", "read", "recv"};
+    static const char *const names[] = {"write",    "write_imm", "send",
+                                        "send_imm", "read",      "recv"};
     for (int i = 0; s && i < 6; i++)
         if (!strcmp(s, names[i]))
             return i;
@@ -473,11 +497,11 @@ static const char *agent_wc_status(int st)
 
 static json_t *agent_wc_json(const struct mroce_wc *w, const char *cq)
 {
-    json_t *o = json_pack(
-        "{s:I, s:s, s:s, s:s, s:i, s:I}", "wr_id", (json_int_t)w->wr_id,
-        "cq", cq, "status", agent_wc_status(w->status), "opcode",
-        agent_wc_opcode(w->opcode), "stream", w->stream, "byte_len",
-        (json_int_t)w->byte_len);
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I}", "wr_id",
+                          (json_int_t)w->wr_id, "cq", cq, "status",
+                          agent_wc_status(w->status), "opcode",
+                          agent_wc_opcode(w->opcode), "stream", w->stream,
+                          "byte_len", (json_int_t)w->byte_len);
     if (w->has_imm)
         json_object_set_new(o, "imm", json_integer(w->imm));
     return o;
@@ -495,8 +519,8 @@ static int agent_poll_once(struct agent *a, struct agent_conn *c, bool snd,
         int want = max - got < 64 ? max - got : 64;
         int n = want > 0 ? mroce_poll_cq(pass ? c->rcq : c->scq, want, wc) : 0;
         for (int i = 0; i < n; i++)
-            json_array_append_new(out,
-                                  agent_wc_json(&wc[i], pass ? "recv" : "send"));
+            json_array_append_new(
+                out, agent_wc_json(&wc[i], pass ? "recv" : "send"));
         got += n;
     }
     mroce_dp_unlock(agent_dp_of_conn(a, c));
@@ -553,7 +577,8 @@ json_t *agent_cmd_path_info(struct agent *a, json_t *req)
     if (rc < 0)
         return agent_err_rc(rc, "mroce_path_query");
     json_t *o = json_object();
-    json_object_set_new(o, "state", json_string(mroce_path_state_str(pi.state)));
+    json_object_set_new(o, "state",
+                        json_string(mroce_path_state_str(pi.state)));
     CNT(o, "src_port", pi.src_port);
     CNT(o, "srtt_ns", pi.srtt_ns);
     CNT(o, "min_rtt_ns", pi.min_rtt_ns);

@@ -12,11 +12,16 @@
 #include "engine/fault.h"
 
 static const char *const agent_caps[] = {
-    "write",       "write_imm",    "send",         "send_imm",
-    "read",        "recv",         "mem",          "mr.dereg",
-    "counters.ctx", "counters.conn", "path.info",  "path.repath",
-    "path.enable", "conn.disconnect", "conn.state", "conn.attr",
-    "conn.init_seq", "cm", "secure", "fault",
+    "write",         "write_imm",
+    "send",          "send_imm",
+    "read",          "recv",
+    "mem",           "mr.dereg",
+    "counters.ctx",  "counters.conn",
+    "path.info",     "path.repath",
+    "path.enable",   "conn.disconnect",
+    "conn.state",    "conn.attr",
+    "conn.init_seq", "cm",
+    "secure",        "fault",
 };
 
 static json_t *agent_fault_list(void)
@@ -24,9 +29,8 @@ static json_t *agent_fault_list(void)
     json_t *arr = json_array();
     for (int id = 1; mroce_fault_get(id); id++) {
         const struct mroce_fault_info *f = mroce_fault_get(id);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name",
-                                             f->name, "rule", f->rule, "what",
-                                             f->what));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", f->name,
+                                             "rule", f->rule, "what", f->what));
     }
     return arr;
 }
@@ -154,8 +158,8 @@ json_t *agent_cmd_ctx_open(struct agent *a, json_t *req)
         agent_ctx_free(a, h);
         return agent_err("internal", "context set-up failed");
     }
-    return json_pack("{s:b, s:i, s:s, s:i, s:I}", "ok", 1, "ctx", h + 1,
-                     "addr", c->addr, "port", c->port, "max_pkt",
+    return json_pack("{s:b, s:i, s:s, s:i, s:I}", "ok", 1, "ctx", h + 1, "addr",
+                     c->addr, "port", c->port, "max_pkt",
                      (json_int_t)mroce_ctx_max_pkt(c->ctx));
 }
 
@@ -169,7 +173,8 @@ json_t *agent_cmd_ctx_close(struct agent *a, json_t *req)
     return agent_ok();
 }
 
-#define CNT(o, name, v) json_object_set_new(o, name, json_integer((json_int_t)(v)))
+#define CNT(o, name, v)                                                        \
+    json_object_set_new(o, name, json_integer((json_int_t)(v)))
 
 /* Section 10.2's names for what mroce counts per endpoint. */
 json_t *agent_cmd_ctx_counters(struct agent *a, json_t *req)
@@ -257,9 +262,8 @@ json_t *agent_cmd_mr_reg(struct agent *a, json_t *req)
     }
     return json_pack("{s:b, s:i, s:I, s:I, s:I, s:I}", "ok", 1, "mr", h + 1,
                      "va", (json_int_t)(uintptr_t)m->buf, "len",
-                     (json_int_t)len, "rkey",
-                     (json_int_t)mroce_mr_rkey(m->mr), "lkey",
-                     (json_int_t)mroce_mr_lkey(m->mr));
+                     (json_int_t)len, "rkey", (json_int_t)mroce_mr_rkey(m->mr),
+                     "lkey", (json_int_t)mroce_mr_lkey(m->mr));
 }
 
 json_t *agent_cmd_mr_dereg(struct agent *a, json_t *req)
@@ -348,6 +352,7 @@ json_t *agent_cmd_fault(struct agent *a, json_t *req)
     if (id < 0)
         return agent_err("not_found", "no fault named %s", name);
     a->fault_id = id;
+    mroce_fault_set_process(id); /* the CM's faults */
     for (int i = 0; i < AGENT_MAX_CTX; i++) {
         if (!a->ctx[i].used)
             continue;

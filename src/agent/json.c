@@ -19,8 +19,7 @@ json_t *agent_err(const char *code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message",
-                     msg);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
 }
 
 const char *agent_err_code(int rc)

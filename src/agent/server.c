@@ -122,17 +122,16 @@ static int agent_listen_tcp(const char *spec, const char *port_file)
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     getsockname(fd, (struct sockaddr *)&ss, &len);
-    int port = ntohs(ss.ss_family == AF_INET6
-                         ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                         : ((struct sockaddr_in *)&ss)->sin_port);
+    int port =
+        ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                       : ((struct sockaddr_in *)&ss)->sin_port);
     FILE *f = port_file ? fopen(port_file, "w") : NULL;
     if (f) {
         fprintf(f, "%d\n", port);
         fclose(f);
     }
     if (!port_file)
-        fprintf(stderr, "mroce-agent: listening on %s (port %d)\n", spec,
-                port);
+        fprintf(stderr, "mroce-agent: listening on %s (port %d)\n", spec, port);
     return fd;
 }
 
@@ -196,8 +195,8 @@ static void agent_serve(struct agent *a, int fd)
             memmove(buf, nl + 1, len);
             continue;
         }
-        if (len == cap && (cap >= AGENT_MAX_LINE ||
-                           !(buf = realloc(buf, cap *= 2))))
+        if (len == cap &&
+            (cap >= AGENT_MAX_LINE || !(buf = realloc(buf, cap *= 2))))
             break;
         ssize_t r = read(fd, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
@@ -217,6 +216,7 @@ int agent_run(const struct agent_opts *o)
         fprintf(stderr, "mroce-agent: no fault named %s\n", o->fault);
         return 2;
     }
+    mroce_fault_set_process(a.fault_id);
     int lfd = agent_listen(o);
     if (lfd < 0) {
         fprintf(stderr, "mroce-agent: cannot listen on %s: %s\n", o->listen,

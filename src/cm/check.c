@@ -1,5 +1,6 @@
 /* R-CM-7..R-CM-9: checks of a peer's HELLO (see check.h). */
 #include "cm/check.h"
+#include "engine/fault.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ static int check_versions(const struct cm_policy *pol, const struct cm_hello *h,
                           "no common MetaRoCE version");
     ag->proto = CM_PROTO_VERSION;
     uint32_t ours = pol->psk ? CM_FEAT_PSK : 0;
-    if (h->required & ~ours)
+    if ((h->required & ~ours) && !MROCE_PFAULT(CM_FEATURE_UNCHECKED))
         return check_fail(v, MROCE_CM_REJ_FEATURE, h->required & ~ours,
                           "peer requires a feature we lack");
     if (ours & ~h->features) /* we require what we support */
@@ -172,7 +173,8 @@ static int check_key(const struct cm_policy *pol, const struct cm_hello *h,
     uint8_t tag[CM_TAG_LEN];
     if (cm_auth_hello_tag(pol->psk, prefix, plen, msg, len - CM_TAG_LEN, tag))
         return check_fail(v, MROCE_CM_REJ_INTERNAL, 0, "HMAC failed");
-    if (!cm_auth_equal(tag, msg + len - CM_TAG_LEN, CM_TAG_LEN))
+    if (!cm_auth_equal(tag, msg + len - CM_TAG_LEN, CM_TAG_LEN) &&
+        !MROCE_PFAULT(CM_TAG_UNCHECKED))
         return check_fail(v, MROCE_CM_REJ_AUTH, 0, "HELLO tag wrong");
     return 0;
 }
@@ -184,6 +186,8 @@ int cm_check_mode(const struct cm_policy *pol, const struct cm_hello *h,
     uint8_t common = cm_check_our_modes(pol) & h->modes;
     if (!ag->psk)
         common &= MROCE_CM_MODE_NONE;
+    if (MROCE_PFAULT(CM_MODE_WEAKEST) && (common & (common - 1)))
+        common &= (uint8_t)-common; /* its lowest bit: the weakest */
     for (uint8_t m = MROCE_CM_MODE_ENC; m; m >>= 1)
         if (common & m) {
             ag->mode = m;
@@ -198,7 +202,8 @@ static int check_addrs(const struct cm_policy *pol, const struct cm_hello *h,
                        struct cm_verdict *v)
 {
     for (uint32_t i = 0; i < h->p.n_planes; i++)
-        if (!cm_check_addr(pol, &h->p.plane_addr[i]))
+        if (!cm_check_addr(pol, &h->p.plane_addr[i]) &&
+            !MROCE_PFAULT(CM_ADDR_UNCHECKED))
             return check_fail(v, MROCE_CM_REJ_ADDRESS, i,
                               "data address is not the TCP peer's");
     return 0;
@@ -218,7 +223,7 @@ int cm_check_hello(const struct cm_policy *pol, const struct cm_hello *h,
         rc = check_addrs(pol, h, v);
     const char *why = "";
     if (!rc && h->transport == MROCE_TRANSPORT_METAROCE &&
-        !cm_check_params(&h->p, &why))
+        !cm_check_params(&h->p, &why) && !MROCE_PFAULT(CM_PARAMS_UNCHECKED))
         rc = check_fail(v, MROCE_CM_REJ_PARAMS, 0, why);
     uint32_t max =
         pol->attr->max_blob ? pol->attr->max_blob : MROCE_CM_MAX_BLOB;

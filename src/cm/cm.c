@@ -349,12 +349,14 @@ int cm_chan_got_reject(struct mroce_cm *cm, const struct cm_msg *m)
                    mroce_cm_reject_str(r.reason), r.detail, r.text);
 }
 
+/* R-CM-4: a message out of sequence gets REJECT UNEXPECTED; a BYE after
+ * set-up (R-CM-3) means the peer left. */
 int cm_chan_unexpected(struct mroce_cm *cm, const struct cm_msg *m,
                        const char *want, int64_t dl)
 {
     int type = m->h.type;
     cm_chan_consume(cm, m);
-    if (type == CM_BYE) {
+    if (type == CM_BYE && cm->established) {
         cm->eof = true;
         return cm_fail(MROCE_ESTATE, "CM peer closed (BYE) awaiting %s", want);
     }

@@ -26,6 +26,7 @@ struct mroce_coll_allgather {
     uint32_t n_slices;   /* slices per chunk, M */
     uint32_t steps;      /* N-1 */
     int err;
+    long left;          /* completions the local ranks still expect */
     struct ag_chan *ch; /* [n * C], rank-major */
 };
 
@@ -125,6 +126,7 @@ static int on_recv(struct mroce_coll_allgather *ag, int r,
         !wc->has_imm || wc->imm != tag(ag, &it))
         return MROCE_EPROTO;
     ch->rx_done++;
+    ag->left--;
     return 0;
 }
 
@@ -142,6 +144,7 @@ static int on_wc(struct mroce_coll_allgather *ag, int r,
     if (ch->tx_done >= ch->tx_posted)
         return MROCE_EPROTO;
     ch->tx_done++;
+    ag->left--;
     return 0;
 }
 
@@ -165,14 +168,17 @@ static int rank_progress(struct mroce_coll_allgather *ag, int r)
 
 int mroce_coll_allgather_done(const struct mroce_coll_allgather *ag)
 {
-    size_t C = ag->comm->n_channels;
-    for (int r = 0; r < ag->comm->n; r++)
-        for (size_t i = (size_t)r * C; i < (size_t)(r + 1) * C; i++)
-            if (mroce_coll_is_local(ag->comm, r) &&
-                (ag->ch[i].tx_done < ag->ch[i].total ||
-                 ag->ch[i].rx_done < ag->ch[i].total))
-                return 0;
-    return 1;
+    return ag->left == 0;
+}
+
+int mroce_coll_allgather_progress_rank(struct mroce_coll_allgather *ag, int r)
+{
+    if (ag->err)
+        return ag->err;
+    int err = r >= 0 && r < ag->comm->n && mroce_coll_is_local(ag->comm, r)
+                  ? rank_progress(ag, r)
+                  : 0;
+    return err ? (ag->err = err) : mroce_coll_allgather_done(ag);
 }
 
 int mroce_coll_allgather_progress(struct mroce_coll_allgather *ag)
@@ -205,6 +211,8 @@ static int ag_setup(struct mroce_coll_allgather *ag,
             struct ag_chan *ch = chan(ag, r, (int)c);
             ch->m = c < ag->n_slices ? (ag->n_slices - c + C - 1) / C : 0;
             ch->total = ch->m * ag->steps;
+            if (mroce_coll_is_local(cm, r))
+                ag->left += 2 * (long)ch->total;
         }
     }
     return mroce_coll_allgather_progress(ag) < 0 ? ag->err : 0;

@@ -31,6 +31,9 @@ int mroce_coll_allgather_start(struct mroce_coll_comm *comm,
 /* Returns 1 when done, 0 if not yet; EPROTO if a completion failed or a
  * message arrived out of its place, or a post error. */
 int mroce_coll_allgather_progress(struct mroce_coll_allgather *ag);
+/* The same for local rank r alone (see mroce_coll_allreduce_progress_
+ * rank). */
+int mroce_coll_allgather_progress_rank(struct mroce_coll_allgather *ag, int r);
 int mroce_coll_allgather_done(const struct mroce_coll_allgather *ag);
 void mroce_coll_allgather_free(struct mroce_coll_allgather *ag);
 

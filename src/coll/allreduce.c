@@ -30,6 +30,7 @@ struct mroce_coll_allreduce {
     uint32_t steps;    /* 2(N-1) */
     int flavour;
     int err;
+    long left;          /* completions the local ranks still expect */
     struct ar_chan *ch; /* [n * C], rank-major */
 };
 
@@ -139,6 +140,7 @@ static int on_recv(struct mroce_coll_allreduce *ar, int r,
     if (is_rs(ar, it.s))
         mroce_coll_sum_f32(ar->comm, r, it.off, it.len);
     ch->rx_done++;
+    ar->left--;
     return 0;
 }
 
@@ -152,7 +154,11 @@ static int on_wc(struct mroce_coll_allreduce *ar, int r,
         return on_recv(ar, r, wc);
     if (wc->stream >= ar->comm->n_channels)
         return MROCE_EPROTO;
-    chan(ar, r, wc->stream)->tx_done++;
+    struct ar_chan *ch = chan(ar, r, wc->stream);
+    if (ch->tx_done >= ch->tx_posted)
+        return MROCE_EPROTO;
+    ch->tx_done++;
+    ar->left--;
     return 0;
 }
 
@@ -176,14 +182,17 @@ static int rank_progress(struct mroce_coll_allreduce *ar, int r)
 
 int mroce_coll_allreduce_done(const struct mroce_coll_allreduce *ar)
 {
-    size_t C = ar->comm->n_channels;
-    for (int r = 0; r < ar->comm->n; r++)
-        for (size_t i = (size_t)r * C; i < (size_t)(r + 1) * C; i++)
-            if (mroce_coll_is_local(ar->comm, r) &&
-                (ar->ch[i].tx_done < ar->ch[i].total ||
-                 ar->ch[i].rx_done < ar->ch[i].total))
-                return 0;
-    return 1;
+    return ar->left == 0;
+}
+
+int mroce_coll_allreduce_progress_rank(struct mroce_coll_allreduce *ar, int r)
+{
+    if (ar->err)
+        return ar->err;
+    int err = r >= 0 && r < ar->comm->n && mroce_coll_is_local(ar->comm, r)
+                  ? rank_progress(ar, r)
+                  : 0;
+    return err ? (ar->err = err) : mroce_coll_allreduce_done(ar);
 }
 
 int mroce_coll_allreduce_progress(struct mroce_coll_allreduce *ar)
@@ -220,6 +229,8 @@ static int ar_setup(struct mroce_coll_allreduce *ar,
                         ? (ar->n_slices - (uint32_t)c + C - 1) / C
                         : 0;
             ch->total = ch->m * ar->steps;
+            if (mroce_coll_is_local(cm, r))
+                ar->left += 2 * (long)ch->total;
         }
     }
     return mroce_coll_allreduce_progress(ar) < 0 ? ar->err : 0;

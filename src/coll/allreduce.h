@@ -29,6 +29,10 @@ int mroce_coll_allreduce_start(struct mroce_coll_comm *comm,
 /* Returns 1 when done, 0 if not yet; EPROTO if a completion failed or a
  * message arrived out of its place, or a post error. */
 int mroce_coll_allreduce_progress(struct mroce_coll_allreduce *ar);
+/* The same for local rank r alone: for a caller that knows only r's
+ * context took a packet or a timer (its completions appear nowhere else).
+ * O(1) apart from r's own work. */
+int mroce_coll_allreduce_progress_rank(struct mroce_coll_allreduce *ar, int r);
 int mroce_coll_allreduce_done(const struct mroce_coll_allreduce *ar);
 void mroce_coll_allreduce_free(struct mroce_coll_allreduce *ar);
 

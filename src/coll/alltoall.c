@@ -142,6 +142,16 @@ int mroce_coll_alltoall_done(const struct mroce_coll_alltoall *a)
     return a->done_left == 0;
 }
 
+int mroce_coll_alltoall_progress_rank(struct mroce_coll_alltoall *a, int r)
+{
+    if (a->err)
+        return a->err;
+    int err = r >= 0 && r < a->comm->n && mroce_coll_is_local(a->comm, r)
+                  ? rank_progress(a, r)
+                  : 0;
+    return err ? (a->err = err) : mroce_coll_alltoall_done(a);
+}
+
 int mroce_coll_alltoall_progress(struct mroce_coll_alltoall *a)
 {
     if (a->err)

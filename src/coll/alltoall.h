@@ -31,6 +31,9 @@ int mroce_coll_alltoall_start(struct mroce_coll_comm *comm,
 /* Returns 1 when done, 0 if not yet; EPROTO on a failed or unexpected
  * completion, or a post error. */
 int mroce_coll_alltoall_progress(struct mroce_coll_alltoall *a2a);
+/* The same for local rank r alone (see mroce_coll_allreduce_progress_
+ * rank). */
+int mroce_coll_alltoall_progress_rank(struct mroce_coll_alltoall *a2a, int r);
 int mroce_coll_alltoall_done(const struct mroce_coll_alltoall *a2a);
 void mroce_coll_alltoall_free(struct mroce_coll_alltoall *a2a);
 

@@ -48,8 +48,8 @@ static void aead_nonce(const uint8_t *pkt, const uint8_t iv[12],
 {
     uint8_t in[12] = {0};
     if (aead_is_data(pkt[1])) {
-        memcpy(in + 2, pkt + 2, 2);  /* path */
-        memcpy(in + 8, pkt + 8, 4);  /* psn */
+        memcpy(in + 2, pkt + 2, 2); /* path */
+        memcpy(in + 8, pkt + 8, 4); /* psn */
     } else {
         in[1] = 1;
         memcpy(in + 8, pkt + 12, 4); /* CSN */
@@ -98,8 +98,8 @@ size_t cf_aead_seal(struct cf_aead *a, uint8_t *pkt, size_t body, int prot)
     uint8_t n[12];
     aead_nonce(pkt, a->iv_tx, n);
     if (!hl || body < hl ||
-        !aead_gcm(true, a->key_tx, n, pkt, enc ? hl : body,
-                  enc ? body - hl : 0, pkt + body))
+        !aead_gcm(true, a->key_tx, n, pkt, enc ? hl : body, enc ? body - hl : 0,
+                  pkt + body))
         return 0;
     return body + 16;
 }

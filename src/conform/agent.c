@@ -118,9 +118,11 @@ static int agent_start(struct cf_agent *a, const char *ip)
         return -1;
     if (pid == 0) {
         setpgid(0, 0);
-        char *argv[] = {a->bin,        "--listen", listen, "--port-file",
-                        file,          "--ip",     (char *)ip, "--once",
-                        a->fault[0] ? "--fault" : NULL, a->fault, NULL};
+        char *argv[] = {
+            a->bin,        "--listen", listen,
+            "--port-file", file,       "--ip",
+            (char *)ip,    "--once",   a->fault[0] ? "--fault" : NULL,
+            a->fault,      NULL};
         execv(a->bin, argv);
         _exit(127);
     }

@@ -20,9 +20,11 @@ void cf_pattern(uint8_t *buf, size_t len, uint32_t seed)
 
 struct mroce_hdr cf_hdr(struct cf_t *t, uint8_t opcode, uint16_t path)
 {
+    bool close = opcode == MROCE_OP_CLOSE || opcode == MROCE_OP_CLOSE_ACK;
     return (struct mroce_hdr){.opcode = opcode,
                               .path = path,
                               .conn = t->p->iut_id,
+                              .psn = close ? t->p->dsn : 0, /* R-VAL-5 */
                               .ts = (uint32_t)cf_now()};
 }
 
@@ -102,13 +104,32 @@ int cf_send_raw(struct cf_t *t, const void *buf, size_t len,
 /* What the suite sent on a path, for the monitor's R-ACK-5 check. */
 void cf_note_sent(struct cf_peer *p, const struct mroce_hdr *h)
 {
-    bool rec = (h->opcode >= MROCE_OP_WRITE && h->opcode <= MROCE_OP_READ_RESP) ||
-               h->opcode == MROCE_OP_PROBE;
+    if (h->opcode == MROCE_OP_ACK && h->path < CF_MAX_PATHS &&
+        (!p->ack_any[h->path] ||
+         (int32_t)(h->sack_high - p->ack_high[h->path]) > 0)) {
+        p->ack_high[h->path] = h->sack_high; /* R-VAL-4: a resync target */
+        p->ack_any[h->path] = true;
+    }
+    bool rec =
+        (h->opcode >= MROCE_OP_WRITE && h->opcode <= MROCE_OP_READ_RESP) ||
+        h->opcode == MROCE_OP_PROBE;
     if (!rec || h->path >= CF_MAX_PATHS)
         return;
+    if (h->opcode == MROCE_OP_PROBE)
+        p->probe_psn[h->path][p->probe_n[h->path]++ % CF_PROBE_RING] = h->psn;
     if (!p->tx_any[h->path] || (int32_t)(h->psn - p->tx_high[h->path]) > 0)
         p->tx_high[h->path] = h->psn;
     p->tx_any[h->path] = true;
+}
+
+bool cf_sent_probe(const struct cf_peer *p, uint16_t path, uint32_t psn)
+{
+    uint32_t n =
+        p->probe_n[path] < CF_PROBE_RING ? p->probe_n[path] : CF_PROBE_RING;
+    for (uint32_t i = 0; i < n; i++)
+        if (p->probe_psn[path][i] == psn)
+            return true;
+    return false;
 }
 
 int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
@@ -165,9 +186,8 @@ static void build_msg_fields(struct cf_t *t, struct cf_msg *m)
         m->va = t->iut.va + m->roff;
     if (!m->rkey_set)
         m->rkey = t->iut.rkey;
-    m->npkts = m->op == MROCE_OP_READ_REQ || !m->len
-                   ? 1
-                   : (m->len - 1) / p->mtu + 1;
+    m->npkts =
+        m->op == MROCE_OP_READ_REQ || !m->len ? 1 : (m->len - 1) / p->mtu + 1;
     m->first_dsn = p->dsn;
     p->dsn += m->npkts;
     if (m->op == MROCE_OP_READ_REQ)
@@ -203,8 +223,8 @@ static uint32_t build_chunk(const struct cf_t *t, const struct cf_msg *m,
 static void build_msg_one(struct cf_t *t, struct cf_msg *m, uint32_t i)
 {
     struct cf_peer *p = t->p;
-    uint16_t path =
-        m->path >= 0 ? (uint16_t)m->path : (uint16_t)(p->rr_path++ % p->n_paths);
+    uint16_t path = m->path >= 0 ? (uint16_t)m->path
+                                 : (uint16_t)(p->rr_path++ % p->n_paths);
     struct mroce_hdr h = build_msg_pkt(t, m, i, path);
     if (i + 1 == m->npkts && !m->no_ackreq)
         h.flags = MROCE_HF_ACKREQ;
@@ -239,6 +259,7 @@ int cf_resend(struct cf_t *t, struct cf_msg *m, uint32_t i, uint16_t path)
         m->psn[i] = h.psn;
         m->pth[i] = path;
     }
-    const uint8_t *d = m->data ? (const uint8_t *)m->data + i * t->p->mtu : NULL;
+    const uint8_t *d =
+        m->data ? (const uint8_t *)m->data + i * t->p->mtu : NULL;
     return cf_send(t, &h, d, build_chunk(t, m, i));
 }

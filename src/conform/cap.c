@@ -34,8 +34,8 @@ void cf_cap_count(int fd, uint16_t dst_port, int ms, int *total, int *df)
             continue;
         struct sockaddr_ll sl;
         socklen_t sl_len = sizeof(sl);
-        ssize_t n = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&sl,
-                             &sl_len);
+        ssize_t n =
+            recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&sl, &sl_len);
         if (n < 28 || sl.sll_pkttype == PACKET_OUTGOING)
             continue;
         const struct iphdr *ip = (const void *)b;

@@ -47,8 +47,8 @@ const char *cf_kw_name(int kw);
 struct cf_rule {
     char id[24];
     char section[16];
-    int kw;     /* strongest RFC 2119 keyword in the paragraph */
-    char *text; /* the paragraph, markdown */
+    int kw;                 /* strongest RFC 2119 keyword in the paragraph */
+    char *text;             /* the paragraph, markdown */
     const char *untestable; /* why no black-box test can check it, or NULL */
 };
 
@@ -100,14 +100,14 @@ struct cf_pkt {
     int derr; /* mroce_wire_decode result */
     struct mroce_hdr h;
     size_t len;
-    uint8_t *buf;     /* exact copy; h.payload points into it */
-    bool lost;        /* the test's drop rule made the suite ignore it */
-    bool sealed;      /* opened from a sealed packet (buf is the plain one) */
-    uint8_t flags0;   /* byte 0 as sent (SEAL, key phase) */
-    uint8_t prot;     /* the protection byte as sent (data, sealed) */
-    size_t wire_len;  /* its length on the wire */
-    bool first;       /* data: the first transmission of its DSN */
-    int mon_viol;     /* violations the monitor found in it */
+    uint8_t *buf;    /* exact copy; h.payload points into it */
+    bool lost;       /* the test's drop rule made the suite ignore it */
+    bool sealed;     /* opened from a sealed packet (buf is the plain one) */
+    uint8_t flags0;  /* byte 0 as sent (SEAL, key phase) */
+    uint8_t prot;    /* the protection byte as sent (data, sealed) */
+    size_t wire_len; /* its length on the wire */
+    bool first;      /* data: the first transmission of its DSN */
+    int mon_viol;    /* violations the monitor found in it */
 };
 
 /* ---- the suite's UDP socket (sock.c) ---- */
@@ -127,8 +127,8 @@ int cf_sock_send(struct cf_sock *s, const uint8_t *ip, uint16_t port,
                  const void *buf, size_t len, uint8_t ecn);
 /* Receives one datagram within timeout_ms (0: poll); -1 on timeout,
  * else its length with *pk's addressing filled. */
-int cf_sock_recv(struct cf_sock *s, uint8_t *buf, size_t cap,
-                 struct cf_pkt *pk, int timeout_ms);
+int cf_sock_recv(struct cf_sock *s, uint8_t *buf, size_t cap, struct cf_pkt *pk,
+                 int timeout_ms);
 bool cf_parse_ip(const char *s, int *family, uint8_t ip[16]);
 
 /* ---- parameters (R-CONN-3) ---- */
@@ -188,6 +188,7 @@ struct cf_monpath {
     bool any;
     uint32_t next_psn; /* expected PSN of the next data/PROBE */
     uint16_t port;     /* its current source port */
+    int taken_by;      /* 1 + a path seen on that port since, else 0 */
     uint32_t last_ts;
 };
 
@@ -209,7 +210,7 @@ struct cf_mondsn {
 #define CF_MON_MSGS 256
 
 struct cf_mon {
-    uint8_t *new_dsn; /* [CF_MON_DSNS]: first sightings since init_dsn */
+    uint8_t *new_dsn;  /* [CF_MON_DSNS]: first sightings since init_dsn */
     uint8_t *csn_seen; /* [CF_MON_DSNS]: CSNs of the IUT (secure modes) */
     uint32_t max_new;  /* 1 + the highest of them, from init_dsn */
     struct cf_monpath path[CF_MAX_PATHS];
@@ -242,6 +243,8 @@ int cf_aead_open(const struct cf_aead *a, const uint8_t *in, size_t len,
 struct cf_t;
 /* Decides whether the suite treats an IUT packet as lost. */
 typedef bool (*cf_drop_fn)(struct cf_t *t, const struct cf_pkt *pk, void *ud);
+
+#define CF_PROBE_RING 64
 
 struct cf_peer {
     struct cf_sock s, s2; /* announced socket; a second one (spoofing) */
@@ -279,9 +282,8 @@ struct cf_peer {
     uint32_t rd_off; /* next free byte of the READ area of mem */
     /* automatic behaviour */
     bool auto_ack, auto_place, auto_close_ack, auto_read;
-    uint32_t rnr_info; /* info of the RNR NACKs the suite sends [100] */
-    uint32_t rate_mbps; /* hint in the suite's ACKs [0] */
-    bool no_rtt; /* ACKs echo a ts from the future: no RTT samples */
+    uint32_t rnr_info;   /* info of the RNR NACKs the suite sends [100] */
+    uint32_t rate_mbps;  /* hint in the suite's ACKs [0] */
     struct cf_aead aead; /* mode 0: none */
     cf_drop_fn drop;
     void *drop_ud;
@@ -293,13 +295,19 @@ struct cf_peer {
     /* the highest PSN the suite sent per path (data and PROBEs) */
     bool tx_any[CF_MAX_PATHS];
     uint32_t tx_high[CF_MAX_PATHS];
+    /* the PSNs of the suite's latest PROBEs per path (R-VAL-4) */
+    uint32_t probe_psn[CF_MAX_PATHS][CF_PROBE_RING];
+    uint32_t probe_n[CF_MAX_PATHS];
+    /* the highest sack_high of the suite's ACKs per path */
+    bool ack_any[CF_MAX_PATHS];
+    uint32_t ack_high[CF_MAX_PATHS];
 };
 
 /* ---- one test (iut.c, peer.c, build.c) ---- */
 
 struct cf_open {
     /* IUT context */
-    uint32_t mtu;      /* [1024] */
+    uint32_t mtu; /* [1024] */
     uint32_t link_mbps;
     uint32_t src_ports; /* UDP datapath source ports [16] */
     /* IUT connection attributes (0: the agent's defaults; see iut.c for
@@ -321,7 +329,8 @@ struct cf_open {
      * own random draws) */
     bool iut_init;
     uint32_t iut_init_psn, iut_init_dsn, iut_init_msn;
-    bool no_mr;      /* no default region at the IUT */
+    bool no_mr;    /* no default region at the IUT */
+    bool slow_tlp; /* announce ack_delay just below the IUT's min_rto */
 };
 
 struct cf_wc {
@@ -381,6 +390,8 @@ const char *cf_connect(struct cf_t *t, const struct cf_params *mine);
 void cf_apply_params(struct cf_t *t, const struct cf_params *mine);
 /* The parameter block the suite announces by default; as JSON. */
 void cf_my_params(struct cf_t *t, struct cf_params *out);
+/* The ack_delay the suite announces (R-CONN-3). */
+uint32_t cf_my_ack_delay(const struct cf_t *t);
 json_t *cf_params_json(const struct cf_params *p);
 void cf_close(struct cf_t *t);
 
@@ -473,11 +484,33 @@ bool cf_is_ack_for(const struct cf_pkt *pk, const void *path16);
 
 /* The receiver's path state of R-SACK-5 and R-SACK-7, as written: the
  * suite's model of a conforming receiver. Returns the classification. */
-enum { CF_RX_IN_ORDER, CF_RX_GAP, CF_RX_LATE, CF_RX_DUP_PSN, CF_RX_TOO_OLD };
-int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn);
+enum {
+    CF_RX_IN_ORDER,
+    CF_RX_GAP,
+    CF_RX_LATE,
+    CF_RX_DUP_PSN,
+    CF_RX_TOO_OLD,
+    CF_RX_NOT_RECORDED /* outside R-VAL-2's windows */
+};
+/* what is recorded: an accepted data packet, a duplicate, a PROBE */
+enum { CF_REC_DATA, CF_REC_DUP, CF_REC_PROBE };
+int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn,
+                int kind);
 
 /* The suite's receiver: an ACK for path now (R-ACK-2). */
 void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h);
+/* A one-packet WRITE of 8 bytes with a new DSN and MSN (stream 0) at a
+ * chosen PSN, ACKREQ: accepted data is recorded at any PSN (R-VAL-2). */
+/* The MTH ts of the IUT's transmission path/psn (data or PROBE) in the
+ * log, 0 if none: what an ACK naming it must echo (R-VAL-1). */
+uint32_t cf_iut_ts(const struct cf_t *t, uint16_t path, uint32_t psn);
+/* Opens and connects a second connection of the IUT (one path, one
+ * stream, sequence numbers from 0) toward the suite's socket; its id.
+ * Its packets carry conn = the suite's id ^ 0x5A5A5A5A (extra_ids[0]). */
+uint32_t cf_second_conn(struct cf_t *t);
+void cf_write_at(struct cf_t *t, uint16_t path, uint32_t psn, uint32_t ts,
+                 uint8_t ecn);
+void cf_send_probe_ack(struct cf_t *t, uint16_t path, uint32_t probe_psn);
 void cf_send_ack(struct cf_t *t, uint16_t path);
 /* Posts a receive of len bytes at the suite for the IUT's SENDs. */
 void cf_peer_recv(struct cf_t *t, uint16_t stream, uint32_t ssn, uint32_t len);
@@ -487,19 +520,19 @@ const struct cf_inmsg *cf_inmsg(struct cf_t *t, uint16_t stream, uint32_t msn);
 /* ---- packets the suite sends (build.c) ---- */
 
 struct cf_tx {
-    uint8_t ecn;           /* [ECT(0)] */
-    bool bad_crc;          /* flip the ICRC */
-    bool crc_le;           /* store the ICRC little-endian */
-    uint32_t extra;        /* bytes appended after the ICRC's position
-                              (covered by the ICRC) */
-    int trunc;             /* >0: send only this many bytes */
-    bool from_s2;          /* from the second socket (another port/addr) */
-    uint8_t byte0;         /* nonzero: byte 0 of the packet as given */
-    const uint8_t *patch;  /* bytes to overwrite after encoding */
+    uint8_t ecn;          /* [ECT(0)] */
+    bool bad_crc;         /* flip the ICRC */
+    bool crc_le;          /* store the ICRC little-endian */
+    uint32_t extra;       /* bytes appended after the ICRC's position
+                             (covered by the ICRC) */
+    int trunc;            /* >0: send only this many bytes */
+    bool from_s2;         /* from the second socket (another port/addr) */
+    uint8_t byte0;        /* nonzero: byte 0 of the packet as given */
+    const uint8_t *patch; /* bytes to overwrite after encoding */
     uint32_t patch_off, patch_len;
-    bool no_reseal;        /* patch after the ICRC is computed */
-    bool plain;            /* on a secure connection: not sealed */
-    uint8_t prot;          /* nonzero: the protection byte sent, minus 1 */
+    bool no_reseal; /* patch after the ICRC is computed */
+    bool plain;     /* on a secure connection: not sealed */
+    uint8_t prot;   /* nonzero: the protection byte sent, minus 1 */
 };
 
 /* The suite's MTH for the IUT: conn, path, ts; psn 0. */
@@ -512,6 +545,7 @@ int cf_send_x(struct cf_t *t, const struct mroce_hdr *h, const void *payload,
 /* Notes a data packet or PROBE the suite sent by other means (raw
  * socket), for the monitor's check of what ACKs may name (R-ACK-5). */
 void cf_note_sent(struct cf_peer *p, const struct mroce_hdr *h);
+bool cf_sent_probe(const struct cf_peer *p, uint16_t path, uint32_t psn);
 /* The IUT's own clock between two of its packets (MTH ts, R-HDR-10), in
  * ms: immune to the suite's scheduling. */
 static inline double cf_ts_ms(const struct cf_pkt *a, const struct cf_pkt *b)
@@ -519,7 +553,8 @@ static inline double cf_ts_ms(const struct cf_pkt *a, const struct cf_pkt *b)
     return (double)(uint32_t)(b->h.ts - a->h.ts) / 1e6;
 }
 /* Raw bytes as the suite's datagram. */
-int cf_send_raw(struct cf_t *t, const void *buf, size_t len, const struct cf_tx *x);
+int cf_send_raw(struct cf_t *t, const void *buf, size_t len,
+                const struct cf_tx *x);
 uint32_t cf_next_psn(struct cf_t *t, uint16_t path);
 uint32_t cf_next_dsn(struct cf_t *t);
 
@@ -672,21 +707,16 @@ struct cf_test {
 };
 
 #define CF_TEST(id_, sec_, rules_, kw_, title_, fn_)                           \
-    {.id = id_,                                                                \
-     .section = sec_,                                                          \
-     .rules = rules_,                                                          \
-     .kw = CF_KW_##kw_,                                                        \
-     .title = title_,                                                          \
-     .fn = fn_}
+    {                                                                          \
+        .id = id_, .section = sec_, .rules = rules_, .kw = CF_KW_##kw_,        \
+        .title = title_, .fn = fn_                                             \
+    }
 
 #define CF_TESTA(id_, sec_, rules_, kw_, title_, fn_, arg_)                    \
-    {.id = id_,                                                                \
-     .section = sec_,                                                          \
-     .rules = rules_,                                                          \
-     .kw = CF_KW_##kw_,                                                        \
-     .title = title_,                                                          \
-     .fn = fn_,                                                                \
-     .arg = arg_}
+    {                                                                          \
+        .id = id_, .section = sec_, .rules = rules_, .kw = CF_KW_##kw_,        \
+        .title = title_, .fn = fn_, .arg = arg_                                \
+    }
 
 /* The whole table, in spec section order. */
 const struct cf_test *const *cf_tests(int *n);
@@ -695,9 +725,9 @@ bool cf_test_has_rule(const struct cf_test *ts, const char *rule);
 
 /* per-section tables (t_*.c) */
 extern const struct cf_test cf_t_enc[], cf_t_hdr[], cf_t_conn[], cf_t_path[],
-    cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[],
-    cf_t_retry[], cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[],
-    cf_t_sec[], cf_t_cm[], cf_t_aead[], cf_t_mon[];
+    cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[], cf_t_retry[],
+    cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[], cf_t_sec[],
+    cf_t_cm[], cf_t_aead[], cf_t_val[], cf_t_mon[];
 
 /* ---- results and reports (runner.c, report.c) ---- */
 

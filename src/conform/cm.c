@@ -239,15 +239,14 @@ static bool cm_hkdf(int mode, const uint8_t *salt, size_t salt_len,
                     size_t info_len, uint8_t *out, size_t out_len)
 {
     EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
-    bool ok = c && EVP_PKEY_derive_init(c) > 0 &&
-              EVP_PKEY_CTX_set_hkdf_md(c, EVP_sha256()) > 0 &&
-              EVP_PKEY_CTX_hkdf_mode(c, mode) > 0 &&
-              (!salt || EVP_PKEY_CTX_set1_hkdf_salt(c, salt, (int)salt_len) >
-                            0) &&
-              EVP_PKEY_CTX_set1_hkdf_key(c, key, (int)key_len) > 0 &&
-              (!info ||
-               EVP_PKEY_CTX_add1_hkdf_info(c, info, (int)info_len) > 0) &&
-              EVP_PKEY_derive(c, out, &out_len) > 0;
+    bool ok =
+        c && EVP_PKEY_derive_init(c) > 0 &&
+        EVP_PKEY_CTX_set_hkdf_md(c, EVP_sha256()) > 0 &&
+        EVP_PKEY_CTX_hkdf_mode(c, mode) > 0 &&
+        (!salt || EVP_PKEY_CTX_set1_hkdf_salt(c, salt, (int)salt_len) > 0) &&
+        EVP_PKEY_CTX_set1_hkdf_key(c, key, (int)key_len) > 0 &&
+        (!info || EVP_PKEY_CTX_add1_hkdf_info(c, info, (int)info_len) > 0) &&
+        EVP_PKEY_derive(c, out, &out_len) > 0;
     EVP_PKEY_CTX_free(c);
     return ok;
 }
@@ -262,12 +261,12 @@ bool cf_hkdf_extract(const uint8_t *salt, size_t salt_len, const uint8_t *ikm,
 bool cf_hkdf_expand(const uint8_t *prk, size_t prk_len, const uint8_t *info,
                     size_t info_len, uint8_t *out, size_t out_len)
 {
-    return cm_hkdf(EVP_PKEY_HKDEF_MODE_EXPAND_ONLY, NULL, 0, prk, prk_len,
-                   info, info_len, out, out_len);
+    return cm_hkdf(EVP_PKEY_HKDEF_MODE_EXPAND_ONLY, NULL, 0, prk, prk_len, info,
+                   info_len, out, out_len);
 }
 
-void cf_hmac(const uint8_t *key, size_t key_len, const uint8_t *a,
-             size_t a_len, const uint8_t *b, size_t b_len, uint8_t out[32])
+void cf_hmac(const uint8_t *key, size_t key_len, const uint8_t *a, size_t a_len,
+             const uint8_t *b, size_t b_len, uint8_t out[32])
 {
     static uint8_t buf[2 * CF_CM_MAX_BODY + 64];
     unsigned int n = 32;

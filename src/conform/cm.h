@@ -41,8 +41,8 @@ struct cf_cm_msg {
 };
 
 struct cf_hello {
-    uint8_t cm_version;  /* header version [2] */
-    int32_t len_delta;   /* added to the header's length (a lie) */
+    uint8_t cm_version; /* header version [2] */
+    int32_t len_delta;  /* added to the header's length (a lie) */
     uint8_t proto_min, proto_max, transport, modes;
     uint32_t features, required;
     uint8_t nonce[32], psk_id[8];
@@ -68,7 +68,7 @@ struct cf_psk {
     size_t len;
     uint8_t early[32], psk_id[8], k_hello[32];
     uint8_t th[32], master[32], secret[32];
-    uint8_t ready[2][32];   /* READY bodies: [0] client, [1] server */
+    uint8_t ready[2][32]; /* READY bodies: [0] client, [1] server */
     uint8_t k_msg[2][32];
 };
 
@@ -86,8 +86,8 @@ bool cf_hkdf_extract(const uint8_t *salt, size_t salt_len, const uint8_t *ikm,
                      size_t ikm_len, uint8_t prk[32]);
 bool cf_hkdf_expand(const uint8_t *prk, size_t prk_len, const uint8_t *info,
                     size_t info_len, uint8_t *out, size_t out_len);
-void cf_hmac(const uint8_t *key, size_t key_len, const uint8_t *a,
-             size_t a_len, const uint8_t *b, size_t b_len, uint8_t out[32]);
+void cf_hmac(const uint8_t *key, size_t key_len, const uint8_t *a, size_t a_len,
+             const uint8_t *b, size_t b_len, uint8_t out[32]);
 bool cf_psk_init(struct cf_psk *k, const uint8_t *key, size_t len);
 bool cf_psk_finish(struct cf_psk *k, const uint8_t *hc, size_t hc_len,
                    const uint8_t *hs, size_t hs_len, const uint8_t *nonce_c,

@@ -80,13 +80,11 @@ static const char *iut_str(json_t *o, const char *k)
     return s ? s : "";
 }
 
-
 bool cf_reply_ok(json_t *rep, char *code, size_t cap)
 {
     bool ok = json_is_true(json_object_get(rep, "ok"));
     if (!ok && code)
-        snprintf(code, cap, "%s",
-                 rep ? iut_str(rep, "error") : "internal");
+        snprintf(code, cap, "%s", rep ? iut_str(rep, "error") : "internal");
     return ok;
 }
 
@@ -214,7 +212,8 @@ static struct cf_open iut_defaults(const struct cf_open *o)
 
 static json_t *iut_conn_req(const struct cf_t *t, const struct cf_open *o)
 {
-    json_t *r = json_pack("{s:s, s:i}", "cmd", "conn_create", "ctx", t->iut.ctx);
+    json_t *r =
+        json_pack("{s:s, s:i}", "cmd", "conn_create", "ctx", t->iut.ctx);
 #define SETI(k, v)                                                             \
     if (v)                                                                     \
     json_object_set_new(r, k, json_integer((json_int_t)(v)))
@@ -247,12 +246,12 @@ static json_t *iut_conn_req(const struct cf_t *t, const struct cf_open *o)
 
 static void iut_open_ctx(struct cf_t *t, const struct cf_open *o)
 {
-    json_t *rep = iut_must(
-        t,
-        json_pack("{s:s, s:I, s:I, s:I}", "cmd", "ctx_open", "mtu",
-                  (json_int_t)o->mtu, "link_mbps", (json_int_t)o->link_mbps,
-                  "src_ports", (json_int_t)o->src_ports),
-        "ctx_open");
+    json_t *rep = iut_must(t,
+                           json_pack("{s:s, s:I, s:I, s:I}", "cmd", "ctx_open",
+                                     "mtu", (json_int_t)o->mtu, "link_mbps",
+                                     (json_int_t)o->link_mbps, "src_ports",
+                                     (json_int_t)o->src_ports),
+                           "ctx_open");
     t->iut.ctx = (int)iut_u64(rep, "ctx");
     snprintf(t->iut.addr, sizeof(t->iut.addr), "%s", iut_str(rep, "addr"));
     t->iut.port = (uint16_t)iut_u64(rep, "port");
@@ -262,12 +261,12 @@ static void iut_open_ctx(struct cf_t *t, const struct cf_open *o)
 
 static void iut_open_mr(struct cf_t *t)
 {
-    json_t *rep = iut_must(
-        t,
-        json_pack("{s:s, s:i, s:i, s:[sss]}", "cmd", "mr_reg", "ctx",
-                  t->iut.ctx, "len", CF_IUT_MR_LEN, "access", "local_write",
-                  "remote_write", "remote_read"),
-        "mr_reg");
+    json_t *rep =
+        iut_must(t,
+                 json_pack("{s:s, s:i, s:i, s:[sss]}", "cmd", "mr_reg", "ctx",
+                           t->iut.ctx, "len", CF_IUT_MR_LEN, "access",
+                           "local_write", "remote_write", "remote_read"),
+                 "mr_reg");
     t->iut.mr = (int)iut_u64(rep, "mr");
     t->iut.va = iut_u64(rep, "va");
     t->iut.rkey = (uint32_t)iut_u64(rep, "rkey");
@@ -286,6 +285,19 @@ static void iut_open_conn(struct cf_t *t, const struct cf_open *o)
 
 static struct cf_open iut_cur; /* the set-up of the running test */
 
+/* The suite acknowledges at once, but it may be descheduled on a busy
+ * host: half a millisecond of delayed-ACK bound keeps the IUT's tail-loss
+ * probes from firing at every stall (R-RTT-7). With slow_tlp, just below
+ * the IUT's min_rto (R-CONN-4): the PTO then comes after any SACK-driven
+ * retransmission, so a test can tell which rule resent what. */
+uint32_t cf_my_ack_delay(const struct cf_t *t)
+{
+    uint64_t m = t->iut.params.min_rto_ns;
+    if (iut_cur.slow_tlp)
+        return (uint32_t)(m - m / 10);
+    return (uint32_t)(m / 2 < 500000 ? m / 2 : 500000);
+}
+
 void cf_my_params(struct cf_t *t, struct cf_params *out)
 {
     const struct cf_params *r = &t->iut.params;
@@ -303,14 +315,9 @@ void cf_my_params(struct cf_t *t, struct cf_params *out)
         .init_psn = o->my_init_psn,
         .init_dsn = o->my_init_dsn,
         .init_msn = o->my_init_msn,
-        /* the suite acknowledges at once, but it may be descheduled on a
-         * busy host: half a millisecond of delayed-ACK bound keeps the
-         * IUT's tail-loss probes from firing at every stall (R-RTT-7) */
         .path_window = 256,
         .ack_every = 1,
-        .ack_delay_ns = (uint32_t)(r->min_rto_ns / 2 < 500000
-                                       ? r->min_rto_ns / 2
-                                       : 500000),
+        .ack_delay_ns = cf_my_ack_delay(t),
         .min_rto_ns = 1000000,
         .max_rto_ns = 100000000,
         .retry_cnt = 7,
@@ -367,9 +374,9 @@ void cf_apply_params(struct cf_t *t, const struct cf_params *mine)
 const char *cf_connect(struct cf_t *t, const struct cf_params *mine)
 {
     static char code[32];
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd",
-                                       "conn_connect", "conn", t->iut.conn,
-                                       "params", cf_params_json(mine)));
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect", "conn",
+                             t->iut.conn, "params", cf_params_json(mine)));
     bool ok = cf_reply_ok(rep, code, sizeof(code));
     json_decref(rep);
     if (!ok)
@@ -387,18 +394,19 @@ static void iut_secure(struct cf_t *t, int mode)
     char hex[65];
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", t->iut.secret[i]);
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:s, s:s}", "cmd",
-                                       "conn_secret", "conn", t->iut.conn,
-                                       "mode", mode == 2 ? "encrypt" : "auth",
-                                       "secret", hex));
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i, s:s, s:s}", "cmd", "conn_secret",
+                             "conn", t->iut.conn, "mode",
+                             mode == 2 ? "encrypt" : "auth", "secret", hex));
     char code[32];
     bool ok = cf_reply_ok(rep, code, sizeof(code));
     json_decref(rep);
     if (!ok && !strcmp(code, "unsupported"))
         cf_skip(t, "the IUT has no secure modes here");
     CF_REQUIRE(t, ok, "conn_secret refused: %s", code);
-    CF_REQUIRE(t, cf_aead_init(&t->p->aead, mode, t->iut.secret, t->p->my_id,
-                               t->p->iut_id),
+    CF_REQUIRE(t,
+               cf_aead_init(&t->p->aead, mode, t->iut.secret, t->p->my_id,
+                            t->p->iut_id),
                "the suite's key schedule failed");
 }
 
@@ -436,13 +444,13 @@ void cf_close(struct cf_t *t)
     if (t->p)
         cf_mon_finish(t);
     if (t->opened && t->agent->fd >= 0)
-        json_decref(cf_agent_call(t->agent, json_pack("{s:s, s:i}", "cmd",
-                                                      "ctx_close", "ctx",
-                                                      t->iut.ctx)));
+        json_decref(
+            cf_agent_call(t->agent, json_pack("{s:s, s:i}", "cmd", "ctx_close",
+                                              "ctx", t->iut.ctx)));
     for (int i = 0; i < t->n_extra_ctx && t->agent->fd >= 0; i++)
-        json_decref(cf_agent_call(t->agent, json_pack("{s:s, s:i}", "cmd",
-                                                      "ctx_close", "ctx",
-                                                      t->extra_ctx[i])));
+        json_decref(
+            cf_agent_call(t->agent, json_pack("{s:s, s:i}", "cmd", "ctx_close",
+                                              "ctx", t->extra_ctx[i])));
     t->opened = false;
     cf_peer_free(t->p);
     t->p = NULL;
@@ -452,10 +460,10 @@ void cf_close(struct cf_t *t)
 
 static json_t *iut_wr_json(struct cf_t *t, const struct cf_wr *wr)
 {
-    json_t *r = json_pack("{s:s, s:i, s:s, s:I, s:i, s:I}", "cmd", "post",
-                          "conn", t->iut.conn, "op", wr->op, "wr_id",
-                          (json_int_t)wr->wr_id, "stream", wr->stream, "len",
-                          (json_int_t)wr->len);
+    json_t *r =
+        json_pack("{s:s, s:i, s:s, s:I, s:i, s:I}", "cmd", "post", "conn",
+                  t->iut.conn, "op", wr->op, "wr_id", (json_int_t)wr->wr_id,
+                  "stream", wr->stream, "len", (json_int_t)wr->len);
     if (!wr->no_mr) {
         json_object_set_new(r, "mr", json_integer(t->iut.mr));
         json_object_set_new(r, "offset", json_integer(wr->off));
@@ -509,8 +517,8 @@ static void iut_wc_read(json_t *o, struct cf_wc *w)
 
 int cf_poll(struct cf_t *t)
 {
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:i}", "cmd", "poll",
-                                       "conn", t->iut.conn, "max", 256));
+    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:i}", "cmd", "poll", "conn",
+                                       t->iut.conn, "max", 256));
     json_t *arr = json_object_get(rep, "wc");
     size_t i;
     json_t *v;
@@ -555,9 +563,10 @@ int64_t cf_counter(struct cf_t *t, const char *scope, const char *name)
     bool ctx = !strcmp(scope, "ctx");
     if (!cf_agent_has(t->agent, ctx ? "counters.ctx" : "counters.conn"))
         return -1;
-    json_t *rep = cf_call(
-        t, json_pack("{s:s, s:i}", "cmd", ctx ? "ctx_counters" : "conn_counters",
-                     ctx ? "ctx" : "conn", ctx ? t->iut.ctx : t->iut.conn));
+    json_t *rep = cf_call(t, json_pack("{s:s, s:i}", "cmd",
+                                       ctx ? "ctx_counters" : "conn_counters",
+                                       ctx ? "ctx" : "conn",
+                                       ctx ? t->iut.ctx : t->iut.conn));
     json_t *v = json_object_get(json_object_get(rep, "counters"), name);
     int64_t r = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
     json_decref(rep);
@@ -566,8 +575,8 @@ int64_t cf_counter(struct cf_t *t, const char *scope, const char *name)
 
 const char *cf_state(struct cf_t *t, char *buf, size_t cap)
 {
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_state",
-                                       "conn", t->iut.conn));
+    json_t *rep = cf_call(
+        t, json_pack("{s:s, s:i}", "cmd", "conn_state", "conn", t->iut.conn));
     const char *s = json_string_value(json_object_get(rep, "state"));
     if (s)
         snprintf(buf, cap, "%s", s);
@@ -601,8 +610,8 @@ void cf_iut_read(struct cf_t *t, uint32_t off, void *p, uint32_t n)
 {
     json_t *rep = iut_must(t,
                            json_pack("{s:s, s:i, s:I, s:I}", "cmd", "mem_read",
-                                     "mr", t->iut.mr, "offset",
-                                     (json_int_t)off, "len", (json_int_t)n),
+                                     "mr", t->iut.mr, "offset", (json_int_t)off,
+                                     "len", (json_int_t)n),
                            "mem_read");
     const char *hex = json_string_value(json_object_get(rep, "data"));
     if (!hex || strlen(hex) != 2 * (size_t)n) {

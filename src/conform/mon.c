@@ -24,11 +24,13 @@ static struct cf_mon_rule mon_tab[] = {
      ""},
     {"R-HDR-4", CF_KW_MUST, "only opcodes of the table are sent", 0, 0, ""},
     {"R-VER-1", CF_KW_MUST, "every packet carries version 1", 0, 0, ""},
-    {"R-VER-7", CF_KW_MUST, "only assigned code points: opcodes, flags, "
-                            "syndromes",
+    {"R-VER-7", CF_KW_MUST,
+     "only assigned code points: opcodes, flags, "
+     "syndromes",
      0, 0, ""},
-    {"R-HDR-6", CF_KW_MUST, "no bytes after the headers of a type without "
-                            "payload",
+    {"R-HDR-6", CF_KW_MUST,
+     "no bytes after the headers of a type without "
+     "payload",
      0, 0, ""},
     {"R-HDR-7", CF_KW_MUST, "reserved and defined-zero fields sent as zero", 0,
      0, ""},
@@ -49,29 +51,36 @@ static struct cf_mon_rule mon_tab[] = {
     {"R-DSN-1", CF_KW_MUST, "new DSNs are consecutive; a resend keeps its DSN",
      0, 0, ""},
     {"R-DSN-7", CF_KW_MUST, "no DSN beyond the peer's window", 0, 0, ""},
-    {"R-LOSS-3", CF_KW_MUST, "a retransmission repeats the bytes after the MTH "
-                             "and sets RETX",
+    {"R-LOSS-3", CF_KW_MUST,
+     "a retransmission repeats the bytes after the MTH "
+     "and sets RETX",
      0, 0, ""},
-    {"R-MSG-1", CF_KW_MUST, "messages cut into mtu-sized packets at offsets "
-                            "i * mtu",
+    {"R-MSG-1", CF_KW_MUST,
+     "messages cut into mtu-sized packets at offsets "
+     "i * mtu",
      0, 0, ""},
     {"R-MSG-7", CF_KW_MUST, "SSN = the receive-consuming messages before", 0, 0,
      ""},
     {"R-MSG-15", CF_KW_MUST, "no atomic opcode (0x07-0x0F) sent", 0, 0, ""},
-    {"R-ACK-2", CF_KW_MUST, "ACK: flags 0 and psn 0", 0, 0,
-     ""},
+    {"R-ACK-2", CF_KW_MUST, "ACK: flags 0", 0, 0, ""},
+    {"R-HDR-9", CF_KW_MUST,
+     "MTH psn of ACK (sack_high or the PROBE "
+     "answered), CLOSE and CLOSE_ACK (next DSN)",
+     0, 0, ""},
+    {"R-VAL-8", CF_KW_MUST, "no answer larger than what it answers", 0, 0, ""},
     {"R-ACK-5", CF_KW_MUST, "ACKs name only PSNs the peer sent", 0, 0, ""},
-    {"R-PATH-7", CF_KW_MUST, "PROBE: ACKREQ set, MTH only", 0, 0, ""},
-    {"R-AEAD-1", CF_KW_MUST, "every packet of a secure connection sealed", 0,
-     0, ""},
-    {"R-AEAD-2", CF_KW_MUST, "sealed layout: tag of 16 bytes, protection "
-                             "byte of the mode",
-     0, 0, ""},
-    {"R-AEAD-3", CF_KW_MUST, "every tag verifies under the spec's keys, "
-                             "nonce and AAD",
-     0, 0, ""},
-    {"R-AEAD-4", CF_KW_MUST, "no control sequence number used twice", 0, 0,
+    {"R-PATH-7", CF_KW_MUST, "PROBE: ACKREQ set, as long as an ACK", 0, 0, ""},
+    {"R-AEAD-1", CF_KW_MUST, "every packet of a secure connection sealed", 0, 0,
      ""},
+    {"R-AEAD-2", CF_KW_MUST,
+     "sealed layout: tag of 16 bytes, protection "
+     "byte of the mode",
+     0, 0, ""},
+    {"R-AEAD-3", CF_KW_MUST,
+     "every tag verifies under the spec's keys, "
+     "nonce and AAD",
+     0, 0, ""},
+    {"R-AEAD-4", CF_KW_MUST, "no control sequence number used twice", 0, 0, ""},
 };
 
 #define MON_N (int)(sizeof(mon_tab) / sizeof(mon_tab[0]))
@@ -190,6 +199,18 @@ static void mon_addressing(struct cf_t *t, struct cf_pkt *pk)
         pk->wire_len, p->mtu);
 }
 
+/* R-HDR-9, R-VAL-5: CLOSE and CLOSE_ACK carry the IUT's next DSN. */
+static void mon_close(struct cf_t *t, struct cf_pkt *pk)
+{
+    const struct cf_peer *p = t->p;
+    if (p->mon.unreliable || pk->h.conn != p->my_id)
+        return;
+    uint32_t nxt = p->iut_init_dsn + p->mon.max_new;
+    mon(t, pk, "R-HDR-9", pk->h.psn == nxt,
+        "%s with psn %u, the IUT's next DSN is %u",
+        mroce_wire_op_name(pk->h.opcode), pk->h.psn, nxt);
+}
+
 static void mon_fields(struct cf_t *t, struct cf_pkt *pk)
 {
     const struct mroce_hdr *h = &pk->h;
@@ -204,45 +225,90 @@ static void mon_fields(struct cf_t *t, struct cf_pkt *pk)
             b[22], b[23]);
     if (h->opcode == MROCE_OP_NACK)
         mon(t, pk, "R-VER-7",
-            h->nak_code >= MROCE_NAK_RNR && h->nak_code <= MROCE_NAK_CONN_CLOSED,
+            h->nak_code >= MROCE_NAK_RNR &&
+                h->nak_code <= MROCE_NAK_CONN_CLOSED,
             "NACK syndrome %u", h->nak_code);
     if (h->opcode == MROCE_OP_NACK)
         mon(t, pk, "R-HDR-7",
             !b[23] && (h->nak_code == MROCE_NAK_RNR || !h->nak_info),
             "NKH reserved byte %02x, info %u", b[23], h->nak_info);
-    if (h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_CLOSE ||
-        h->opcode == MROCE_OP_CLOSE_ACK)
-        mon(t, pk, "R-HDR-7", h->psn == 0, "%s with psn %u",
-            mroce_wire_op_name(h->opcode), h->psn);
-    if (h->opcode == MROCE_OP_PROBE)
-        mon(t, pk, "R-PATH-7", (h->flags & MROCE_HF_ACKREQ) && pk->len == 20,
+    if (h->opcode == MROCE_OP_PROBE) {
+        mon(t, pk, "R-PATH-7", (h->flags & MROCE_HF_ACKREQ) && pk->len == 72,
             "PROBE flags 0x%x, %zu bytes", h->flags, pk->len);
+        bool zero = pk->len >= 68;
+        for (size_t i = 16; zero && i < 68; i++)
+            zero = !b[i];
+        mon(t, pk, "R-HDR-7", zero, "PROBE padding not zero");
+    }
+    if (h->opcode == MROCE_OP_CLOSE || h->opcode == MROCE_OP_CLOSE_ACK)
+        mon_close(t, pk);
+    /* R-VAL-8: an ACK is as long as a PROBE, a NACK shorter than any
+     * data packet, a CLOSE_ACK as long as a CLOSE */
+    if (h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_NACK ||
+        h->opcode == MROCE_OP_CLOSE_ACK)
+        mon(t, pk, "R-VAL-8",
+            pk->len <= (h->opcode == MROCE_OP_ACK    ? 72u
+                        : h->opcode == MROCE_OP_NACK ? 36u
+                                                     : 20u),
+            "%s of %zu bytes", mroce_wire_op_name(h->opcode), pk->len);
 }
 
 static void mon_ack(struct cf_t *t, struct cf_pkt *pk)
 {
     const struct mroce_hdr *h = &pk->h;
     const struct cf_peer *p = t->p;
-    mon(t, pk, "R-HDR-14", mroce_sack_test(h->sack, 0), "ACK bit 0 clear");
-    mon(t, pk, "R-ACK-2", h->flags == 0 && h->psn == 0,
-        "ACK flags 0x%x psn %u", h->flags, h->psn);
     if (h->path >= p->n_paths)
         return;
+    /* R-VAL-4: an answer to a PROBE names it; others name sack_high */
+    bool probe = h->psn != h->sack_high && cf_sent_probe(p, h->path, h->psn);
+    mon(t, pk, "R-HDR-9", h->psn == h->sack_high || probe,
+        "ACK for path %u with psn %u, sack_high %u and no such PROBE sent",
+        h->path, h->psn, h->sack_high);
+    mon(t, pk, "R-HDR-14", mroce_sack_test(h->sack, 0) || probe,
+        "ACK bit 0 clear (psn %u, sack_high %u)", h->psn, h->sack_high);
+    mon(t, pk, "R-ACK-2", h->flags == 0, "ACK flags 0x%x", h->flags);
     uint32_t last = p->tx_high[h->path]; /* the suite's last PSN sent */
     bool sent = p->tx_any[h->path];
-    mon(t, pk, "R-ACK-5", sent && (int32_t)(h->sack_high - last) <= 0,
+    mon(t, pk, "R-ACK-5",
+        probe || (sent && (int32_t)(h->sack_high - last) <= 0),
         "ACK for path %u names PSN %u, the suite sent %s %u", h->path,
         h->sack_high, sent ? "up to" : "nothing, next", last);
 }
 
 /* ---- sequences ---- */
 
+/* R-ENC-3: two paths hold one port at once. A path may be re-pathed
+ * without sending (R-PATH-16), and its old port be given to another
+ * path, so one path's use of another's last-seen port proves nothing;
+ * path p using port X again after path q used X, while q's last use is
+ * still X, does: both held X in between. */
+static void mon_ports(struct cf_t *t, struct cf_pkt *pk, struct cf_monpath *mp)
+{
+    struct cf_monpath *all = t->p->mon.path;
+    uint16_t p = pk->h.path;
+    int q = mp->port == pk->sport ? mp->taken_by - 1 : -1;
+    bool shared = q >= 0 && all[q].any && all[q].port == pk->sport;
+    mon(t, pk, "R-ENC-3", !shared, "paths %u and %d share port %u", p, q,
+        pk->sport);
+    for (uint16_t k = 0; k < t->p->n_paths; k++)
+        if (k != p && all[k].any && all[k].port == pk->sport)
+            all[k].taken_by = p + 1;
+    mp->port = pk->sport;
+    mp->taken_by = 0;
+}
+
 static void mon_psn(struct cf_t *t, struct cf_pkt *pk)
 {
     struct cf_monpath *mp = &t->p->mon.path[pk->h.path];
     const struct mroce_hdr *h = &pk->h;
+    /* R-VAL-4: a path may go on after a PSN the suite's ACKs showed it
+     * holding beyond the IUT's own */
+    const struct cf_peer *p = t->p;
+    bool resync = p->ack_any[h->path] &&
+                  (int32_t)(p->ack_high[h->path] - mp->next_psn) >= 0 &&
+                  h->psn == p->ack_high[h->path] + 1;
     if (mp->any && !t->p->mon.unreliable)
-        mon(t, pk, "R-SACK-2", h->psn == mp->next_psn,
+        mon(t, pk, "R-SACK-2", h->psn == mp->next_psn || resync,
             "path %u PSN %u, expected %u", h->path, h->psn, mp->next_psn);
     else if (!mp->any)
         mon(t, pk, "R-SACK-2", h->psn == t->p->iut_init_psn,
@@ -254,15 +320,7 @@ static void mon_psn(struct cf_t *t, struct cf_pkt *pk)
     mp->any = true;
     mp->next_psn = h->psn + 1;
     mp->last_ts = h->ts;
-    for (uint16_t q = 0; q < t->p->n_paths; q++)
-        if (q != h->path && t->p->mon.path[q].any &&
-            t->p->mon.path[q].port == pk->sport) {
-            mon(t, pk, "R-ENC-3", false, "paths %u and %u share port %u",
-                h->path, q, pk->sport);
-            break;
-        }
-    mon(t, pk, "R-ENC-3", true, "-");
-    mp->port = pk->sport;
+    mon_ports(t, pk, mp);
 }
 
 /* CRC32C of the bytes the retransmission must repeat (R-LOSS-3): after the
@@ -294,14 +352,15 @@ static void mon_dsn(struct cf_t *t, struct cf_pkt *pk)
      * the check is that no DSN is skipped: no hole below the highest at
      * the end of the test (cf_mon_finish), none before init_dsn */
     uint32_t k = h->dsn - t->p->iut_init_dsn;
-    mon(t, pk, "R-DSN-1", k < 0x80000000u, "DSN %u before init_dsn %u",
-        h->dsn, t->p->iut_init_dsn);
+    mon(t, pk, "R-DSN-1", k < 0x80000000u, "DSN %u before init_dsn %u", h->dsn,
+        t->p->iut_init_dsn);
     if (k < CF_MON_DSNS) {
         m->new_dsn[k] = 1;
         if (k + 1 > m->max_new)
             m->max_new = k + 1;
     }
-    *d = (struct cf_mondsn){.seen = true, .dsn = h->dsn, .crc = crc, .len = len};
+    *d =
+        (struct cf_mondsn){.seen = true, .dsn = h->dsn, .crc = crc, .len = len};
     uint32_t w = h->dsn - t->p->dsn_cum;
     mon(t, pk, "R-DSN-7", w >= 0x80000000u || w < t->p->dsn_window,
         "DSN %u with the window at %u + %u", h->dsn, t->p->dsn_cum,
@@ -325,9 +384,8 @@ static void mon_chunk(struct cf_t *t, struct cf_pkt *pk)
         ok = h->offset == 0 && h->payload_len == 0;
     else
         ok = h->offset % mtu == 0 && h->offset < h->msg_len &&
-             h->payload_len == (h->msg_len - h->offset < mtu
-                                    ? h->msg_len - h->offset
-                                    : mtu);
+             h->payload_len ==
+                 (h->msg_len - h->offset < mtu ? h->msg_len - h->offset : mtu);
     mon(t, pk, "R-MSG-1", ok, "%s offset %u payload %u of msg_len %u (mtu %u)",
         mroce_wire_op_name(h->opcode), h->offset, h->payload_len, h->msg_len,
         mtu);
@@ -379,8 +437,8 @@ void cf_mon_finish(struct cf_t *t)
     while (hole < m->max_new && m->new_dsn[hole])
         hole++;
     mon(t, &none, "R-DSN-1", hole == m->max_new,
-        "DSN %u never sent, DSNs up to %u were",
-        t->p->iut_init_dsn + hole, t->p->iut_init_dsn + m->max_new - 1);
+        "DSN %u never sent, DSNs up to %u were", t->p->iut_init_dsn + hole,
+        t->p->iut_init_dsn + m->max_new - 1);
 }
 
 /* R-AEAD-1..4 on a connection in a secure mode. */

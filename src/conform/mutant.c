@@ -4,8 +4,10 @@
  * clean engine fails; that test caught the fault. The tests tagged with
  * the fault's rule run first (they are the likeliest to catch it; the
  * order changes only how long it takes), then every other test, then the
- * wire monitor's rules. A catch is confirmed by running the catching test
- * again on the clean engine: a test that fails there too caught nothing.
+ * wire monitor's rules. A catch is confirmed twice, so that a test that
+ * fails now and then under load (a timing check) catches nothing by
+ * chance: it must fail again under the fault, then pass on the clean
+ * engine.
  * Output: {"mutants","caught","score","survivors",...}. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ struct mut_state {
     const struct cf_rules *rs;
     const struct cf_test *const *all;
     int n;
-    int *base; /* baseline verdict per test, -1 not selected */
+    int *base;           /* baseline verdict per test, -1 not selected */
     uint64_t *base_viol; /* monitor violations in the baseline, per rule */
 };
 
@@ -52,23 +54,50 @@ static void mut_baseline(struct mut_state *m)
     struct cf_mon_rule *mr = cf_mon_rules(&nr);
     for (int k = 0; k < nr; k++)
         m->base_viol[k] = mr[k].violated;
+    /* a test that failed once on the clean engine (a timing check on a
+     * busy host) gets two more tries: only one that keeps failing is
+     * unable to catch anything */
     int bad = 0;
-    for (int i = 0; i < m->n; i++)
-        bad += m->base[i] == CF_FAIL;
-    fprintf(stderr, "mutants: baseline done, %d tests fail on the clean "
-                    "engine and cannot catch anything\n",
+    for (int i = 0; i < m->n; i++) {
+        for (int k = 0; k < 2 && m->base[i] == CF_FAIL; k++)
+            m->base[i] = mut_run(m, i);
+        if (m->base[i] == CF_FAIL) {
+            bad++;
+            fprintf(stderr, "mutants: %s fails on the clean engine\n",
+                    m->all[i]->id);
+        }
+    }
+    fprintf(stderr,
+            "mutants: baseline done, %d tests fail on the clean "
+            "engine and cannot catch anything\n",
             bad);
 }
 
-/* A test newly failing under the fault, confirmed on the clean engine. */
+/* A test newly failing under the fault, twice, and passing on the clean
+ * engine. */
 static bool mut_caught_by(struct mut_state *m, int i, const char *fault)
 {
-    if (m->base[i] != CF_PASS || mut_run(m, i) != CF_FAIL)
+    if (m->base[i] != CF_PASS || mut_run(m, i) != CF_FAIL ||
+        mut_run(m, i) != CF_FAIL)
         return false;
     mut_fault(m->a, NULL);
     bool clean_pass = mut_run(m, i) == CF_PASS;
     mut_fault(m->a, fault);
     return clean_pass;
+}
+
+/* Whether name is one of the comma-separated list. */
+static bool mut_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
 }
 
 /* The wire monitor caught it: a rule violated now, never in the baseline. */
@@ -140,7 +169,8 @@ int cf_mutants(const struct cf_opts *o, struct cf_agent *a,
     {
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *rule = json_string_value(json_object_get(f, "rule"));
-        if (!name || !rule || (o->only_mutant && strcmp(name, o->only_mutant)))
+        if (!name || !rule ||
+            (o->only_mutant && !mut_listed(o->only_mutant, name)))
             continue;
         if (o->mutant_limit && tried >= o->mutant_limit)
             break;
@@ -152,10 +182,10 @@ int cf_mutants(const struct cf_opts *o, struct cf_agent *a,
             json_array_append_new(surv, json_string(name));
         json_array_append_new(res, r);
     }
-    json_t *doc = json_pack("{s:i, s:i, s:f, s:o, s:o}", "mutants", tried,
-                            "caught", caught, "score",
-                            tried ? (double)caught / tried : 0.0, "survivors",
-                            surv, "results", res);
+    json_t *doc =
+        json_pack("{s:i, s:i, s:f, s:o, s:o}", "mutants", tried, "caught",
+                  caught, "score", tried ? (double)caught / tried : 0.0,
+                  "survivors", surv, "results", res);
     char *s = json_dumps(doc, JSON_INDENT(1));
     printf("%s\n", s ? s : "{}");
     free(s);

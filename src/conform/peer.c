@@ -69,10 +69,26 @@ static void peer_shift(uint64_t b[4], uint32_t d)
     }
 }
 
-/* R-SACK-5 as written: high starts at init_psn - 1 (R-SACK-4). */
-int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn)
+/* R-VAL-2: whether a packet of this kind may be recorded at psn. */
+static bool peer_may_record(const struct cf_rxpath *r, uint32_t psn, int kind)
+{
+    uint32_t high = r->any ? r->high : r->init_psn - 1;
+    uint32_t d = psn - high;
+    if (kind == CF_REC_PROBE)
+        return d == 1;
+    if (kind == CF_REC_DUP)
+        return d <= 1024 || high - psn <= 255;
+    return true;
+}
+
+/* R-SACK-5 as written: high starts at init_psn - 1 (R-SACK-4), with the
+ * recording windows of R-VAL-2 for duplicates and PROBEs. */
+int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn,
+                int kind)
 {
     int res;
+    if (!peer_may_record(r, psn, kind))
+        return CF_RX_NOT_RECORDED;
     if (!r->any) {
         r->any = true;
         r->high = r->init_psn - 1;
@@ -104,9 +120,9 @@ int cf_rx_model(struct cf_rxpath *r, uint32_t psn, uint32_t ts, uint8_t ecn)
     return res;
 }
 
-static void peer_record(struct cf_peer *p, const struct cf_pkt *pk)
+static int peer_record(struct cf_peer *p, const struct cf_pkt *pk, int kind)
 {
-    cf_rx_model(&p->rx[pk->h.path], pk->h.psn, pk->h.ts, pk->ecn);
+    return cf_rx_model(&p->rx[pk->h.path], pk->h.psn, pk->h.ts, pk->ecn, kind);
 }
 
 void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h)
@@ -114,12 +130,11 @@ void cf_ack_fill(struct cf_t *t, uint16_t path, struct mroce_hdr *h)
     struct cf_peer *p = t->p;
     const struct cf_rxpath *r = &p->rx[path];
     *h = cf_hdr(t, MROCE_OP_ACK, path);
-    h->sack_high = r->high;
+    h->sack_high = r->any ? r->high : r->init_psn - 1;
+    h->psn = h->sack_high; /* R-VAL-4: no PROBE answered */
     memcpy(h->sack, r->bits, sizeof(h->sack));
     h->dsn_cum = p->dsn_cum;
-    /* no_rtt: an echo from the future is no RTT sample (R-RTT-1), so the
-     * IUT has no estimate and no tail-loss probe (R-RTT-7) */
-    h->echo_ts = p->no_rtt ? r->echo + 0x80000000u : r->echo;
+    h->echo_ts = r->echo;
     h->rate_mbps = p->rate_mbps;
     h->ce_count = r->ce_count;
     h->rx_count = r->rx_count;
@@ -129,6 +144,15 @@ void cf_send_ack(struct cf_t *t, uint16_t path)
 {
     struct mroce_hdr h;
     cf_ack_fill(t, path, &h);
+    cf_send(t, &h, NULL, 0);
+}
+
+/* R-PATH-9, R-VAL-4: the answer to a PROBE names it, recorded or not. */
+void cf_send_probe_ack(struct cf_t *t, uint16_t path, uint32_t probe_psn)
+{
+    struct mroce_hdr h;
+    cf_ack_fill(t, path, &h);
+    h.psn = probe_psn;
     cf_send(t, &h, NULL, 0);
 }
 
@@ -231,7 +255,8 @@ static void peer_read_resp_tx(struct cf_t *t, const struct mroce_hdr *req)
         uint16_t path = (uint16_t)(p->rr_path++ % p->n_paths);
         struct mroce_hdr h = cf_data_hdr(t, MROCE_OP_READ_RESP, path);
         uint32_t off = i * p->mtu;
-        uint32_t len = req->msg_len - off < p->mtu ? req->msg_len - off : p->mtu;
+        uint32_t len =
+            req->msg_len - off < p->mtu ? req->msg_len - off : p->mtu;
         h.stream = req->stream;
         h.msn = req->msn;
         h.msg_len = req->msg_len;
@@ -309,13 +334,12 @@ static void peer_data(struct cf_t *t, struct cf_pkt *pk)
         return; /* refused: not recorded (R-SACK-6) */
     if (cls == DSN_NEW) {
         peer_dsn_mark(p, h->dsn);
-        struct cf_inmsg *m = h->opcode != MROCE_OP_READ_RESP
-                                 ? peer_inmsg(p, h)
-                                 : NULL;
+        struct cf_inmsg *m =
+            h->opcode != MROCE_OP_READ_RESP ? peer_inmsg(p, h) : NULL;
         if (m && ++m->got >= m->npkts)
             m->done = true;
     }
-    peer_record(p, pk);
+    peer_record(p, pk, cls == DSN_NEW ? CF_REC_DATA : CF_REC_DUP);
     if (p->auto_ack)
         cf_send_ack(t, h->path);
     if (cls == DSN_NEW && h->opcode == MROCE_OP_READ_REQ && p->auto_read &&
@@ -333,11 +357,16 @@ static void peer_ack_rx(struct cf_peer *p, const struct mroce_hdr *h)
 void cf_trace_pkt(const char *dir, const struct mroce_hdr *h, size_t len,
                   uint16_t port)
 {
+    static uint64_t t0;
+    uint64_t now = cf_now();
+    if (!t0)
+        t0 = now;
     fprintf(stderr,
-            "%s %-9s %4zuB port %5u path %u psn %u flags %x dsn %u st %u "
-            "msn %u len %u off %u",
-            dir, mroce_wire_op_name(h->opcode), len, port, h->path, h->psn,
-            h->flags, h->dsn, h->stream, h->msn, h->msg_len, h->offset);
+            "%9.3f %s %-9s %4zuB port %5u path %u psn %u flags %x dsn %u "
+            "st %u msn %u len %u off %u",
+            (double)(now - t0) / 1e6, dir, mroce_wire_op_name(h->opcode), len,
+            port, h->path, h->psn, h->flags, h->dsn, h->stream, h->msn,
+            h->msg_len, h->offset);
     if (h->opcode == MROCE_OP_ACK)
         fprintf(stderr, " high %u cum %u rx %u", h->sack_high, h->dsn_cum,
                 h->rx_count);
@@ -365,14 +394,16 @@ static void peer_handle(struct cf_t *t, struct cf_pkt *pk)
     if (op >= MROCE_OP_WRITE && op <= MROCE_OP_READ_RESP) {
         peer_data(t, pk);
     } else if (op == MROCE_OP_PROBE) {
-        peer_record(p, pk);
+        peer_record(p, pk, CF_REC_PROBE);
         if (p->auto_ack)
-            cf_send_ack(t, pk->h.path);
+            cf_send_probe_ack(t, pk->h.path, pk->h.psn);
     } else if (op == MROCE_OP_CLOSE && p->auto_close_ack) {
-        cf_send(t, &(struct mroce_hdr){.opcode = MROCE_OP_CLOSE_ACK,
-                                       .path = pk->h.path,
-                                       .conn = p->iut_id,
-                                       .ts = (uint32_t)cf_now()},
+        cf_send(t,
+                &(struct mroce_hdr){.opcode = MROCE_OP_CLOSE_ACK,
+                                    .path = pk->h.path,
+                                    .conn = p->iut_id,
+                                    .psn = p->dsn, /* R-VAL-5 */
+                                    .ts = (uint32_t)cf_now()},
                 NULL, 0);
     } else if (op == MROCE_OP_ACK) {
         peer_ack_rx(p, &pk->h);
@@ -507,14 +538,13 @@ struct barrier_arg {
     uint32_t psn;
 };
 
+/* R-PATH-9, R-VAL-4: the answer to the PROBE names it in MTH psn (the
+ * PROBE is recorded only if it is the path's next PSN, R-VAL-2). */
 static bool peer_is_barrier_ack(const struct cf_pkt *pk, const void *arg)
 {
     const struct barrier_arg *b = arg;
-    return !pk->derr && pk->h.opcode == MROCE_OP_ACK &&
-           pk->h.path == b->path &&
-           (int32_t)(pk->h.sack_high - b->psn) >= 0 &&
-           pk->h.sack_high - b->psn < 256 &&
-           mroce_sack_test(pk->h.sack, pk->h.sack_high - b->psn);
+    return !pk->derr && pk->h.opcode == MROCE_OP_ACK && pk->h.path == b->path &&
+           pk->h.psn == b->psn;
 }
 
 bool cf_barrier(struct cf_t *t, uint16_t path, int ms)

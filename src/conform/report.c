@@ -93,8 +93,7 @@ void cf_report_summary(const struct cf_run *run)
     for (int i = 0; i < run->n_res; i++)
         known += run->res[i].xfail && cf_must_fail(&run->res[i]);
     if (known)
-        printf("%d of the MUST failures are known failures (--xfail)\n",
-               known);
+        printf("%d of the MUST failures are known failures (--xfail)\n", known);
     printf("%d passed, %d failed, %d skipped\n", c[0], c[1], c[2]);
 }
 
@@ -207,7 +206,8 @@ int cf_report_junit(const struct cf_run *run, const char *path)
             run->n_res, c[1], c[2], run->time_s);
     for (int i = 0; i < run->n_res; i++) {
         const struct cf_result *r = &run->res[i];
-        fprintf(f, "  <testcase classname=\"spec.%s\" name=\"", r->test->section);
+        fprintf(f, "  <testcase classname=\"spec.%s\" name=\"",
+                r->test->section);
         report_xml(f, r->test->id);
         fprintf(f, "\" time=\"%.3f\">\n", r->time_s);
         const char *o = cf_outcome(r);

@@ -50,8 +50,8 @@ static int rules_keyword(const char *s)
     static const struct {
         const char *w;
         int kw;
-    } kws[] = {{"MUST", CF_KW_MUST},         {"REQUIRED", CF_KW_MUST},
-               {"SHALL", CF_KW_MUST},        {"SHOULD", CF_KW_SHOULD},
+    } kws[] = {{"MUST", CF_KW_MUST},          {"REQUIRED", CF_KW_MUST},
+               {"SHALL", CF_KW_MUST},         {"SHOULD", CF_KW_SHOULD},
                {"RECOMMENDED", CF_KW_SHOULD}, {"MAY", CF_KW_MAY},
                {"OPTIONAL", CF_KW_MAY}};
     int best = CF_KW_NONE;
@@ -132,8 +132,8 @@ static void rules_add(struct cf_rules *rs, const char *id, const char *sec,
     snprintf(x->section, sizeof(x->section), "%s", sec);
     x->text = text;
     x->kw = rules_keyword(text);
-    for (size_t i = 0; i < sizeof(rules_untestable) / sizeof(rules_untestable[0]);
-         i++)
+    for (size_t i = 0;
+         i < sizeof(rules_untestable) / sizeof(rules_untestable[0]); i++)
         if (!strcmp(rules_untestable[i].rule, id))
             x->untestable = rules_untestable[i].why;
 }

@@ -27,27 +27,28 @@ static void runner_alarm(int sig)
 
 static void runner_watchdog(int ms)
 {
-    struct itimerval it = {.it_value = {.tv_sec = ms / 1000,
-                                        .tv_usec = (ms % 1000) * 1000}};
+    struct itimerval it = {
+        .it_value = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000}};
     cf_timed_out = 0;
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: mroce-conform [--target HOST:PORT|unix:PATH] [--agent BIN]\n"
-            "                     [--ip ADDR] [--spec FILE] [--filter GLOB]...\n"
-            "                     [--json FILE] [--junit FILE] [--md FILE]\n"
-            "                     [--fault NAME] [--stop-on-fail] [--slow X]\n"
-            "                     [--xfail TEST-ID]...\n"
-            "                     [--list] [-v]\n"
-            "       mroce-conform --mutants [--mutants-json FILE] "
-            "[--mutant NAME]\n"
-            "                     [--mutant-limit N] [options above]\n"
-            "Without --target, mroce's UDP agent (mroce-agent next to this\n"
-            "program) is started on 127.0.0.1. GLOB matches test ids or rule "
-            "ids.\n");
+    fprintf(
+        stderr,
+        "usage: mroce-conform [--target HOST:PORT|unix:PATH] [--agent BIN]\n"
+        "                     [--ip ADDR] [--spec FILE] [--filter GLOB]...\n"
+        "                     [--json FILE] [--junit FILE] [--md FILE]\n"
+        "                     [--fault NAME] [--stop-on-fail] [--slow X]\n"
+        "                     [--xfail TEST-ID]...\n"
+        "                     [--list] [-v]\n"
+        "       mroce-conform --mutants [--mutants-json FILE] "
+        "[--mutant NAME[,NAME...]]\n"
+        "                     [--mutant-limit N] [options above]\n"
+        "Without --target, mroce's UDP agent (mroce-agent next to this\n"
+        "program) is started on 127.0.0.1. GLOB matches test ids or rule "
+        "ids.\n");
 }
 
 static const char *runner_arg(int argc, char **argv, int *i)
@@ -185,8 +186,8 @@ void cf_run_one(const struct cf_test *ts, struct cf_agent *a,
     if (cf_agent_check(a) < 0) {
         cf_fail(t, "no agent: %s", a->err);
     } else {
-        runner_watchdog((int)((ts->timeout_ms ? ts->timeout_ms : 20000) *
-                              o->scale));
+        runner_watchdog(
+            (int)((ts->timeout_ms ? ts->timeout_ms : 20000) * o->scale));
         if (!setjmp(jb))
             ts->fn(t);
         runner_watchdog(0);

@@ -146,8 +146,7 @@ static void sock_cmsgs(struct cf_sock *s, struct msghdr *m, struct cf_pkt *pk)
             int v;
             memcpy(&v, CMSG_DATA(c), sizeof(v));
             pk->ecn = (uint8_t)(v & 3);
-        } else if (c->cmsg_level == SOL_SOCKET &&
-                   c->cmsg_type == SO_RXQ_OVFL) {
+        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
             uint32_t d;
             memcpy(&d, CMSG_DATA(c), sizeof(d));
             s->kernel_drops = d;
@@ -155,8 +154,8 @@ static void sock_cmsgs(struct cf_sock *s, struct msghdr *m, struct cf_pkt *pk)
     }
 }
 
-int cf_sock_recv(struct cf_sock *s, uint8_t *buf, size_t cap,
-                 struct cf_pkt *pk, int timeout_ms)
+int cf_sock_recv(struct cf_sock *s, uint8_t *buf, size_t cap, struct cf_pkt *pk,
+                 int timeout_ms)
 {
     struct pollfd pf = {.fd = s->fd, .events = POLLIN};
     int pr = poll(&pf, 1, timeout_ms);

@@ -77,15 +77,20 @@ static void ack_now_late(struct cf_t *t)
     uint32_t hole = cf_next_psn(t, 0);
     ack_write(t, 0, MROCE_HF_ACKREQ);
     cf_pump(t, 20);
-    struct mroce_hdr h = cf_hdr(t, MROCE_OP_PROBE, 0);
+    uint8_t d[16] = {8};
+    struct mroce_hdr h = cf_hdr(t, MROCE_OP_WRITE, 0);
     h.psn = hole;
+    h.dsn = cf_next_dsn(t);
+    h.msn = t->p->msn[0]++;
+    h.msg_len = sizeof(d);
+    h.va = t->iut.va + 0x100;
+    h.rkey = t->iut.rkey;
     h.flags = 0; /* no ACKREQ: LATE alone must trigger the ACK */
     uint64_t t0 = cf_now();
-    cf_send(t, &h, NULL, 0);
+    cf_send(t, &h, d, sizeof(d));
     double ms = ack_after(t, 0, hole, t0, cf_ms(t, 150));
     CF_CHECK(t, ms >= 0 && ms < 20 * t->scale,
-             "a late packet acknowledged after %.1f ms (ack_delay 200 ms)",
-             ms);
+             "a late packet acknowledged after %.1f ms (ack_delay 200 ms)", ms);
 }
 
 /* A duplicate DSN, in order on its path and without ACKREQ, is recorded
@@ -115,8 +120,7 @@ static void ack_dup_recorded(struct cf_t *t)
 
 static void ack_every_n(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.ack_every = 4,
-                                 .ack_delay_ns = 200000000});
+    cf_open(t, &(struct cf_open){.ack_every = 4, .ack_delay_ns = 200000000});
     uint64_t t0 = 0;
     uint32_t psn = 0;
     for (int i = 0; i < 4; i++) {
@@ -158,8 +162,8 @@ static void ack_src_ports(struct cf_t *t)
 {
     cf_open(t, NULL);
     for (int i = 0; i < 16; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 64});
     cf_wait_wc(t, "send", 16, cf_ms(t, 2000));
     uint16_t ports[CF_MAX_PATHS] = {0};
     for (int i = 0; i < t->p->n_log; i++)
@@ -220,8 +224,10 @@ static void ack_iut_writes(struct cf_t *t, int n)
 {
     t->p->auto_ack = false;
     for (int i = 0; i < n; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64, .roff = (uint32_t)i * 64});
+        cf_post(t, &(struct cf_wr){.op = "write",
+                                   .wr_id = (uint64_t)i + 1,
+                                   .len = 64,
+                                   .roff = (uint32_t)i * 64});
     int got = 0;
     while (got < n && cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000)))
         got++;
@@ -247,12 +253,13 @@ static void ack_reordered(struct cf_t *t)
     struct cf_rxpath m = {.init_psn = cf_iut_psn(t, 0)};
     uint32_t cum0 = t->p->dsn_cum - 6;
     for (int i = 0; i < 6; i++) {
-        cf_rx_model(&m, cf_iut_psn(t, (uint32_t)i), 0, 2);
+        uint32_t psn = cf_iut_psn(t, (uint32_t)i);
+        cf_rx_model(&m, psn, cf_iut_ts(t, 0, psn), 2, CF_REC_DATA);
         cf_ack_fill(t, 0, &a[i]);
-        a[i].sack_high = m.high;
+        a[i].psn = a[i].sack_high = m.high;
         memcpy(a[i].sack, m.bits, sizeof(m.bits));
         a[i].dsn_cum = cum0 + (uint32_t)i + 1;
-        a[i].echo_ts = t->p->log[0]->h.ts;
+        a[i].echo_ts = m.echo;
         a[i].rx_count = m.rx_count;
     }
     int from = t->p->n_log;
@@ -281,7 +288,8 @@ static void ack_old_after_new(struct cf_t *t)
     struct mroce_hdr all, old;
     cf_ack_fill(t, 0, &all);
     old = all;
-    old.sack_high = cf_iut_psn(t, 1);
+    old.psn = old.sack_high = cf_iut_psn(t, 1);
+    old.echo_ts = cf_iut_ts(t, 0, old.sack_high);
     memset(old.sack, 0, sizeof(old.sack));
     mroce_sack_set(old.sack, 0); /* PSN 1 yes, PSN 0 no */
     old.dsn_cum = all.dsn_cum - 4;
@@ -315,36 +323,67 @@ static void ack_bogus_sack(struct cf_t *t)
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
 }
 
+/* R-ACK-6, R-VAL-1: a valid SACK part with a dsn_cum past snd_nxt: the
+ * ACK is dropped whole, its SACK part too. */
 static void ack_bogus_cum(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 1});
     ack_iut_writes(t, 2);
     struct mroce_hdr a;
-    cf_ack_fill(t, 0, &a);
-    a.sack_high = cf_iut_psn(t, 0) - 1; /* before its first: resolves none */
-    memset(a.sack, 0, sizeof(a.sack));
-    mroce_sack_set(a.sack, 0);
-    a.rx_count = 0;
-    a.dsn_cum += 1000; /* far past anything sent */
+    cf_ack_fill(t, 0, &a); /* both PSNs received */
+    a.dsn_cum += 1000;     /* far past anything sent */
     cf_send(t, &a, NULL, 0);
     cf_pump(t, 10);
     cf_poll(t);
     CF_CHECK(t, !cf_find_wc(t, "send", 1) && !cf_find_wc(t, "send", 2),
-             "a dsn_cum past every DSN sent completed WRITEs");
+             "an ACK with a dsn_cum past every DSN sent completed WRITEs");
     cf_send_ack(t, 0);
     cf_wc_is(t, cf_wait_wc(t, "send", 2, cf_ms(t, 1000)), 2, "SUCCESS");
 }
 
-/* R-ACK-6: the rest of the ACK is processed: a good dsn_cum counts. */
-static void ack_bogus_rest(struct cf_t *t)
+/* R-ACK-6, R-VAL-1: an ACK whose SACK part is no evidence is dropped
+ * whole: its good dsn_cum completes nothing. Three ways to be no
+ * evidence: sack_high never sent, echo_ts not that PSN's ts, bit 0 clear
+ * (naming no PROBE). */
+static void ack_bogus_whole(struct cf_t *t, int how)
 {
     cf_open(t, &(struct cf_open){.n_paths = 1});
     ack_iut_writes(t, 1);
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
-    a.sack_high = cf_iut_psn(t, 77); /* bogus SACK part */
+    const char *what;
+    if (how == 0) {
+        a.psn = a.sack_high = cf_iut_psn(t, 77);
+        what = "a sack_high never sent";
+    } else if (how == 1) {
+        a.echo_ts ^= 0x00010000u;
+        what = "an echo_ts that is not the PSN's ts";
+    } else {
+        a.sack[0] &= ~(1ull << 63); /* bit 0 (R-HDR-14) */
+        what = "bit 0 clear";
+    }
     cf_send(t, &a, NULL, 0);
+    cf_pump(t, 10);
+    cf_poll(t);
+    CF_CHECK(t, !cf_find_wc(t, "send", 1),
+             "an ACK with %s and a good dsn_cum completed the WRITE", what);
+    cf_send_ack(t, 0);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+}
+
+static void ack_bogus_high(struct cf_t *t)
+{
+    ack_bogus_whole(t, 0);
+}
+
+static void ack_bogus_echo(struct cf_t *t)
+{
+    ack_bogus_whole(t, 1);
+}
+
+static void ack_bogus_bit0(struct cf_t *t)
+{
+    ack_bogus_whole(t, 2);
 }
 
 static void ack_bogus_counted(struct cf_t *t)
@@ -372,16 +411,19 @@ static void ack_ce_newer(struct cf_t *t)
     ack_iut_writes(t, 3);
     struct mroce_hdr a[3];
     struct cf_rxpath m = {.init_psn = cf_iut_psn(t, 0)};
+    /* the first packet arrived unmarked, the second CE-marked: ACKs (rx 1,
+     * ce 0), (rx 2, ce 1), (rx 3, ce 1), sent 2, 1, 3 */
     for (int i = 0; i < 3; i++) {
-        cf_rx_model(&m, cf_iut_psn(t, (uint32_t)i), t->p->log[0]->h.ts, 2);
+        uint32_t psn = cf_iut_psn(t, (uint32_t)i);
+        cf_rx_model(&m, psn, cf_iut_ts(t, 0, psn), 2, CF_REC_DATA);
         cf_ack_fill(t, 0, &a[i]);
-        a[i].sack_high = m.high;
+        a[i].psn = a[i].sack_high = m.high;
+        a[i].echo_ts = m.echo;
         memcpy(a[i].sack, m.bits, sizeof(m.bits));
         a[i].dsn_cum = t->p->dsn_cum - 3 + (uint32_t)i + 1;
         a[i].rx_count = m.rx_count;
-        a[i].ce_count = 1; /* one CE mark, first reported with rx 1 */
+        a[i].ce_count = i ? 1 : 0;
     }
-    a[0].ce_count = 1;
     cf_send(t, &a[1], NULL, 0); /* rx 2, ce 1: one new mark */
     cf_send(t, &a[0], NULL, 0); /* older: rx 1, must be ignored */
     cf_send(t, &a[2], NULL, 0); /* rx 3, ce 1: no new mark */
@@ -399,8 +441,8 @@ static void ack_route_check(struct cf_t *t)
 {
     cf_open(t, NULL);
     for (int i = 0; i < 8; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 64});
     cf_wait_wc(t, "send", 8, cf_ms(t, 2000));
     ack_write(t, 1, MROCE_HF_ACKREQ);
     uint16_t path = 1;
@@ -423,11 +465,11 @@ static void ack_route_dup(struct cf_t *t)
 {
     cf_open(t, NULL);
     for (int i = 0; i < 4; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 64});
     cf_wait_wc(t, "send", 4, cf_ms(t, 2000));
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 8, .data = "dupdup!!",
-                       .path = 2};
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = 8, .data = "dupdup!!", .path = 2};
     cf_send_msg(t, &m);
     CF_REQUIRE(t, cf_wait_cum(t, m.first_dsn, cf_ms(t, 1000)), "no ACK");
     cf_resend(t, &m, 0, 2); /* the same DSN again, RETX */
@@ -443,8 +485,9 @@ static void ack_sender_ackreq(struct cf_t *t)
     cf_peer_recv(t, 0, 0, 8192);
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 3000});
     cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 2, .len = 2500});
-    cf_post(t, &(struct cf_wr){.op = "read", .wr_id = 3, .len = 64,
-                               .off = 8192, .roff = 64});
+    cf_post(t,
+            &(struct cf_wr){
+                .op = "read", .wr_id = 3, .len = 64, .off = 8192, .roff = 64});
     cf_wait_wc(t, "send", 3, cf_ms(t, 2000));
     int last = 0;
     for (int i = 0; i < t->p->n_log; i++) {
@@ -474,11 +517,10 @@ const struct cf_test cf_t_ack[] = {
             "a duplicate DSN recorded and acknowledged", ack_dup_recorded),
     CF_TEST("ack.every", "6.2", "R-ACK-1", MUST,
             "an ACK every ack_every packets", ack_every_n),
-    CF_TEST("ack.delay", "6.2", "R-ACK-1", MUST,
-            "an ACK within ack_delay", ack_delay),
+    CF_TEST("ack.delay", "6.2", "R-ACK-1", MUST, "an ACK within ack_delay",
+            ack_delay),
     CF_TEST("ack.recorded_paths", "6.2", "R-ACK-5", MUST,
-            "no ACK for a path with nothing recorded",
-            ack_only_recorded_paths),
+            "no ACK for a path with nothing recorded", ack_only_recorded_paths),
     CF_TEST("ack.src_ports", "6.2", "R-ACK-3", MUST,
             "ACKs leave from the IUT's own paths' ports", ack_src_ports),
     CF_TEST("ack.rotation", "6.2", "R-ACK-3", SHOULD,
@@ -490,11 +532,17 @@ const struct cf_test cf_t_ack[] = {
             "an old ACK after a new one changes nothing", ack_old_after_new),
     CF_TEST("ack.bogus.sack", "6.2", "R-ACK-6", MUST,
             "a SACK for PSNs never sent is ignored", ack_bogus_sack),
-    CF_TEST("ack.bogus.dsn_cum", "6.2", "R-ACK-6 R-DSN-8", MUST,
-            "a dsn_cum past snd_nxt is ignored", ack_bogus_cum),
-    CF_TEST("ack.bogus.rest", "6.2", "R-ACK-6", MUST,
-            "the rest of an ACK with a bogus SACK is processed",
-            ack_bogus_rest),
+    CF_TEST("ack.bogus.dsn_cum", "6.2", "R-ACK-6 R-VAL-1 R-DSN-8", MUST,
+            "a dsn_cum past snd_nxt: the ACK is dropped whole", ack_bogus_cum),
+    CF_TEST("ack.bogus.whole.high", "10.4", "R-ACK-6 R-VAL-1", MUST,
+            "sack_high never sent: a good dsn_cum completes nothing",
+            ack_bogus_high),
+    CF_TEST("ack.bogus.whole.echo", "10.4", "R-ACK-6 R-VAL-1 R-HDR-10", MUST,
+            "echo_ts not the PSN's ts: the ACK is dropped whole",
+            ack_bogus_echo),
+    CF_TEST("ack.bogus.whole.bit0", "10.4", "R-ACK-6 R-VAL-1 R-HDR-14", MUST,
+            "bit 0 clear, no PROBE named: the ACK is dropped whole",
+            ack_bogus_bit0),
     CF_TEST("ack.bogus.counted", "6.2", "R-ACK-6 R-RX-5", SHOULD,
             "an ACK with a bogus part counted bad_ack", ack_bogus_counted),
     CF_TEST("ack.ce_newer_only", "6.2", "R-ACK-7", MUST,

@@ -18,13 +18,14 @@ static void aead_transfer(struct cf_t *t)
     uint8_t d[3000], got[3000];
     cf_pattern(d, sizeof(d), 101);
     cf_iut_write(t, 0, d, sizeof(d));
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = sizeof(d),
-                               .roff = 0x3000});
+    cf_post(t,
+            &(struct cf_wr){
+                .op = "write", .wr_id = 1, .len = sizeof(d), .roff = 0x3000});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
     CF_CHECK(t, !memcmp(t->p->mem + 0x3000, d, sizeof(d)),
              "the IUT's sealed WRITE did not open to its bytes");
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .roff = 0x8000};
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = sizeof(d), .data = d, .roff = 0x8000};
     cf_send_msg(t, &m);
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn + 2, cf_ms(t, 1000)),
              "the suite's sealed WRITE was not acknowledged");
@@ -50,15 +51,16 @@ static void aead_hidden(struct cf_t *t)
     for (int i = 0; i < t->p->n_log; i++) {
         const struct cf_pkt *pk = t->p->log[i];
         if (pk->sealed && cf_is_data(pk, NULL))
-            CF_CHECK(t, pk->prot == 1, "an encrypted packet with protection "
-                                       "byte %u",
+            CF_CHECK(t, pk->prot == 1,
+                     "an encrypted packet with protection "
+                     "byte %u",
                      pk->prot);
     }
 }
 
 /* A one-packet WRITE at off, built and sealed with tx options x. */
-static struct mroce_hdr aead_write(struct cf_t *t, uint32_t off,
-                                   uint32_t seed, const struct cf_tx *x)
+static struct mroce_hdr aead_write(struct cf_t *t, uint32_t off, uint32_t seed,
+                                   const struct cf_tx *x)
 {
     uint8_t d[64];
     cf_pattern(d, sizeof(d), seed);
@@ -81,20 +83,39 @@ struct tamper {
 static const uint8_t bit = 0x40;
 
 static const struct tamper tampers[] = {
-    {1, {.ecn = 2, .no_reseal = true, .patch = &bit, .patch_off = 9,
-         .patch_len = 1},
-     "bad_tag", "a header byte changed after sealing"},
-    {1, {.ecn = 2, .no_reseal = true, .patch = &bit, .patch_off = 50,
-         .patch_len = 1},
-     "bad_tag", "a payload byte changed after sealing (authenticated)"},
-    {2, {.ecn = 2, .no_reseal = true, .patch = &bit, .patch_off = 50,
-         .patch_len = 1},
-     "bad_tag", "a ciphertext byte changed (encrypted)"},
+    {1,
+     {.ecn = 2,
+      .no_reseal = true,
+      .patch = &bit,
+      .patch_off = 9,
+      .patch_len = 1},
+     "bad_tag",
+     "a header byte changed after sealing"},
+    {1,
+     {.ecn = 2,
+      .no_reseal = true,
+      .patch = &bit,
+      .patch_off = 50,
+      .patch_len = 1},
+     "bad_tag",
+     "a payload byte changed after sealing (authenticated)"},
+    {2,
+     {.ecn = 2,
+      .no_reseal = true,
+      .patch = &bit,
+      .patch_off = 50,
+      .patch_len = 1},
+     "bad_tag",
+     "a ciphertext byte changed (encrypted)"},
     {2, {.ecn = 2, .bad_crc = true}, "bad_tag", "a tag changed"},
     {2, {.ecn = 2, .plain = true}, "sec_mode", "a packet without SEAL"},
-    {2, {.ecn = 2, .prot = 1}, "sec_mode",
+    {2,
+     {.ecn = 2, .prot = 1},
+     "sec_mode",
      "an encrypted connection's packet marked not encrypted"},
-    {1, {.ecn = 2, .prot = 2}, "sec_mode",
+    {1,
+     {.ecn = 2, .prot = 2},
+     "sec_mode",
      "an authenticated connection's packet marked encrypted"},
 };
 
@@ -227,18 +248,17 @@ static void aead_source_untouched(struct cf_t *t)
 }
 
 #define TAMPER(id, i)                                                          \
-    CF_TESTA("aead.drop." id, "3.14", "R-AEAD-8 R-AEAD-3 R-AEAD-2", MUST,   \
-             "a tampered or unprotected packet: dropped silently",          \
+    CF_TESTA("aead.drop." id, "3.14", "R-AEAD-8 R-AEAD-3 R-AEAD-2", MUST,      \
+             "a tampered or unprotected packet: dropped silently",             \
              aead_tampered, &tampers[i])
 #define TAMPERC(id, i)                                                         \
-    CF_TESTA("aead.drop." id ".counted", "3.14", "R-AEAD-11", SHOULD,       \
+    CF_TESTA("aead.drop." id ".counted", "3.14", "R-AEAD-11", SHOULD,          \
              "... counted by reason", aead_tampered_counted, &tampers[i])
 
 const struct cf_test cf_t_aead[] = {
     CF_TESTA("aead.auth.transfer", "3.14",
              "R-AEAD-1 R-AEAD-2 R-AEAD-3 R-AEAD-4 R-AEAD-6", MUST,
-             "authenticated mode: WRITEs both ways", aead_transfer,
-             &sec_auth),
+             "authenticated mode: WRITEs both ways", aead_transfer, &sec_auth),
     CF_TESTA("aead.enc.transfer", "3.14",
              "R-AEAD-1 R-AEAD-2 R-AEAD-3 R-AEAD-4 R-AEAD-6", MUST,
              "encrypted mode: WRITEs both ways", aead_transfer, &sec_enc),

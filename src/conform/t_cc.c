@@ -22,8 +22,8 @@ static json_int_t cc_cwnd(struct cf_t *t, uint16_t path)
 static const struct cf_pkt *cc_warm(struct cf_t *t)
 {
     for (int i = 0; i < 32; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 100 + (uint64_t)i,
-                                   .len = 1024});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = 100 + (uint64_t)i, .len = 1024});
     cf_wait_wc(t, "send", 131, cf_ms(t, 2000));
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 1024});
@@ -70,9 +70,18 @@ static void cc_loss(struct cf_t *t)
 /* R-CC-1: an RTO reduces the path's window. */
 static void cc_timeout(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 3000000});
-    cc_warm(t);
-    json_int_t before = cc_cwnd(t, 0), timeouts = 0;
+    json_int_t before = 0, timeouts = 0;
+    /* a busy host may make the warm-up lose packets and leave the window
+     * at its floor, where no decrease shows: warm up again then */
+    for (int tries = 0; tries < 3 && before <= 2 * 1100; tries++) {
+        if (tries)
+            cf_close(t);
+        cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 3000000});
+        cc_warm(t);
+        before = cc_cwnd(t, 0);
+    }
+    CF_REQUIRE(t, before > 2 * 1100, "the window stayed at %lld bytes",
+               (long long)before);
     for (int i = 0; i < 100 && !timeouts; i++) {
         cf_pump(t, 5);
         json_t *pi = cf_path_info(t, 0);
@@ -91,8 +100,10 @@ static void cc_hint(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 40000});
     for (int i = 0; i < 8; i++) {
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "rate-hint-please", .path = i % 4};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "rate-hint-please",
+                           .path = i % 4};
         cf_send_msg(t, &m);
     }
     cf_pump(t, 10);
@@ -115,8 +126,10 @@ static void cc_hint_connwide(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 25000});
     for (int i = 0; i < 4; i++) {
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "rate-hint-please", .path = i};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "rate-hint-please",
+                           .path = i};
         cf_send_msg(t, &m);
     }
     cf_pump(t, 10);
@@ -137,28 +150,7 @@ static void cc_hint_connwide(struct cf_t *t)
 static void cc_hint_share(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.link_mbps = 40000});
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd",
-                                       "conn_create", "ctx", t->iut.ctx,
-                                       "n_paths", 1, "min_rto_ns",
-                                       (json_int_t)5000000));
-    json_t *prm = json_object_get(rep, "params");
-    uint32_t id2 = (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
-    int conn2 = (int)json_integer_value(json_object_get(rep, "conn"));
-    json_decref(rep);
-    CF_REQUIRE(t, id2, "no second connection");
-    struct cf_params mine;
-    cf_my_params(t, &mine);
-    mine.conn_id = t->p->my_id ^ 0x5A5A5A5Au;
-    mine.n_paths = 1;
-    mine.n_streams = 1;
-    mine.init_psn = mine.init_dsn = mine.init_msn = 0;
-    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect",
-                               "conn", conn2, "params",
-                               cf_params_json(&mine)));
-    bool ok = cf_reply_ok(rep, NULL, 0);
-    json_decref(rep);
-    CF_REQUIRE(t, ok, "the second connection did not connect");
-    t->p->extra_ids[0] = mine.conn_id;
+    uint32_t id2 = cf_second_conn(t);
     uint32_t min = UINT32_MAX;
     for (int round = 0; round < 4; round++) {
         struct mroce_hdr h = cf_hdr(t, MROCE_OP_WRITE, 0);
@@ -169,17 +161,20 @@ static void cc_hint_share(struct cf_t *t)
         h.msg_len = 0;
         h.flags = MROCE_HF_ACKREQ;
         cf_send(t, &h, NULL, 0);
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16,
-                           .data = "share-the-link!!", .path = 0};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 16,
+                           .data = "share-the-link!!",
+                           .path = 0};
         cf_send_msg(t, &m);
         uint16_t path = 0;
-        const struct cf_pkt *a = cf_wait(t, cf_is_ack_for, &path,
-                                         cf_ms(t, 500));
+        const struct cf_pkt *a =
+            cf_wait(t, cf_is_ack_for, &path, cf_ms(t, 500));
         if (a && a->h.conn == t->p->my_id && a->h.rate_mbps < min)
             min = a->h.rate_mbps;
     }
-    CF_CHECK(t, min <= 20000, "hint %u Mbit/s with two connections "
-                              "delivering to a 40000 Mbit/s receiver",
+    CF_CHECK(t, min <= 20000,
+             "hint %u Mbit/s with two connections "
+             "delivering to a 40000 Mbit/s receiver",
              min);
 }
 
@@ -204,14 +199,17 @@ static void cc_hint_cap(struct cf_t *t)
             if (t->p->rx[q].any)
                 cf_send_ack(t, q);
     }
-    CF_CHECK(t, most <= 3, "%d data packets in flight at once under a "
-                           "1 Mbit/s hint",
+    CF_CHECK(t, most <= 3,
+             "%d data packets in flight at once under a "
+             "1 Mbit/s hint",
              most);
 }
 
 static int cc_burst(struct cf_t *t, uint16_t paths)
 {
-    cf_open(t, &(struct cf_open){.n_paths = paths, .src_ports = paths,
+    cf_open(t, &(struct cf_open){.n_paths = paths,
+                                 .src_ports = paths,
+                                 .init_cwnd_pkts = 16,
                                  .min_rto_ns = 60000000});
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 512 * 1024});
@@ -223,14 +221,17 @@ static int cc_burst(struct cf_t *t, uint16_t paths)
     return n;
 }
 
-/* R-CC-4: the first burst does not grow with the number of paths. */
+/* R-CC-4: the first burst does not grow with the number of paths: an
+ * initial window of 16 packets over 64 paths (where each path may always
+ * send one packet) is still 16 packets. */
 static void cc_init_window(struct cf_t *t)
 {
     int one = cc_burst(t, 1);
     int many = cc_burst(t, 64);
-    CF_CHECK(t, one > 0 && many <= one,
-             "first burst %d packets over 64 paths, %d over 1 path", many,
-             one);
+    CF_CHECK(t, one > 0 && many <= one && many <= 16,
+             "first burst %d packets over 64 paths, %d over 1 path "
+             "(init_cwnd_pkts 16)",
+             many, one);
 }
 
 const struct cf_test cf_t_cc[] = {

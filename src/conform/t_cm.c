@@ -30,12 +30,11 @@ static uint16_t cm_listen(struct cf_t *t, const struct cm_opt *o)
 {
     cf_need(t, "cm");
     cf_open(t, &(struct cf_open){.no_connect = true});
-    json_t *req = json_pack("{s:s, s:i, s:i, s:i, s:i}", "cmd", "cm_listen",
-                            "conn", t->iut.conn, "hello_timeout_ms",
-                            o && o->hello_timeout_ms ? o->hello_timeout_ms : 0,
-                            "keepalive_ms",
-                            o && o->keepalive_ms ? o->keepalive_ms : 0,
-                            "timeout_ms", 3000);
+    json_t *req = json_pack(
+        "{s:s, s:i, s:i, s:i, s:i}", "cmd", "cm_listen", "conn", t->iut.conn,
+        "hello_timeout_ms", o && o->hello_timeout_ms ? o->hello_timeout_ms : 0,
+        "keepalive_ms", o && o->keepalive_ms ? o->keepalive_ms : 0,
+        "timeout_ms", 3000);
     if (!o || !o->keepalive_ms)
         json_object_set_new(req, "no_keepalive", json_true());
     if (o && o->psk)
@@ -63,18 +62,30 @@ static void cm_hello_mine(struct cf_t *t, struct cf_hello *h, bool psk)
 {
     struct cf_params p;
     cf_my_params(t, &p);
-    *h = (struct cf_hello){
-        .proto_min = 1, .proto_max = 1, .modes = 0x1,
-        .conn_id = p.conn_id, .udp_port = p.udp_port, .af = 4,
-        .n_planes = 1, .n_paths = p.n_paths, .n_streams = p.n_streams,
-        .mtu = p.mtu, .dsn_window = p.dsn_window,
-        .msg_window = p.msg_window, .max_rd = p.max_rd,
-        .path_window = (uint16_t)p.path_window,
-        .ack_every = (uint16_t)p.ack_every, .ack_delay = p.ack_delay_ns,
-        .min_rto = p.min_rto_ns, .max_rto = p.max_rto_ns,
-        .retry_cnt = (uint8_t)p.retry_cnt, .rnr_retry = (uint8_t)p.rnr_retry,
-        .rnr_max = p.rnr_max_us, .init_psn = p.init_psn,
-        .init_dsn = p.init_dsn, .init_msn = p.init_msn};
+    *h = (struct cf_hello){.proto_min = 1,
+                           .proto_max = 1,
+                           .modes = 0x1,
+                           .conn_id = p.conn_id,
+                           .udp_port = p.udp_port,
+                           .af = 4,
+                           .n_planes = 1,
+                           .n_paths = p.n_paths,
+                           .n_streams = p.n_streams,
+                           .mtu = p.mtu,
+                           .dsn_window = p.dsn_window,
+                           .msg_window = p.msg_window,
+                           .max_rd = p.max_rd,
+                           .path_window = (uint16_t)p.path_window,
+                           .ack_every = (uint16_t)p.ack_every,
+                           .ack_delay = p.ack_delay_ns,
+                           .min_rto = p.min_rto_ns,
+                           .max_rto = p.max_rto_ns,
+                           .retry_cnt = (uint8_t)p.retry_cnt,
+                           .rnr_retry = (uint8_t)p.rnr_retry,
+                           .rnr_max = p.rnr_max_us,
+                           .init_psn = p.init_psn,
+                           .init_dsn = p.init_dsn,
+                           .init_msn = p.init_msn};
     int fam;
     cf_parse_ip(p.addr, &fam, h->addr[0]);
     if (getrandom(h->nonce, 32, 0) != 32)
@@ -84,7 +95,10 @@ static void cm_hello_mine(struct cf_t *t, struct cf_hello *h, bool psk)
         cf_psk_init(&k, cm_key, sizeof(cm_key));
         h->features = h->required = CF_CM_FEAT_PSK;
         memcpy(h->psk_id, k.psk_id, 8);
-        h->modes = 0x7;
+        /* NONE only: with AUTH or ENC offered, an IUT with a crypto
+         * provider agrees on ENC (R-CM-9), and the suite's packets after
+         * the exchange are not sealed */
+        h->modes = 0x1;
         h->tag_len = 32;
     }
 }
@@ -114,15 +128,17 @@ static void cm_expect_reject(struct cf_t *t, int fd, uint16_t reason,
         cf_fail(t, "%s: no REJECT (%s)", what, n == 0 ? "closed" : "silence");
         return;
     }
-    if (!CF_CHECK(t, m.type == CF_CM_REJECT, "%s answered by type %u, not "
-                                             "REJECT",
+    if (!CF_CHECK(t, m.type == CF_CM_REJECT,
+                  "%s answered by type %u, not "
+                  "REJECT",
                   what, m.type))
         return;
     uint16_t r = m.len >= 8 ? mroce_be16_get(m.body) : 0;
     CF_CHECK(t, r == reason, "%s: REJECT reason %u, expected %u", what, r,
              reason);
-    CF_CHECK(t, m.len >= 8 && m.len <= 264 && m.magic == CF_CM_MAGIC &&
-                    m.version == 2 && m.reserved == 0,
+    CF_CHECK(t,
+             m.len >= 8 && m.len <= 264 && m.magic == CF_CM_MAGIC &&
+                 m.version == 2 && m.reserved == 0,
              "%s: a REJECT of %u bytes, version %u", what, m.len, m.version);
     uint8_t id[4];
     mroce_be32_put(id, t->iut.params.conn_id);
@@ -140,8 +156,8 @@ static uint32_t cm_reject_detail(struct cf_t *t, int fd, uint16_t reason,
     CF_REQUIRE(t, n > 0 && m.type == CF_CM_REJECT && m.len >= 8,
                "%s: no REJECT", what);
     CF_CHECK(t, mroce_be16_get(m.body) == reason,
-             "%s: REJECT reason %u, expected %u", what,
-             mroce_be16_get(m.body), reason);
+             "%s: REJECT reason %u, expected %u", what, mroce_be16_get(m.body),
+             reason);
     return mroce_be32_get(m.body + 4);
 }
 
@@ -151,13 +167,14 @@ static void cm_finish(struct cf_t *t, const struct cf_hello *s)
 {
     struct cf_params mine;
     cf_my_params(t, &mine);
-    CF_CHECK(t, s->conn_id == t->iut.params.conn_id &&
-                    s->udp_port == t->iut.params.udp_port &&
-                    s->mtu == t->iut.params.mtu &&
-                    s->n_paths == t->iut.params.n_paths &&
-                    s->init_psn == t->iut.params.init_psn &&
-                    s->init_dsn == t->iut.params.init_dsn &&
-                    s->init_msn == t->iut.params.init_msn,
+    CF_CHECK(t,
+             s->conn_id == t->iut.params.conn_id &&
+                 s->udp_port == t->iut.params.udp_port &&
+                 s->mtu == t->iut.params.mtu &&
+                 s->n_paths == t->iut.params.n_paths &&
+                 s->init_psn == t->iut.params.init_psn &&
+                 s->init_dsn == t->iut.params.init_dsn &&
+                 s->init_msn == t->iut.params.init_msn,
              "the server's HELLO differs from its connection's parameters");
     cf_apply_params(t, &mine);
     cf_state_is(t, "CONNECTED");
@@ -169,16 +186,17 @@ static void cm_server_hello(struct cf_t *t, int fd, struct cf_cm_msg *m,
 {
     int n = cf_cm_recv(fd, m, cf_ms(t, 2000));
     CF_REQUIRE(t, n > 0, "no answer to a good HELLO (%d)", n);
-    CF_REQUIRE(t, m->type == CF_CM_HELLO, "a good HELLO answered by type %u "
-                                          "(reason %u)",
+    CF_REQUIRE(t, m->type == CF_CM_HELLO,
+               "a good HELLO answered by type %u "
+               "(reason %u)",
                m->type, m->len >= 2 ? mroce_be16_get(m->body) : 0);
     CF_CHECK(t, m->magic == CF_CM_MAGIC && m->version == 2 && !m->reserved,
              "server HELLO header");
     CF_REQUIRE(t, cf_cm_hello_parse(m, s),
-               "the server's HELLO of %u bytes breaks R-CM-6's layout",
-               m->len);
-    CF_CHECK(t, s->af == 4 && s->n_planes >= 1 && !s->reserved &&
-                    s->proto_min <= 1 && s->proto_max >= 1 && s->transport == 0,
+               "the server's HELLO of %u bytes breaks R-CM-6's layout", m->len);
+    CF_CHECK(t,
+             s->af == 4 && s->n_planes >= 1 && !s->reserved &&
+                 s->proto_min <= 1 && s->proto_max >= 1 && s->transport == 0,
              "server HELLO fields: af %u planes %u reserved %u proto %u-%u",
              s->af, s->n_planes, s->reserved, s->proto_min, s->proto_max);
     for (int i = 4; i < 16; i++)
@@ -197,21 +215,25 @@ static void cm_ok(struct cf_t *t)
     cm_server_hello(t, fd, &m, &s);
     uint8_t r[12];
     cf_cm_write(fd, r, cf_cm_header(r, 2, CF_CM_READY, 0));
-    CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
-                      m.type == CF_CM_READY && m.len == 0,
+    CF_REQUIRE(t,
+               cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
+                   m.type == CF_CM_READY && m.len == 0,
                "no READY of 12 bytes after ours");
     cm_finish(t, &s);
     close(fd);
 }
 
-/* R-CM-10: with a key: tags, READY MACs, a secret. */
-static void cm_ok_psk(struct cf_t *t)
+/* R-CM-10: with a key: tags, READY MACs, a secret; R-CM-9: the strongest
+ * mode both HELLOs list, which then protects the connection's packets
+ * with keys from that secret (R-AEAD-6). */
+static void cm_psk_run(struct cf_t *t, uint8_t modes)
 {
     uint16_t port = cm_listen(t, &(struct cm_opt){.psk = true});
     int fd = cm_dial(t, port);
     struct cf_hello h, s;
     static uint8_t hc[1024];
     cm_hello_mine(t, &h, true);
+    h.modes = modes;
     size_t hc_len = cm_send_hello(t, fd, &h, hc, sizeof(hc));
     static struct cf_cm_msg m;
     cm_server_hello(t, fd, &m, &s);
@@ -228,17 +250,45 @@ static void cm_ok_psk(struct cf_t *t)
     cf_cm_header(r, 2, CF_CM_READY, 32);
     memcpy(r + 12, k.ready[0], 32);
     cf_cm_write(fd, r, sizeof(r));
-    CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
-                      m.type == CF_CM_READY && m.len == 32,
+    CF_REQUIRE(t,
+               cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
+                   m.type == CF_CM_READY && m.len == 32,
                "no READY of 44 bytes after ours");
     CF_CHECK(t, !memcmp(m.body, k.ready[1], 32),
              "the server's READY MAC is wrong");
+    uint8_t both = h.modes & s.modes;
+    int mode = both & 0x4 ? 2 : both & 0x2 ? 1 : 0;
+    static const char *names[] = {"none", "auth", "enc"};
     json_t *rep = cf_call(t, json_pack("{s:s}", "cmd", "cm_result"));
     CF_CHECK(t, json_is_true(json_object_get(rep, "secret")),
              "no secret derived with a key");
+    const char *got = json_string_value(json_object_get(rep, "mode"));
+    CF_CHECK(t, got && !strcmp(got, names[mode]),
+             "modes 0x%x and 0x%x agreed on %s, expected %s", h.modes, s.modes,
+             got ? got : "?", names[mode]);
     json_decref(rep);
+    if (mode)
+        CF_REQUIRE(t,
+                   cf_aead_init(&t->p->aead, mode, k.secret, t->p->my_id,
+                                t->p->iut_id),
+                   "the suite's key schedule failed");
     cm_finish(t, &s);
     close(fd);
+}
+
+static void cm_ok_psk(struct cf_t *t)
+{
+    cm_psk_run(t, 0x7);
+}
+
+static void cm_ok_psk_auth(struct cf_t *t)
+{
+    cm_psk_run(t, 0x3);
+}
+
+static void cm_ok_psk_none(struct cf_t *t)
+{
+    cm_psk_run(t, 0x1);
 }
 
 /* ---- headers (R-CM-2, R-CM-3) ---- */
@@ -246,13 +296,14 @@ static void cm_ok_psk(struct cf_t *t)
 static void cm_bad_magic(struct cf_t *t)
 {
     int fd = cm_dial(t, cm_listen(t, NULL));
-    uint8_t b[12] = {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '\r',
-                     '\n'};
+    uint8_t b[12] = {'G', 'E', 'T', ' ', '/',  ' ',
+                     'H', 'T', 'T', 'P', '\r', '\n'};
     cf_cm_write(fd, b, sizeof(b));
     struct cf_cm_msg m;
     int n = cf_cm_recv(fd, &m, cf_ms(t, 2000));
-    CF_CHECK(t, n == 0, "a wrong magic was answered (%d bytes) instead of a "
-                        "silent close",
+    CF_CHECK(t, n == 0,
+             "a wrong magic was answered (%d bytes) instead of a "
+             "silent close",
              n);
     close(fd);
 }
@@ -288,8 +339,9 @@ static void cm_bad_header(struct cf_t *t)
         int n = cf_cm_recv(fd, &m, cf_ms(t, 2000));
         CF_REQUIRE(t, n > 0 && m.type == CF_CM_REJECT && m.len >= 8,
                    "no REJECT for %s", c->what);
-        CF_CHECK(t, mroce_be16_get(m.body) == CF_REJ_VERSION &&
-                        m.body[2] <= 2 && m.body[3] >= 2,
+        CF_CHECK(t,
+                 mroce_be16_get(m.body) == CF_REJ_VERSION && m.body[2] <= 2 &&
+                     m.body[3] >= 2,
                  "REJECT reason %u, versions %u-%u", mroce_be16_get(m.body),
                  m.body[2], m.body[3]);
     } else {
@@ -394,8 +446,9 @@ static void cm_detail_feature(struct cf_t *t)
     h.features = h.required = 0x30;
     cf_cm_write(fd, buf, cf_cm_hello_build(&h, buf, sizeof(buf)));
     uint32_t d = cm_reject_detail(t, fd, CF_REJ_FEATURE, "features 0x30");
-    CF_CHECK(t, d == 0x30, "REJECT FEATURE detail 0x%x, expected the "
-                           "unsupported bits 0x30",
+    CF_CHECK(t, d == 0x30,
+             "REJECT FEATURE detail 0x%x, expected the "
+             "unsupported bits 0x30",
              d);
     close(fd);
 }
@@ -426,9 +479,9 @@ static void cm_psk_bad(struct cf_t *t)
                          "a HELLO without PSK to a server with a key");
     } else if (how == PSK_READY) {
         static struct cf_cm_msg m;
-        CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
-                          m.type == CF_CM_HELLO,
-                   "no server HELLO");
+        CF_REQUIRE(
+            t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 && m.type == CF_CM_HELLO,
+            "no server HELLO");
         uint8_t r[44] = {0};
         cf_cm_header(r, 2, CF_CM_READY, 32);
         cf_cm_write(fd, r, sizeof(r));
@@ -500,9 +553,8 @@ static void cm_bye(struct cf_t *t)
     uint8_t b[12];
     cf_cm_write(fd, b, cf_cm_header(b, 2, CF_CM_BYE, 0));
     char st[32] = "";
-    for (int i = 0; i < 50 && cf_state(t, st, sizeof(st)) &&
-                    !strcmp(st, "CONNECTED");
-         i++)
+    for (int i = 0;
+         i < 50 && cf_state(t, st, sizeof(st)) && !strcmp(st, "CONNECTED"); i++)
         cf_pump(t, 10);
     CF_CHECK(t, strcmp(st, "CONNECTED"),
              "the connection stayed CONNECTED after the peer's BYE");
@@ -515,9 +567,8 @@ static void cm_tcp_close(struct cf_t *t)
     CF_REQUIRE(t, cm_exchange(t, fd), "the exchange failed");
     close(fd);
     char st[32] = "";
-    for (int i = 0; i < 50 && cf_state(t, st, sizeof(st)) &&
-                    !strcmp(st, "CONNECTED");
-         i++)
+    for (int i = 0;
+         i < 50 && cf_state(t, st, sizeof(st)) && !strcmp(st, "CONNECTED"); i++)
         cf_pump(t, 10);
     CF_CHECK(t, strcmp(st, "CONNECTED"),
              "the connection stayed CONNECTED after its TCP connection ended");
@@ -527,17 +578,17 @@ static void cm_tcp_close(struct cf_t *t)
  * channel; the server's own KEEPALIVE carries the right tag. */
 static void cm_app_tag(struct cf_t *t)
 {
-    uint16_t port = cm_listen(t, &(struct cm_opt){.psk = true,
-                                                  .keepalive_ms = 100});
+    uint16_t port =
+        cm_listen(t, &(struct cm_opt){.psk = true, .keepalive_ms = 100});
     int fd = cm_dial(t, port);
     struct cf_hello h, s;
     static uint8_t hc[1024];
     cm_hello_mine(t, &h, true);
     size_t hc_len = cm_send_hello(t, fd, &h, hc, sizeof(hc));
     static struct cf_cm_msg m;
-    CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
-                      cf_cm_hello_parse(&m, &s),
-               "no server HELLO");
+    CF_REQUIRE(
+        t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 && cf_cm_hello_parse(&m, &s),
+        "no server HELLO");
     struct cf_psk k;
     cf_psk_init(&k, cm_key, sizeof(cm_key));
     cf_psk_finish(&k, hc, hc_len, m.raw, m.total, h.nonce, s.nonce);
@@ -545,11 +596,12 @@ static void cm_app_tag(struct cf_t *t)
     cf_cm_header(r, 2, CF_CM_READY, 32);
     memcpy(r + 12, k.ready[0], 32);
     cf_cm_write(fd, r, sizeof(r));
-    CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 &&
-                      m.type == CF_CM_READY,
+    CF_REQUIRE(t,
+               cf_cm_recv(fd, &m, cf_ms(t, 2000)) > 0 && m.type == CF_CM_READY,
                "no READY");
-    CF_REQUIRE(t, cf_cm_recv(fd, &m, cf_ms(t, 1000)) > 0 &&
-                      m.type == CF_CM_KEEPALIVE && m.len == 16,
+    CF_REQUIRE(t,
+               cf_cm_recv(fd, &m, cf_ms(t, 1000)) > 0 &&
+                   m.type == CF_CM_KEEPALIVE && m.len == 16,
                "no KEEPALIVE of 28 bytes");
     uint8_t seq[8] = {0}, mac[32], hdr[12];
     memcpy(hdr, m.raw, 12);
@@ -569,8 +621,9 @@ static void cm_app_tag(struct cf_t *t)
     while ((n = cf_cm_recv(fd, &m, cf_ms(t, 1000))) > 0 &&
            m.type == CF_CM_KEEPALIVE && --left)
         ;
-    CF_CHECK(t, n == 0, "the channel stayed open after an APP with a wrong "
-                        "tag");
+    CF_CHECK(t, n == 0,
+             "the channel stayed open after an APP with a wrong "
+             "tag");
     close(fd);
 }
 
@@ -599,19 +652,26 @@ static void cm_bounds(struct cf_t *t)
 }
 
 #define HDR(id, i)                                                             \
-    CF_TESTA("cm.header." id, "4.5", "R-CM-2 R-CM-3 R-CM-5", MUST,           \
-             "a bad message header: the REJECT R-CM-2 names", cm_bad_header, \
+    CF_TESTA("cm.header." id, "4.5", "R-CM-2 R-CM-3 R-CM-5", MUST,             \
+             "a bad message header: the REJECT R-CM-2 names", cm_bad_header,   \
              &cm_hdr_cases[i])
 #define HELLO(id, rules, i)                                                    \
-    CF_TESTA("cm.hello." id, "4.5", rules, MUST,                              \
-             "a HELLO the server must refuse or take", cm_hello_case,       \
+    CF_TESTA("cm.hello." id, "4.5", rules, MUST,                               \
+             "a HELLO the server must refuse or take", cm_hello_case,          \
              &cm_cases[i])
 
 const struct cf_test cf_t_cm[] = {
     CF_TEST("cm.ok", "4.5", "R-CM-1 R-CM-3 R-CM-4 R-CM-6 R-CM-9", MUST,
             "a good exchange without a key: HELLO, READY, CONNECTED", cm_ok),
-    CF_TEST("cm.ok.psk", "4.5", "R-CM-10 R-CM-9", MUST,
-            "a good exchange with a key: tags, MACs, a secret", cm_ok_psk),
+    CF_TEST("cm.ok.psk", "4.5", "R-CM-10 R-CM-9 R-AEAD-6", MUST,
+            "a good exchange with a key: tags, MACs, a secret, mode ENC",
+            cm_ok_psk),
+    CF_TEST("cm.ok.psk.auth", "4.5", "R-CM-9 R-AEAD-6", MUST,
+            "with a key, NONE and AUTH offered: packets authenticated",
+            cm_ok_psk_auth),
+    CF_TEST("cm.ok.psk.none", "4.5", "R-CM-9", MUST,
+            "with a key, only NONE offered: packets in mode none",
+            cm_ok_psk_none),
     CF_TEST("cm.header.magic", "4.5", "R-CM-2", MUST,
             "a wrong magic: closed without a word", cm_bad_magic),
     HDR("version", 0),
@@ -663,13 +723,11 @@ const struct cf_test cf_t_cm[] = {
     CF_TEST("cm.bye", "4.5", "R-CM-12 R-CONN-8", MUST,
             "a BYE ends the connection", cm_bye),
     CF_TEST("cm.tcp_close", "4.5", "R-CM-12", MUST,
-            "the end of the TCP connection ends the connection",
-            cm_tcp_close),
+            "the end of the TCP connection ends the connection", cm_tcp_close),
     CF_TEST("cm.app_tag", "4.5", "R-CM-11", MUST,
             "tags on messages after READY; a wrong one ends the channel",
             cm_app_tag),
     CF_TEST("cm.bounds", "4.5", "R-CM-13", MUST,
-            "silent and short connectors neither block nor stay",
-            cm_bounds),
+            "silent and short connectors neither block nor stay", cm_bounds),
     {0},
 };

@@ -10,8 +10,8 @@
 
 static uint32_t conn_new_id(struct cf_t *t)
 {
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_create",
-                                       "ctx", t->iut.ctx));
+    json_t *rep = cf_call(
+        t, json_pack("{s:s, s:i}", "cmd", "conn_create", "ctx", t->iut.ctx));
     json_t *id = json_object_get(json_object_get(rep, "params"), "conn_id");
     uint32_t v = (uint32_t)json_integer_value(id);
     json_decref(rep);
@@ -28,8 +28,7 @@ static void conn_ids(struct cf_t *t)
     for (int i = 0; i < 33; i++) {
         CF_CHECK(t, ids[i] != 0, "connection id 0 handed out");
         for (int j = 0; j < i; j++)
-            CF_CHECK(t, ids[i] != ids[j], "id 0x%08x handed out twice",
-                     ids[i]);
+            CF_CHECK(t, ids[i] != ids[j], "id 0x%08x handed out twice", ids[i]);
     }
 }
 
@@ -50,8 +49,7 @@ static void conn_ids_random(struct cf_t *t)
             progression = false;
     }
     CF_CHECK(t, ones == 0xFFFFFFFFu && zeros == 0xFFFFFFFFu,
-             "bits that never change in 33 ids: 0x%08x",
-             ~ones | ~zeros);
+             "bits that never change in 33 ids: 0x%08x", ~ones | ~zeros);
     CF_CHECK(t, !progression, "ids form an arithmetic sequence");
 }
 
@@ -102,13 +100,20 @@ SPOIL(sp_version0, p->version = 0)
 SPOIL(sp_addr, snprintf(p->addr, sizeof(p->addr), "not-an-address"))
 
 static const struct bad_param bp[] = {
-    {"conn_id 0", sp_id0},           {"udp_port 0", sp_port0},
-    {"0 paths", sp_paths0},          {"257 paths", sp_paths257},
-    {"0 streams", sp_streams0},      {"mtu 255", sp_mtu255},
-    {"mtu 9001", sp_mtu9001},        {"dsn_window 3", sp_win3},
-    {"dsn_window 2^21", sp_winbig},  {"dsn_window 0", sp_win0},
-    {"msg_window 0", sp_msgwin0},    {"max_rd 0", sp_maxrd0},
-    {"version 2", sp_version2},      {"version 0", sp_version0},
+    {"conn_id 0", sp_id0},
+    {"udp_port 0", sp_port0},
+    {"0 paths", sp_paths0},
+    {"257 paths", sp_paths257},
+    {"0 streams", sp_streams0},
+    {"mtu 255", sp_mtu255},
+    {"mtu 9001", sp_mtu9001},
+    {"dsn_window 3", sp_win3},
+    {"dsn_window 2^21", sp_winbig},
+    {"dsn_window 0", sp_win0},
+    {"msg_window 0", sp_msgwin0},
+    {"max_rd 0", sp_maxrd0},
+    {"version 2", sp_version2},
+    {"version 0", sp_version0},
     {"an address of no family", sp_addr},
 };
 
@@ -157,8 +162,8 @@ static void conn_eff_paths(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 8, .my_paths = 2});
     for (int i = 0; i < 16; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 100});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 100});
     cf_wait_wc(t, "send", 16, cf_ms(t, 2000));
     for (int i = 0; i < t->p->n_log; i++)
         if (!t->p->log[i]->derr)
@@ -174,8 +179,9 @@ static void conn_eff_streams(struct cf_t *t)
         t, &(struct cf_wr){.op = "write", .wr_id = 1, .stream = 2, .len = 8});
     cf_pump(t, 20);
     for (int i = 0; i < t->p->n_log; i++)
-        CF_CHECK(t, t->p->log[i]->derr || !cf_is_data(t->p->log[i], NULL) ||
-                        t->p->log[i]->h.stream == 0,
+        CF_CHECK(t,
+                 t->p->log[i]->derr || !cf_is_data(t->p->log[i], NULL) ||
+                     t->p->log[i]->h.stream == 0,
                  "a packet on stream %u with 1 stream agreed",
                  t->p->log[i]->h.stream);
     if (!err)
@@ -220,12 +226,14 @@ static void conn_eff_msg_window(struct cf_t *t)
     cf_open(t, &(struct cf_open){.my_msg_window = 2});
     t->p->auto_ack = false;
     for (int i = 0; i < 6; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 64});
     cf_pump(t, 30);
     int n = conn_distinct_msns(t, MROCE_OP_WRITE);
-    CF_CHECK(t, n == 2, "%d messages of a stream sent, the peer's msg_window "
-                        "is 2", n);
+    CF_CHECK(t, n == 2,
+             "%d messages of a stream sent, the peer's msg_window "
+             "is 2",
+             n);
 }
 
 static void conn_eff_max_rd(struct cf_t *t)
@@ -233,8 +241,10 @@ static void conn_eff_max_rd(struct cf_t *t)
     cf_open(t, &(struct cf_open){.my_max_rd = 1});
     t->p->auto_read = false;
     for (int i = 0; i < 3; i++)
-        cf_post(t, &(struct cf_wr){.op = "read", .wr_id = (uint64_t)i + 1,
-                                   .len = 64, .off = (uint32_t)i * 64,
+        cf_post(t, &(struct cf_wr){.op = "read",
+                                   .wr_id = (uint64_t)i + 1,
+                                   .len = 64,
+                                   .off = (uint32_t)i * 64,
                                    .roff = (uint32_t)i * 64});
     cf_pump(t, 30);
     int n = conn_distinct_msns(t, MROCE_OP_READ_REQ);
@@ -250,7 +260,8 @@ static void conn_start(struct cf_t *t)
     for (int i = 0; i < 8; i++)
         cf_post(t, &(struct cf_wr){.op = i == 5 ? "send" : "write",
                                    .wr_id = (uint64_t)i + 1,
-                                   .stream = i >= 4, .len = 32});
+                                   .stream = i >= 4,
+                                   .len = 32});
     cf_wait_wc(t, "send", 8, cf_ms(t, 2000));
     bool path_seen[CF_MAX_PATHS] = {0};
     uint32_t first_dsn = UINT32_MAX;
@@ -269,9 +280,10 @@ static void conn_start(struct cf_t *t)
                      "stream 1's first SEND has SSN %u MSN %u", pk->h.ssn,
                      pk->h.msn);
     }
-    CF_CHECK(t, first_dsn == cf_iut_dsn(t, 0), "the first DSN is %u, init_dsn %u",
-             first_dsn, cf_iut_dsn(t, 0));
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 16, .data = "0123456789abcdef"};
+    CF_CHECK(t, first_dsn == cf_iut_dsn(t, 0),
+             "the first DSN is %u, init_dsn %u", first_dsn, cf_iut_dsn(t, 0));
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = 16, .data = "0123456789abcdef"};
     cf_send_msg(t, &m);
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn, cf_ms(t, 2000)),
              "the suite's first WRITE (PSN 0, DSN 0) was not acknowledged");
@@ -285,13 +297,13 @@ static void conn_directions(struct cf_t *t)
     uint8_t d[3000], got[3000];
     cf_pattern(d, sizeof(d), 41);
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 3000});
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .roff = 0x8000, .data = d,
-                       .len = sizeof(d)};
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .roff = 0x8000, .data = d, .len = sizeof(d)};
     cf_send_msg(t, &m);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn + 2, cf_ms(t, 2000)),
-             "the suite's WRITE (DSNs %u-%u) was not acknowledged",
-             m.first_dsn, m.first_dsn + 2);
+             "the suite's WRITE (DSNs %u-%u) was not acknowledged", m.first_dsn,
+             m.first_dsn + 2);
     cf_iut_read(t, 0x8000, got, sizeof(got));
     CF_CHECK(t, !memcmp(got, d, sizeof(d)), "the suite's WRITE did not land");
 }
@@ -307,15 +319,17 @@ static void conn_enter(struct cf_t *t, int st)
     if (st == ST_CLOSING) {
         cf_need(t, "conn.disconnect");
         t->p->auto_close_ack = false;
-        json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd",
-                                         "conn_disconnect", "conn",
-                                         t->iut.conn)));
+        json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_disconnect",
+                                         "conn", t->iut.conn)));
         CF_REQUIRE(t, cf_wait_op(t, MROCE_OP_CLOSE, cf_ms(t, 2000)),
                    "no CLOSE after the disconnect");
         cf_state_is(t, "CLOSING");
     } else if (st == ST_ERROR) {
-        struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 8, .data = "badkey!!",
-                           .rkey = t->iut.rkey ^ 1u, .rkey_set = true};
+        struct cf_msg m = {.op = MROCE_OP_WRITE,
+                           .len = 8,
+                           .data = "badkey!!",
+                           .rkey = t->iut.rkey ^ 1u,
+                           .rkey_set = true};
         cf_send_msg(t, &m);
         CF_REQUIRE(t, cf_wait_nack(t, cf_ms(t, 2000)),
                    "no NACK for a WRITE with a bad key");
@@ -341,24 +355,29 @@ static void conn_state_data(struct cf_t *t)
     uint8_t d[32], before[32], after[32];
     cf_pattern(d, sizeof(d), 31);
     cf_iut_read(t, 0x4000, before, sizeof(before));
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .roff = 0x4000, .data = d,
-                       .len = sizeof(d), .path = 1};
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .roff = 0x4000,
+                       .data = d,
+                       .len = sizeof(d),
+                       .path = 1};
     int from = t->p->n_log;
     cf_send_msg(t, &m);
     const struct cf_pkt *pk = cf_wait_nack(t, cf_ms(t, 1000));
     cf_nack_is(t, pk, MROCE_NAK_CONN_CLOSED, "a WRITE in a closed state");
     if (pk)
-        CF_CHECK(t, pk->h.dsn == m.first_dsn && pk->h.path == 1 &&
-                        pk->h.psn == m.psn[0],
-                 "the NACK names DSN %u path %u psn %u", pk->h.dsn,
-                 pk->h.path, pk->h.psn);
+        CF_CHECK(t,
+                 pk->h.dsn == m.first_dsn && pk->h.path == 1 &&
+                     pk->h.psn == m.psn[0],
+                 "the NACK names DSN %u path %u psn %u", pk->h.dsn, pk->h.path,
+                 pk->h.psn);
     cf_pump(t, 10);
     for (int i = from; i < t->p->n_log; i++)
-        CF_CHECK(t, t->p->log[i]->derr || t->p->log[i]->h.opcode != MROCE_OP_ACK,
+        CF_CHECK(t,
+                 t->p->log[i]->derr || t->p->log[i]->h.opcode != MROCE_OP_ACK,
                  "data acknowledged in %s", st_name[st]);
     cf_iut_read(t, 0x4000, after, sizeof(after));
-    CF_CHECK(t, !memcmp(before, after, sizeof(after)),
-             "data placed in %s", st_name[st]);
+    CF_CHECK(t, !memcmp(before, after, sizeof(after)), "data placed in %s",
+             st_name[st]);
 }
 
 static void conn_state_probe(struct cf_t *t)
@@ -373,9 +392,10 @@ static void conn_state_probe(struct cf_t *t)
     cf_pump(t, 30);
     for (int i = from; i < t->p->n_log; i++) {
         const struct cf_pkt *pk = t->p->log[i];
-        CF_CHECK(t, pk->derr || (pk->h.opcode != MROCE_OP_ACK &&
-                                 pk->h.opcode != MROCE_OP_NACK &&
-                                 pk->h.opcode != MROCE_OP_PROBE),
+        CF_CHECK(t,
+                 pk->derr || (pk->h.opcode != MROCE_OP_ACK &&
+                              pk->h.opcode != MROCE_OP_NACK &&
+                              pk->h.opcode != MROCE_OP_PROBE),
                  "a PROBE in %s answered by %s", st_name[st],
                  mroce_wire_op_name(pk->h.opcode));
     }
@@ -441,8 +461,8 @@ static void conn_disconnect_flush(struct cf_t *t)
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 64});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1,
-                               .len = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1, .len = 64});
     CF_REQUIRE(t, cf_wait(t, cf_is_data, NULL, cf_ms(t, 2000)), "no data");
     json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_disconnect",
                                      "conn", t->iut.conn)));
@@ -476,8 +496,8 @@ static void conn_close_retries(struct cf_t *t)
         double got = cf_ts_ms(at[k - 1], at[k]); /* the IUT's clock */
         double want = r * (double)(1u << (k - 1));
         CF_CHECK(t, got > want * 0.8 - 1 && got < want * 1.6 + 5 * t->scale,
-                 "wait before CLOSE %d: %.1f ms, expected %.1f ms", k + 1,
-                 got, want);
+                 "wait before CLOSE %d: %.1f ms, expected %.1f ms", k + 1, got,
+                 want);
     }
     cf_state_is(t, "CLOSED");
 }
@@ -492,7 +512,8 @@ static void conn_close_stops(struct cf_t *t)
     int from = t->p->n_log;
     cf_pump(t, (int)(3 * t->iut.timers.initial_rto_ns / 1000000));
     CF_CHECK(t, !cf_count(t, from, MROCE_OP_CLOSE),
-             "%d CLOSEs after its CLOSE_ACK", cf_count(t, from, MROCE_OP_CLOSE));
+             "%d CLOSEs after its CLOSE_ACK",
+             cf_count(t, from, MROCE_OP_CLOSE));
     cf_state_is(t, "CLOSED");
 }
 
@@ -549,8 +570,8 @@ static void conn_error(struct cf_t *t)
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 64});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 3, .stream = 1,
-                               .len = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 3, .stream = 1, .len = 64});
     const struct cf_pkt *pk = cf_wait(t, cf_is_data, NULL, cf_ms(t, 2000));
     CF_REQUIRE(t, pk && pk->h.stream == 0 && pk->h.msn == cf_iut_msn(t, 0),
                "the first WRITE is not stream 0 MSN 0");
@@ -566,13 +587,11 @@ static void conn_error(struct cf_t *t)
     cf_wc_is(t, cf_wait_wc(t, "recv", 10, cf_ms(t, 1000)), 10, "FLUSH_ERR");
     cf_state_is(t, "ERROR");
     /* what the IUT sent before it took the NACK arrives before this */
-    CF_REQUIRE(t, cf_barrier_close(t, cf_ms(t, 1000)),
-               "no CLOSE_ACK in ERROR");
+    CF_REQUIRE(t, cf_barrier_close(t, cf_ms(t, 1000)), "no CLOSE_ACK in ERROR");
     int from = t->p->n_log;
     cf_pump(t, 30);
     for (int i = from; i < t->p->n_log; i++)
-        CF_CHECK(t, !cf_is_data(t->p->log[i], NULL),
-                 "data sent in ERROR");
+        CF_CHECK(t, !cf_is_data(t->p->log[i], NULL), "data sent in ERROR");
 }
 
 #define REFUSE(i, name)                                                        \
@@ -635,8 +654,7 @@ const struct cf_test cf_t_conn[] = {
     CF_TESTA("conn.error.probe", "4.3", "R-CONN-7", MUST,
              "ERROR: PROBE dropped", conn_state_probe, &st_error),
     CF_TESTA("conn.error.close", "4.3", "R-CONN-7 R-CONN-9", MUST,
-             "ERROR: CLOSE answered, stays ERROR", conn_state_close,
-             &st_error),
+             "ERROR: CLOSE answered, stays ERROR", conn_state_close, &st_error),
     CF_TESTA("conn.error.ack", "4.3", "R-CONN-7 R-RX-5", SHOULD,
              "ERROR: ACK dropped and counted", conn_state_ack, &st_error),
     CF_TESTA("conn.closed.data", "4.3", "R-CONN-7 R-CONN-11", MUST,
@@ -662,7 +680,6 @@ const struct cf_test cf_t_conn[] = {
     CF_TEST("conn.simultaneous_close", "4.4", "R-CONN-14", MUST,
             "crossing CLOSEs: answered, CLOSED at once", conn_simultaneous),
     CF_TEST("conn.error.completions", "4.4", "R-CONN-12 R-NACK-5", MUST,
-            "fatal NACK: its WR fails, the rest flush, no data",
-            conn_error),
+            "fatal NACK: its WR fails, the rest flush, no data", conn_error),
     {0},
 };

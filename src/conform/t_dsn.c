@@ -92,6 +92,25 @@ static void dsn_dup_counted(struct cf_t *t)
     cf_delta(t, "conn", "dup", before, 1);
 }
 
+/* R-DSN-7: the IUT as sender keeps its DSNs within the window the suite
+ * announced (4): with nothing acknowledged, 4 packets of 8 go out. */
+static void dsn_window_sender(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 2, .my_dsn_window = 4, .min_rto_ns = 40000000});
+    t->p->auto_ack = false;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 8 * 1024});
+    cf_pump(t, 30);
+    uint32_t most = 0;
+    for (int i = 0; i < t->p->n_log; i++)
+        if (cf_is_data(t->p->log[i], NULL) &&
+            t->p->log[i]->h.dsn - t->p->iut_init_dsn + 1 > most)
+            most = t->p->log[i]->h.dsn - t->p->iut_init_dsn + 1;
+    CF_CHECK(t, most == 4,
+             "DSNs up to init_dsn + %u sent with none acknowledged, window 4",
+             most - 1);
+}
+
 /* R-DSN-6: beyond the window: dropped, not recorded, no reply. */
 static void dsn_out_of_window(struct cf_t *t)
 {
@@ -161,11 +180,12 @@ static void dsn_cum_advance(struct cf_t *t)
 static void dsn_refused_not_marked(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_SEND, .len = 16, .data = "refused-then-ok!",
-                       .path = 0};
+    struct cf_msg m = {
+        .op = MROCE_OP_SEND, .len = 16, .data = "refused-then-ok!", .path = 0};
     cf_send_msg(t, &m);
-    CF_REQUIRE(t, cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)),
-                             MROCE_NAK_RNR, "a SEND with no receive"),
+    CF_REQUIRE(t,
+               cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)), MROCE_NAK_RNR,
+                          "a SEND with no receive"),
                "no RNR");
     cf_pump(t, 5);
     CF_CHECK(t, !t->p->got_ack || t->p->iut_cum == m.first_dsn,
@@ -183,14 +203,15 @@ static void dsn_ack_by_cum(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 2});
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .len = 64,
-                               .roff = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 2, .len = 64, .roff = 64});
     const struct cf_pkt *a = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
     const struct cf_pkt *b = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
     CF_REQUIRE(t, a && b && a->h.path != b->h.path,
                "the two WRITEs did not go on two paths");
     cf_send_ack(t, b->h.path); /* SACK for b only; dsn_cum covers a too */
-    cf_wc_is(t, cf_wait_wc(t, "send", a->h.dsn == cf_iut_dsn(t, 0) ? 1 : 2,
+    cf_wc_is(t,
+             cf_wait_wc(t, "send", a->h.dsn == cf_iut_dsn(t, 0) ? 1 : 2,
                         cf_ms(t, 1000)),
              a->h.dsn == cf_iut_dsn(t, 0) ? 1 : 2, "SUCCESS");
 }
@@ -216,9 +237,11 @@ const struct cf_test cf_t_dsn[] = {
             dsn_dup_in_window),
     CF_TEST("dsn.dup.counted", "6.4", "R-DSN-5 R-RX-5", SHOULD,
             "a duplicate counted dup", dsn_dup_counted),
+    CF_TEST("dsn.window.sender", "6.4", "R-DSN-7", MUST,
+            "the IUT sends no DSN beyond the window the peer announced",
+            dsn_window_sender),
     CF_TEST("dsn.out_of_window", "6.4", "R-DSN-6 R-RX-5", MUST,
-            "dsn_cum + W: dropped silently, not recorded",
-            dsn_out_of_window),
+            "dsn_cum + W: dropped silently, not recorded", dsn_out_of_window),
     CF_TEST("dsn.out_of_window.counted", "6.4", "R-DSN-6 R-RX-5", SHOULD,
             "... counted dsn_window", dsn_out_counted),
     CF_TEST("dsn.window_edge", "6.4", "R-DSN-3", MUST,
@@ -228,8 +251,8 @@ const struct cf_test cf_t_dsn[] = {
     CF_TEST("dsn.cum_advance", "6.4", "R-DSN-2 R-DSN-4 R-ACK-2", MUST,
             "dsn_cum moves past every marked DSN at the front",
             dsn_cum_advance),
-    CF_TEST("dsn.refused_not_marked", "6.4", "R-DSN-4 R-RETRY-3 R-NACK-6",
-            MUST, "a refused DSN is not marked; accepted when ready",
+    CF_TEST("dsn.refused_not_marked", "6.4", "R-DSN-4 R-RETRY-3 R-NACK-6", MUST,
+            "a refused DSN is not marked; accepted when ready",
             dsn_refused_not_marked),
     CF_TEST("dsn.ack.by_cum", "6.4", "R-DSN-8 R-ORD-6", MUST,
             "a DSN acknowledged by dsn_cum alone", dsn_ack_by_cum),

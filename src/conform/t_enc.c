@@ -12,8 +12,8 @@ static void enc_ports(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 16});
     for (int i = 0; i < 48; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 32});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 32});
     cf_wait_wc(t, "send", 48, cf_ms(t, 2000));
     uint16_t port[16] = {0};
     for (int i = 0; i < t->p->n_log; i++) {
@@ -37,8 +37,8 @@ static void enc_port_range(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 8});
     for (int i = 0; i < 16; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 32});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 32});
     cf_wait_wc(t, "send", 16, cf_ms(t, 2000));
     for (int i = 0; i < t->p->n_log; i++)
         if (cf_is_data(t->p->log[i], NULL) &&
@@ -54,8 +54,7 @@ static void enc_port_range(struct cf_t *t)
 static void enc_any_src_port(struct cf_t *t)
 {
     cf_open(t, NULL);
-    CF_REQUIRE(t, cf_sock_open(&t->p->s2, t->ip, 0) == 0,
-               "no second socket");
+    CF_REQUIRE(t, cf_sock_open(&t->p->s2, t->ip, 0) == 0, "no second socket");
     uint8_t d[64], got[64];
     for (int i = 0; i < 4; i++) {
         cf_pattern(d, sizeof(d), 81 + (uint32_t)i);
@@ -71,8 +70,9 @@ static void enc_any_src_port(struct cf_t *t)
                  "a WRITE from source port %u was not acknowledged",
                  i % 2 ? t->p->s2.port : t->p->s.port);
         cf_iut_read(t, 0x2000 + (uint32_t)i * 64, got, sizeof(got));
-        CF_CHECK(t, !memcmp(got, d, sizeof(d)), "a WRITE from port %u did "
-                                                "not land",
+        CF_CHECK(t, !memcmp(got, d, sizeof(d)),
+                 "a WRITE from port %u did "
+                 "not land",
                  i % 2 ? t->p->s2.port : t->p->s.port);
     }
     for (int i = 0; i < t->p->n_log; i++)
@@ -87,15 +87,16 @@ static void enc_max_size(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.mtu = 4096});
     cf_peer_recv(t, 0, 0, 64);
-    cf_post(t, &(struct cf_wr){.op = "write_imm", .wr_id = 1, .len = 9000,
-                               .imm = 1});
+    cf_post(t, &(struct cf_wr){
+                   .op = "write_imm", .wr_id = 1, .len = 9000, .imm = 1});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
     size_t max = 0;
     for (int i = 0; i < t->p->n_log; i++)
         if (t->p->log[i]->len > max)
             max = t->p->log[i]->len;
-    CF_CHECK(t, max == 4096 + 60, "the largest packet is %zu bytes, expected "
-                                  "4156",
+    CF_CHECK(t, max == 4096 + 60,
+             "the largest packet is %zu bytes, expected "
+             "4156",
              max);
 }
 
@@ -111,8 +112,8 @@ static void enc_df(struct cf_t *t)
         cf_skip(t, "an IPv4 run");
     }
     for (int i = 0; i < 8; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 2000});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = (uint64_t)i + 1, .len = 2000});
     int total = 0, df = 0;
     uint64_t end = cf_now() + cf_ms_ns(t, 100);
     while (cf_now() < end) {
@@ -135,24 +136,29 @@ static void enc_udp_csum(struct cf_t *t)
     cf_open(t, NULL);
     if (t->p->iut_family != 4)
         cf_skip(t, "an IPv4 run");
-    uint8_t b[20];
+    uint8_t b[CF_PKT_MAX];
     for (int pass = 0; pass < 3; pass++) {
         struct mroce_hdr h = cf_hdr(t, MROCE_OP_PROBE, 2);
-        h.psn = cf_next_psn(t, 2);
+        h.psn = t->p->psn[2]; /* taken only once the PROBE is */
         h.flags = MROCE_HF_ACKREQ;
-        mroce_wire_encode(&h, NULL, 0, b, sizeof(b));
+        int n = mroce_wire_encode(&h, NULL, 0, b, sizeof(b));
+        CF_REQUIRE(t, n > 0, "cannot encode a PROBE");
         uint16_t good = cf_udp_csum(t->p->s.ip, t->p->iut_ip, t->p->s.port,
-                                    t->p->iut_port, b, sizeof(b));
-        uint16_t cs = pass == 0 ? (uint16_t)(good ^ 0x0101) : pass == 1 ? 0
-                                                                       : good;
-        if (cf_raw_udp(t->p->iut_ip, t->p->s.port, t->p->iut_port, b,
-                       sizeof(b), cs) < 0)
+                                    t->p->iut_port, b, (size_t)n);
+        uint16_t cs = pass == 0   ? (uint16_t)(good ^ 0x0101)
+                      : pass == 1 ? 0
+                                  : good;
+        if (cf_raw_udp(t->p->iut_ip, t->p->s.port, t->p->iut_port, b, (size_t)n,
+                       cs) < 0)
             cf_skip(t, "needs root for a raw socket");
         cf_note_sent(t->p, &h);
         uint16_t path = 2;
-        const struct cf_pkt *a = cf_wait(t, cf_is_ack_for, &path,
-                                         cf_ms(t, pass ? 1000 : 50));
-        bool acked = a && a->h.sack_high == h.psn;
+        const struct cf_pkt *a =
+            cf_wait(t, cf_is_ack_for, &path, cf_ms(t, pass ? 1000 : 50));
+        /* R-VAL-4: the answer names the PROBE; R-VAL-2: recorded */
+        bool acked = a && a->h.psn == h.psn && a->h.sack_high == h.psn;
+        if (acked)
+            t->p->psn[2]++;
         if (pass == 0)
             CF_CHECK(t, !acked, "a PROBE with a wrong UDP checksum was taken");
         else

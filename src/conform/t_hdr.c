@@ -67,9 +67,11 @@ static void hdr_write(struct cf_t *t)
     uint8_t d[100];
     cf_pattern(d, sizeof(d), 11);
     cf_iut_write(t, 0, d, sizeof(d));
-    const struct cf_pkt *pk = hdr_iut_data(
-        t, &(struct cf_wr){.op = "write", .wr_id = 1, .stream = 1,
-                           .len = sizeof(d), .roff = 0x1230});
+    const struct cf_pkt *pk = hdr_iut_data(t, &(struct cf_wr){.op = "write",
+                                                              .wr_id = 1,
+                                                              .stream = 1,
+                                                              .len = sizeof(d),
+                                                              .roff = 0x1230});
     hdr_mth(t, pk, MROCE_OP_WRITE);
     hdr_dxh(t, pk, 1, sizeof(d));
     CF_CHECK(t, BE64(pk, 36) == t->p->mem_va + 0x1230, "RETH va 0x%llx",
@@ -89,14 +91,17 @@ static void hdr_write_imm(struct cf_t *t)
     cf_pattern(d, sizeof(d), 12);
     cf_iut_write(t, 0, d, sizeof(d));
     cf_peer_recv(t, 0, 0, 64);
-    const struct cf_pkt *pk = hdr_iut_data(
-        t, &(struct cf_wr){.op = "write_imm", .wr_id = 1, .len = sizeof(d),
-                           .roff = 64, .imm = 0xA1B2C3D4u});
+    const struct cf_pkt *pk =
+        hdr_iut_data(t, &(struct cf_wr){.op = "write_imm",
+                                        .wr_id = 1,
+                                        .len = sizeof(d),
+                                        .roff = 64,
+                                        .imm = 0xA1B2C3D4u});
     hdr_mth(t, pk, MROCE_OP_WRITE_IMM);
     hdr_dxh(t, pk, 0, sizeof(d));
-    CF_CHECK(t, BE64(pk, 36) == t->p->mem_va + 64 &&
-                    BE32(pk, 44) == t->p->mem_rkey,
-             "RETH differs from the work request");
+    CF_CHECK(
+        t, BE64(pk, 36) == t->p->mem_va + 64 && BE32(pk, 44) == t->p->mem_rkey,
+        "RETH differs from the work request");
     CF_CHECK(t, BE32(pk, 48) == 0, "SNH (bytes 48-51) is %u, expected 0",
              BE32(pk, 48));
     CF_CHECK(t, BE32(pk, 52) == 0xA1B2C3D4u,
@@ -113,8 +118,8 @@ static void hdr_send(struct cf_t *t)
     cf_iut_write(t, 0, d, sizeof(d));
     cf_peer_recv(t, 1, 0, 64);
     const struct cf_pkt *pk = hdr_iut_data(
-        t, &(struct cf_wr){.op = "send", .wr_id = 1, .stream = 1,
-                           .len = sizeof(d)});
+        t, &(struct cf_wr){
+               .op = "send", .wr_id = 1, .stream = 1, .len = sizeof(d)});
     hdr_mth(t, pk, MROCE_OP_SEND);
     hdr_dxh(t, pk, 1, sizeof(d));
     CF_CHECK(t, BE32(pk, 36) == 0, "SNH (bytes 36-39) is %u", BE32(pk, 36));
@@ -130,8 +135,9 @@ static void hdr_send_imm(struct cf_t *t)
     cf_iut_write(t, 0, d, sizeof(d));
     cf_peer_recv(t, 0, 0, 64);
     const struct cf_pkt *pk = hdr_iut_data(
-        t, &(struct cf_wr){.op = "send_imm", .wr_id = 1, .len = sizeof(d),
-                           .imm = 0x01020304});
+        t,
+        &(struct cf_wr){
+            .op = "send_imm", .wr_id = 1, .len = sizeof(d), .imm = 0x01020304});
     hdr_mth(t, pk, MROCE_OP_SEND_IMM);
     hdr_dxh(t, pk, 0, sizeof(d));
     CF_CHECK(t, BE32(pk, 36) == 0 && BE32(pk, 40) == 0x01020304,
@@ -145,12 +151,13 @@ static void hdr_read_req(struct cf_t *t)
     cf_open(t, NULL);
     cf_pattern(t->p->mem + 0x2000, 5000, 15);
     const struct cf_pkt *pk = hdr_iut_data(
-        t, &(struct cf_wr){.op = "read", .wr_id = 1, .len = 5000,
-                           .roff = 0x2000});
+        t,
+        &(struct cf_wr){.op = "read", .wr_id = 1, .len = 5000, .roff = 0x2000});
     hdr_mth(t, pk, MROCE_OP_READ_REQ);
     hdr_dxh(t, pk, 0, 5000);
-    CF_CHECK(t, BE64(pk, 36) == t->p->mem_va + 0x2000 &&
-                    BE32(pk, 44) == t->p->mem_rkey,
+    CF_CHECK(t,
+             BE64(pk, 36) == t->p->mem_va + 0x2000 &&
+                 BE32(pk, 44) == t->p->mem_rkey,
              "RETH differs from the work request");
     CF_CHECK(t, pk->len == 52, "READ_REQ of %zu bytes, expected 52", pk->len);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
@@ -168,8 +175,11 @@ static void hdr_read_resp(struct cf_t *t)
     uint8_t d[2500];
     cf_pattern(d, sizeof(d), 16);
     cf_iut_write(t, 0x400, d, sizeof(d));
-    struct cf_msg m = {.op = MROCE_OP_READ_REQ, .stream = 1, .roff = 0x400,
-                       .len = sizeof(d), .path = 0};
+    struct cf_msg m = {.op = MROCE_OP_READ_REQ,
+                       .stream = 1,
+                       .roff = 0x400,
+                       .len = sizeof(d),
+                       .path = 0};
     cf_send_msg(t, &m);
     const struct cf_pkt *r[3];
     for (int i = 0; i < 3; i++) {
@@ -180,8 +190,9 @@ static void hdr_read_resp(struct cf_t *t)
         CF_CHECK(t, BE32(r[i], 16) == cf_iut_dsn(t, (uint32_t)i),
                  "READ_RESP DSN %u, expected %u (the responder's own DSNs)",
                  BE32(r[i], 16), cf_iut_dsn(t, (uint32_t)i));
-        CF_CHECK(t, BE16(r[i], 20) == 1 && BE32(r[i], 24) == m.msn &&
-                        BE32(r[i], 28) == sizeof(d) && BE16(r[i], 22) == 0,
+        CF_CHECK(t,
+                 BE16(r[i], 20) == 1 && BE32(r[i], 24) == m.msn &&
+                     BE32(r[i], 28) == sizeof(d) && BE16(r[i], 22) == 0,
                  "READ_RESP stream %u msn %u msg_len %u", BE16(r[i], 20),
                  BE32(r[i], 24), BE32(r[i], 28));
         uint32_t off = BE32(r[i], 32), n = off == 2048 ? 452 : 1024;
@@ -226,9 +237,13 @@ static void hdr_nack(struct cf_t *t)
 {
     cf_open(t, NULL);
     uint8_t d[16] = {2};
-    t->p->psn[1] = 0;
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .stream = 1, .data = d, .len = 16,
-                       .path = 1, .rkey = t->iut.rkey ^ 0x80000001u,
+    t->p->psn[1] = 5; /* not 0: the NACK must name this PSN (R-HDR-9) */
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .stream = 1,
+                       .data = d,
+                       .len = 16,
+                       .path = 1,
+                       .rkey = t->iut.rkey ^ 0x80000001u,
                        .rkey_set = true};
     cf_send_msg(t, &m);
     const struct cf_pkt *pk = cf_wait_nack(t, cf_ms(t, 2000));
@@ -236,10 +251,11 @@ static void hdr_nack(struct cf_t *t)
     hdr_mth(t, pk, MROCE_OP_NACK);
     CF_CHECK(t, pk->len == 36, "NACK of %zu bytes, expected 36", pk->len);
     CF_CHECK(t, BE16(pk, 2) == 1 && BE32(pk, 8) == m.psn[0],
-             "NACK path %u psn %u, expected 1 and %u", BE16(pk, 2),
-             BE32(pk, 8), m.psn[0]);
-    CF_CHECK(t, BE32(pk, 16) == m.first_dsn && BE16(pk, 20) == 1 &&
-                    BE32(pk, 24) == m.msn,
+             "NACK path %u psn %u, expected 1 and %u", BE16(pk, 2), BE32(pk, 8),
+             m.psn[0]);
+    CF_CHECK(t,
+             BE32(pk, 16) == m.first_dsn && BE16(pk, 20) == 1 &&
+                 BE32(pk, 24) == m.msn,
              "NKH dsn %u stream %u msn %u, expected %u 1 %u", BE32(pk, 16),
              BE16(pk, 20), BE32(pk, 24), m.first_dsn, m.msn);
     CF_CHECK(t, pk->buf[22] == MROCE_NAK_REMOTE_ACCESS,
@@ -249,29 +265,48 @@ static void hdr_nack(struct cf_t *t)
              BE32(pk, 28));
 }
 
+/* The IUT sends n one-packet WRITEs, all acknowledged: its next DSN is
+ * then init_dsn + n. */
+static void hdr_iut_writes(struct cf_t *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        cf_post(t, &(struct cf_wr){.op = "write",
+                                   .wr_id = (uint64_t)i + 1,
+                                   .len = 16,
+                                   .roff = (uint32_t)i * 16});
+    cf_wc_is(t, cf_wait_wc(t, "send", n, cf_ms(t, 2000)), n, "SUCCESS");
+}
+
+/* R-CONN-10, R-HDR-9, R-VAL-5: MTH only, psn = the closer's next DSN. */
 static void hdr_close(struct cf_t *t)
 {
     cf_open(t, NULL);
     cf_need(t, "conn.disconnect");
+    hdr_iut_writes(t, 3);
     json_decref(cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_disconnect",
                                      "conn", t->iut.conn)));
     const struct cf_pkt *pk = cf_wait_op(t, MROCE_OP_CLOSE, cf_ms(t, 2000));
     CF_REQUIRE(t, pk, "no CLOSE after a disconnect");
     hdr_mth(t, pk, MROCE_OP_CLOSE);
-    CF_CHECK(t, pk->len == 20 && BE32(pk, 8) == 0,
-             "CLOSE of %zu bytes, psn %u", pk->len, BE32(pk, 8));
+    CF_CHECK(t, pk->len == 20 && BE32(pk, 8) == cf_iut_dsn(t, 3),
+             "CLOSE of %zu bytes, psn %u, expected 20 bytes and the next "
+             "DSN %u",
+             pk->len, BE32(pk, 8), cf_iut_dsn(t, 3));
 }
 
 static void hdr_close_ack(struct cf_t *t)
 {
     cf_open(t, NULL);
+    hdr_iut_writes(t, 2);
     struct mroce_hdr h = cf_hdr(t, MROCE_OP_CLOSE, 1);
     cf_send(t, &h, NULL, 0);
     const struct cf_pkt *pk = cf_wait_op(t, MROCE_OP_CLOSE_ACK, cf_ms(t, 2000));
     CF_REQUIRE(t, pk, "no CLOSE_ACK for a CLOSE");
     hdr_mth(t, pk, MROCE_OP_CLOSE_ACK);
-    CF_CHECK(t, pk->len == 20 && BE32(pk, 8) == 0,
-             "CLOSE_ACK of %zu bytes, psn %u", pk->len, BE32(pk, 8));
+    CF_CHECK(t, pk->len == 20 && BE32(pk, 8) == cf_iut_dsn(t, 2),
+             "CLOSE_ACK of %zu bytes, psn %u, expected 20 bytes and the "
+             "next DSN %u",
+             pk->len, BE32(pk, 8), cf_iut_dsn(t, 2));
 }
 
 /* ---- receipt: reserved and defined-zero fields are ignored ---- */
@@ -342,10 +377,9 @@ static void hdr_nack_res_ignored(struct cf_t *t)
     n.nak_info = 77; /* defined zero for this syndrome: ignored */
     static const uint8_t res = 0xFF;
     cf_send_x(t, &n, NULL, 0,
-              &(struct cf_tx){.ecn = 2, .patch = &res, .patch_off = 23,
-                              .patch_len = 1});
-    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1,
-             "REM_ACCESS_ERR");
+              &(struct cf_tx){
+                  .ecn = 2, .patch = &res, .patch_off = 23, .patch_len = 1});
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "REM_ACCESS_ERR");
 }
 
 static void hdr_close_psn_ignored(struct cf_t *t)
@@ -382,12 +416,8 @@ static void hdr_sack_layout(struct cf_t *t)
 {
     cf_open(t, NULL);
     static const uint32_t psns[] = {0, 3, 64, 65, 127, 128, 191, 200, 255};
-    for (size_t i = 0; i < sizeof(psns) / sizeof(psns[0]); i++) {
-        struct mroce_hdr h = cf_hdr(t, MROCE_OP_PROBE, 1);
-        h.psn = psns[i];
-        h.flags = MROCE_HF_ACKREQ;
-        cf_send(t, &h, NULL, 0);
-    }
+    for (size_t i = 0; i < sizeof(psns) / sizeof(psns[0]); i++)
+        cf_write_at(t, 1, psns[i], (uint32_t)cf_now(), 2);
     t->p->psn[1] = 256;
     uint8_t want[32] = {0};
     for (size_t i = 0; i < sizeof(psns) / sizeof(psns[0]); i++) {
@@ -398,7 +428,7 @@ static void hdr_sack_layout(struct cf_t *t)
     uint16_t path = 1;
     while ((pk = cf_wait(t, cf_is_ack_for, &path, cf_ms(t, 300))))
         last = pk;
-    CF_REQUIRE(t, last, "no ACK for PROBEs on path 1");
+    CF_REQUIRE(t, last, "no ACK for WRITEs on path 1");
     CF_CHECK(t, last->h.sack_high == 255, "sack_high %u, expected 255",
              last->h.sack_high);
     for (int i = 0; i < 32; i++)
@@ -453,8 +483,9 @@ static void hdr_crc_values(struct cf_t *t)
 }
 
 const struct cf_test cf_t_hdr[] = {
-    CF_TEST("hdr.write.layout", "3.5", "R-HDR-1 R-HDR-2 R-HDR-4 R-HDR-11 R-HDR-12",
-            MUST, "a WRITE, byte by byte", hdr_write),
+    CF_TEST("hdr.write.layout", "3.5",
+            "R-HDR-1 R-HDR-2 R-HDR-4 R-HDR-11 R-HDR-12", MUST,
+            "a WRITE, byte by byte", hdr_write),
     CF_TEST("hdr.write_imm.layout", "3.2", "R-HDR-5 R-HDR-13", MUST,
             "a WRITE_IMM: SNH at bytes 48-51, IMM at 52-55", hdr_write_imm),
     CF_TEST("hdr.send.layout", "3.6", "R-HDR-4 R-HDR-5", MUST,
@@ -468,8 +499,8 @@ const struct cf_test cf_t_hdr[] = {
             hdr_read_resp),
     CF_TEST("hdr.ack.layout", "3.8", "R-HDR-8 R-HDR-9 R-HDR-14 R-ACK-2", MUST,
             "an ACK, byte by byte", hdr_ack),
-    CF_TEST("hdr.nack.layout", "3.9", "R-HDR-15 R-HDR-8 R-HDR-9 R-NACK-1",
-            MUST, "a NACK, byte by byte", hdr_nack),
+    CF_TEST("hdr.nack.layout", "3.9", "R-HDR-15 R-HDR-8 R-HDR-9 R-NACK-1", MUST,
+            "a NACK, byte by byte", hdr_nack),
     CF_TEST("hdr.close.layout", "4.4", "R-CONN-10 R-HDR-9", MUST,
             "a CLOSE: MTH only, psn 0", hdr_close),
     CF_TEST("hdr.close_ack.layout", "4.4", "R-CONN-10 R-HDR-9", MUST,

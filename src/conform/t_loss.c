@@ -1,9 +1,9 @@
 /* Section 6.3: loss detection and retransmission. The suite drops chosen
  * transmissions of the IUT's data and checks what comes back and when.
- * Most tests make the IUT take no RTT sample (the suite's ACKs echo a ts
- * from the future, R-RTT-1) so that no tail-loss probe (R-RTT-7) can
- * blur which rule resent what: a loss is then found by the SACK rule or
- * by the RTO only. */
+ * So that no tail-loss probe (R-RTT-7) blurs which rule resent what, the
+ * tests of the SACK rule announce an ack_delay just below the IUT's
+ * min_rto (slow_tlp: the PTO counts it), and the test of the RTO lets the
+ * IUT take no RTT sample at all (nothing is acknowledged before it). */
 #include <string.h>
 
 #include "conform/cf.h"
@@ -11,39 +11,43 @@
 /* R-LOSS-1, R-LOSS-2: a hole below sack_high is a loss at once. */
 static void loss_sack_hole(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 40000000});
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 1, .min_rto_ns = 40000000, .slow_tlp = true});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 1), .times = 1};
-    t->p->no_rtt = true;
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 4096});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
-    const struct cf_pkt *orig = cf_nth_tx(t, d.dsn, 0), *re = cf_nth_tx(t, d.dsn, 1);
+    const struct cf_pkt *orig = cf_nth_tx(t, d.dsn, 0),
+                        *re = cf_nth_tx(t, d.dsn, 1);
     CF_REQUIRE(t, orig && re, "DSN 1 was not sent again");
     double ms = (double)(re->t - orig->t) / 1e6;
-    double rto = (double)t->iut.timers.initial_rto_ns / 1e6;
-    CF_CHECK(t, ms < rto / 2,
+    double pto = (double)cf_my_ack_delay(t) / 1e6; /* PTO >= ack_delay */
+    CF_CHECK(t, ms < pto / 2,
              "DSN 1 sent again %.1f ms after its loss showed in a SACK "
-             "(initial RTO %.0f ms): the hole was not taken as a loss",
-             ms, rto);
+             "(tail-loss probe not before %.0f ms): the hole was not taken "
+             "as a loss",
+             ms, pto);
 }
 
 /* R-LOSS-3: the retransmission repeats the original after the MTH. */
 static void loss_retx_bytes(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 40000000});
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 1, .min_rto_ns = 40000000, .slow_tlp = true});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 2), .times = 1};
-    t->p->no_rtt = true;
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_peer_recv(t, 0, 0, 8192);
-    cf_post(t, &(struct cf_wr){.op = "send_imm", .wr_id = 1, .len = 4000,
-                               .imm = 0xCAFEBABE});
+    cf_post(t,
+            &(struct cf_wr){
+                .op = "send_imm", .wr_id = 1, .len = 4000, .imm = 0xCAFEBABE});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
-    const struct cf_pkt *o = cf_nth_tx(t, d.dsn, 0), *r = cf_nth_tx(t, d.dsn, 1);
+    const struct cf_pkt *o = cf_nth_tx(t, d.dsn, 0),
+                        *r = cf_nth_tx(t, d.dsn, 1);
     CF_REQUIRE(t, o && r, "DSN 2 was not sent again");
-    CF_CHECK(t, r->len == o->len && !memcmp(r->buf + 16, o->buf + 16,
-                                            o->len - 20),
+    CF_CHECK(t,
+             r->len == o->len && !memcmp(r->buf + 16, o->buf + 16, o->len - 20),
              "the retransmission differs from the original after the MTH");
     CF_CHECK(t, r->h.flags & MROCE_HF_RETX, "RETX not set on a retransmission");
     CF_CHECK(t, r->h.opcode == o->h.opcode, "the opcode changed");
@@ -54,20 +58,20 @@ static void loss_retx_bytes(struct cf_t *t)
 }
 
 /* R-RTT-6, R-LOSS-4: an RTO resends on another ACTIVE path; the timed-out
- * path gets a new source port and a PROBE. */
+ * path gets a new source port and a PROBE. The only packet is lost, so
+ * the IUT has no RTT estimate and no tail-loss probe: its RTO is the
+ * initial one. */
 static void loss_rto_other_path(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 4});
-    struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 1), .times = 1};
-    t->p->no_rtt = true;
+    struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 0), .times = 1};
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
-    for (int i = 0; i < 4; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .len = 64, .roff = (uint32_t)i * 64});
-    cf_wc_is(t, cf_wait_wc(t, "send", 4, cf_ms(t, 2000)), 4, "SUCCESS");
-    const struct cf_pkt *o = cf_nth_tx(t, d.dsn, 0), *r = cf_nth_tx(t, d.dsn, 1);
-    CF_REQUIRE(t, o && r, "DSN 1 was not sent again");
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 2000)), 1, "SUCCESS");
+    const struct cf_pkt *o = cf_nth_tx(t, d.dsn, 0),
+                        *r = cf_nth_tx(t, d.dsn, 1);
+    CF_REQUIRE(t, o && r, "DSN %u was not sent again", d.dsn);
     double ms = cf_ts_ms(o, r); /* the IUT's own clock */
     double rto = (double)t->iut.timers.initial_rto_ns / 1e6;
     CF_CHECK(t, ms > rto * 0.99,
@@ -78,18 +82,23 @@ static void loss_rto_other_path(struct cf_t *t)
              (long long)cf_counter(t, "conn", "lost_pto"),
              (long long)cf_counter(t, "conn", "lost_rto"));
     CF_CHECK(t, r->h.path != o->h.path,
-             "DSN 1 resent on the path it was lost on (%u)", o->h.path);
+             "DSN %u resent on the path it was lost on (%u)", d.dsn, o->h.path);
     const struct cf_pkt *pr = cf_find(t, 0, MROCE_OP_PROBE, 0);
     CF_CHECK(t, pr && pr->h.path == o->h.path && (pr->h.flags & MROCE_HF_RETX),
              "no PROBE with RETX on the timed-out path %u", o->h.path);
+    /* R-PATH-6: the timed-out path moved to a new source port */
+    if (pr)
+        CF_CHECK(t, pr->sport != o->sport,
+                 "the PROBE after the RTO left from the lost packet's port %u",
+                 o->sport);
 }
 
 /* R-DSN-8, R-LOSS-5: a DSN acknowledged by dsn_cum is not resent, even
  * when the same ACK shows its transmission lost. */
 static void loss_acked_not_resent(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 40000000});
-    t->p->no_rtt = true;
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 1, .min_rto_ns = 40000000, .slow_tlp = true});
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 3072});
     for (int i = 0; i < 3; i++)
@@ -113,10 +122,11 @@ static void loss_acked_not_resent(struct cf_t *t)
  * shows DSN 1 lost and opens the window for DSN 4 at once. */
 static void loss_retx_first(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .my_dsn_window = 4,
-                                 .min_rto_ns = 40000000});
+    cf_open(t, &(struct cf_open){.n_paths = 1,
+                                 .my_dsn_window = 4,
+                                 .min_rto_ns = 40000000,
+                                 .slow_tlp = true});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 1), .times = 1};
-    t->p->no_rtt = true;
     t->p->auto_ack = false;
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
@@ -157,13 +167,13 @@ static void loss_third_twice(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 4, .tail_copies = 1});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 0), .times = 2};
-    t->p->no_rtt = true;
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 3000)), 1, "SUCCESS");
     cf_pump(t, 10);
-    const struct cf_pkt *a = cf_nth_tx(t, d.dsn, 2), *b = cf_nth_tx(t, d.dsn, 3);
+    const struct cf_pkt *a = cf_nth_tx(t, d.dsn, 2),
+                        *b = cf_nth_tx(t, d.dsn, 3);
     CF_CHECK(t, a && b && a->h.path != b->h.path,
              "the third transmission of a DSN lost twice went out %s",
              !b ? "once" : "twice on one path");

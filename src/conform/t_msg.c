@@ -37,8 +37,10 @@ static void msg_pkt_iut(struct cf_t *t)
 {
     cf_open(t, NULL);
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 2560});
-    cf_post(t, &(struct cf_wr){.op = "read", .wr_id = 2, .stream = 1,
-                               .len = 10000, .off = 8192});
+    cf_post(
+        t,
+        &(struct cf_wr){
+            .op = "read", .wr_id = 2, .stream = 1, .len = 10000, .off = 8192});
     cf_wait_wc(t, "send", 2, cf_ms(t, 2000));
     static const uint32_t off[] = {0, 1024, 2048}, len[] = {1024, 1024, 512};
     int w = 0, r = 0;
@@ -84,41 +86,76 @@ static void msg_bad_pkt(struct cf_t *t)
     cf_pattern(d, sizeof(d), 61);
     cf_iut_read(t, b->offset % 4096, before, sizeof(before));
     msg_pkt(t, b->op, t->p->msn[0]++, b->msg_len, b->offset, d, b->len);
-    cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)),
-               MROCE_NAK_INVALID_REQUEST, b->what);
+    cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)), MROCE_NAK_INVALID_REQUEST,
+               b->what);
     cf_iut_read(t, b->offset % 4096, after, sizeof(after));
-    CF_CHECK(t, !memcmp(before, after, sizeof(after)),
-             "%s was placed", b->what);
+    CF_CHECK(t, !memcmp(before, after, sizeof(after)), "%s was placed",
+             b->what);
 }
 
 /* ---- zero-length messages (R-MSG-2) ---- */
 
-static void msg_zero_write(struct cf_t *t)
+/* R-MSG-2, R-MSG-4, R-MSG-9: a zero-length WRITE or READ has the checks
+ * of any other: a key of the connection's domain with the right, a va in
+ * the region, its end included. */
+struct zero_case {
+    uint8_t op;
+    int key;      /* 0 the region's, 1 bogus */
+    uint32_t off; /* va = region + off */
+    bool ok;
+    const char *what;
+};
+
+static const struct zero_case zero_cases[] = {
+    {MROCE_OP_WRITE, 0, 0x100, true, "a zero-length WRITE"},
+    {MROCE_OP_WRITE, 0, CF_IUT_MR_LEN, true,
+     "a zero-length WRITE at the region's end"},
+    {MROCE_OP_WRITE, 1, 0x100, false, "a zero-length WRITE with a bogus key"},
+    {MROCE_OP_WRITE, 0, CF_IUT_MR_LEN + 1, false,
+     "a zero-length WRITE past the region's end"},
+    {MROCE_OP_READ_REQ, 1, 0x100, false, "a zero-length READ with a bogus key"},
+    {MROCE_OP_READ_REQ, 0, CF_IUT_MR_LEN + 1, false,
+     "a zero-length READ past the region's end"},
+};
+
+static void msg_zero_checked(struct cf_t *t)
 {
+    const struct zero_case *z = t->test->arg;
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 0, .va = 0xDEAD0000u,
-                       .rkey = t->iut.rkey ^ 0x55AA55AAu, .rkey_set = true};
+    struct cf_msg m = {.op = z->op,
+                       .len = 0,
+                       .va = t->iut.va + z->off,
+                       .rkey = z->key ? t->iut.rkey ^ 0x55AA55AAu : t->iut.rkey,
+                       .rkey_set = true};
     int from = t->p->n_log;
     cf_send_msg(t, &m);
-    CF_CHECK(t, cf_wait_cum(t, m.first_dsn, cf_ms(t, 1000)),
-             "a zero-length WRITE with a bogus key was not acknowledged");
-    CF_CHECK(t, !cf_count(t, from, MROCE_OP_NACK),
-             "a zero-length WRITE was NACKed: its key must not be checked");
+    if (z->ok) {
+        CF_CHECK(t, cf_wait_cum(t, m.first_dsn, cf_ms(t, 1000)),
+                 "%s was not acknowledged", z->what);
+        CF_CHECK(t, !cf_count(t, from, MROCE_OP_NACK), "%s was NACKed",
+                 z->what);
+        return;
+    }
+    cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)), MROCE_NAK_REMOTE_ACCESS,
+               z->what);
+    CF_CHECK(t, !cf_count(t, from, MROCE_OP_READ_RESP),
+             "%s was answered with a READ_RESP", z->what);
 }
 
 static void msg_zero_read(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_READ_REQ, .len = 0, .va = 0xDEAD0000u,
-                       .rkey = 1, .rkey_set = true};
+    struct cf_msg m = {
+        .op = MROCE_OP_READ_REQ, .len = 0, .va = t->iut.va + CF_IUT_MR_LEN};
     cf_send_msg(t, &m);
     uint8_t op = MROCE_OP_READ_RESP;
     const struct cf_pkt *r = cf_wait(t, cf_is_op, &op, cf_ms(t, 1000));
     CF_REQUIRE(t, r, "no READ_RESP for a zero-length READ");
-    CF_CHECK(t, r->h.msg_len == 0 && r->h.offset == 0 &&
-                    r->h.payload_len == 0 && r->h.msn == m.msn,
-             "READ_RESP msg_len %u offset %u payload %u msn %u",
-             r->h.msg_len, r->h.offset, r->h.payload_len, r->h.msn);
+    CF_CHECK(t,
+             r->h.msg_len == 0 && r->h.offset == 0 && r->h.payload_len == 0 &&
+                 r->h.msn == m.msn,
+             "READ_RESP msg_len %u offset %u payload %u msn %u", r->h.msg_len,
+             r->h.offset, r->h.payload_len, r->h.msn);
     cf_pump(t, 20);
     CF_CHECK(t, cf_count(t, 0, MROCE_OP_READ_RESP) == 1,
              "%d READ_RESPs for a zero-length READ, expected exactly 1",
@@ -130,8 +167,8 @@ static void msg_zero_read_requester(struct cf_t *t)
 {
     cf_open(t, NULL);
     t->p->auto_read = false;
-    cf_post(t, &(struct cf_wr){.op = "read", .wr_id = 1, .len = 0,
-                               .no_mr = true});
+    cf_post(t,
+            &(struct cf_wr){.op = "read", .wr_id = 1, .len = 0, .no_mr = true});
     const struct cf_pkt *rq = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
     CF_REQUIRE(t, rq && rq->h.opcode == MROCE_OP_READ_REQ, "no READ_REQ");
     cf_pump(t, 20);
@@ -153,15 +190,15 @@ enum { CH_LEN, CH_VA, CH_RKEY, CH_OP, CH_IMM, CH_SSN };
 static void msg_changed(struct cf_t *t)
 {
     int what = *(const int *)t->test->arg;
-    static const char *const names[] = {"msg_len", "va", "rkey", "opcode",
-                                        "imm", "ssn"};
+    static const char *const names[] = {"msg_len", "va",  "rkey",
+                                        "opcode",  "imm", "ssn"};
     cf_open(t, NULL);
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 8192});
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 8192});
     uint8_t d[2048];
     cf_pattern(d, sizeof(d), 62);
-    uint8_t op = what == CH_IMM || what == CH_SSN ? MROCE_OP_WRITE_IMM
-                                                  : MROCE_OP_WRITE;
+    uint8_t op =
+        what == CH_IMM || what == CH_SSN ? MROCE_OP_WRITE_IMM : MROCE_OP_WRITE;
     uint32_t msn = t->p->msn[0]++;
     struct mroce_hdr h = cf_data_hdr(t, op, 0);
     h.msn = msn;
@@ -170,10 +207,17 @@ static void msg_changed(struct cf_t *t)
     h.rkey = t->iut.rkey;
     h.imm = 7;
     cf_send(t, &h, d, 1024);
-    h = (struct mroce_hdr){.opcode = op, .path = 0, .conn = t->p->iut_id,
-                           .psn = cf_next_psn(t, 0), .dsn = cf_next_dsn(t),
-                           .msn = msn, .msg_len = 2048, .offset = 1024,
-                           .va = t->iut.va, .rkey = t->iut.rkey, .imm = 7,
+    h = (struct mroce_hdr){.opcode = op,
+                           .path = 0,
+                           .conn = t->p->iut_id,
+                           .psn = cf_next_psn(t, 0),
+                           .dsn = cf_next_dsn(t),
+                           .msn = msn,
+                           .msg_len = 2048,
+                           .offset = 1024,
+                           .va = t->iut.va,
+                           .rkey = t->iut.rkey,
+                           .imm = 7,
                            .flags = MROCE_HF_ACKREQ};
     if (what == CH_LEN)
         h.msg_len = 3072;
@@ -198,8 +242,11 @@ static const int ch_len = CH_LEN, ch_va = CH_VA, ch_rkey = CH_RKEY,
 static void msg_stream_range(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .stream = t->p->n_streams,
-                       .len = 8, .data = "stream!!", .msn_set = true,
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .stream = t->p->n_streams,
+                       .len = 8,
+                       .data = "stream!!",
+                       .msn_set = true,
                        .msn = t->p->msn[0]};
     msg_nacked(t, &m, MROCE_NAK_INVALID_REQUEST, "a stream >= S");
 }
@@ -220,8 +267,11 @@ static void msg_write_refused(struct cf_t *t, struct cf_msg *m,
 static void msg_write_bad_key(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 64, .data = t->p->mem,
-                       .rkey = t->iut.rkey + 1, .rkey_set = true};
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 64,
+                       .data = t->p->mem,
+                       .rkey = t->iut.rkey + 1,
+                       .rkey_set = true};
     msg_write_refused(t, &m, 0, "a WRITE with an unknown rkey");
 }
 
@@ -232,8 +282,12 @@ static void msg_write_no_right(struct cf_t *t)
     CF_REQUIRE(t, cf_iut_mr(t, 4096, "remote_read", &ro),
                "a read-only region could not be registered");
     uint8_t d[64] = {1};
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 64, .data = d,
-                       .va = ro.va, .rkey = ro.rkey, .rkey_set = true};
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 64,
+                       .data = d,
+                       .va = ro.va,
+                       .rkey = ro.rkey,
+                       .rkey_set = true};
     msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS,
                "a WRITE to a region without remote write");
 }
@@ -243,8 +297,8 @@ static void msg_write_bounds(struct cf_t *t)
     cf_open(t, NULL);
     uint8_t d[64];
     cf_pattern(d, sizeof(d), 63);
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 64, .data = d,
-                       .roff = CF_IUT_MR_LEN - 63};
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = 64, .data = d, .roff = CF_IUT_MR_LEN - 63};
     msg_write_refused(t, &m, CF_IUT_MR_LEN - 64,
                       "a WRITE one byte past the region");
 }
@@ -253,8 +307,8 @@ static void msg_write_overflow(struct cf_t *t)
 {
     cf_open(t, NULL);
     uint8_t d[64] = {2};
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 64, .data = d,
-                       .va = UINT64_MAX - 31};
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = 64, .data = d, .va = UINT64_MAX - 31};
     msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS,
                "a WRITE whose end wraps past 2^64");
 }
@@ -264,10 +318,10 @@ static void msg_write_placed(struct cf_t *t)
     cf_open(t, NULL);
     uint8_t d[3000], got[3000];
     cf_pattern(d, sizeof(d), 64);
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 64,
-                               .off = 0x20000});
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .roff = 0x10000};
+    cf_post(t, &(struct cf_wr){
+                   .op = "recv", .wr_id = 9, .len = 64, .off = 0x20000});
+    struct cf_msg m = {
+        .op = MROCE_OP_WRITE, .len = sizeof(d), .data = d, .roff = 0x10000};
     cf_send_msg(t, &m);
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn + 2, cf_ms(t, 1000)),
              "a 3-packet WRITE was not acknowledged");
@@ -288,17 +342,20 @@ static void msg_write_imm(struct cf_t *t)
     uint8_t d[1500], before[64], after[64];
     cf_pattern(d, sizeof(d), 65);
     cf_iut_read(t, 0x30000, before, sizeof(before));
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 16,
-                               .off = 0x30000});
-    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM, .len = sizeof(d), .data = d,
-                       .roff = 0x11000, .imm = 0x11223344};
+    cf_post(t, &(struct cf_wr){
+                   .op = "recv", .wr_id = 9, .len = 16, .off = 0x30000});
+    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM,
+                       .len = sizeof(d),
+                       .data = d,
+                       .roff = 0x11000,
+                       .imm = 0x11223344};
     cf_send_msg(t, &m);
     const struct cf_wc *w = cf_wait_wc(t, "recv", 9, cf_ms(t, 1000));
     cf_wc_is(t, w, 9, "SUCCESS");
     if (w)
-        CF_CHECK(t, w->has_imm && w->imm == 0x11223344 &&
-                        w->byte_len == sizeof(d) &&
-                        !strcmp(w->opcode, "recv_imm"),
+        CF_CHECK(t,
+                 w->has_imm && w->imm == 0x11223344 &&
+                     w->byte_len == sizeof(d) && !strcmp(w->opcode, "recv_imm"),
                  "WRITE_IMM completion: imm %s0x%08x byte_len %u opcode %s",
                  w->has_imm ? "" : "(none) ", w->imm, w->byte_len, w->opcode);
     cf_iut_read(t, 0x30000, after, sizeof(after));
@@ -313,10 +370,13 @@ static void msg_send_placed(struct cf_t *t)
     cf_open(t, NULL);
     uint8_t d[2500], got[2500];
     cf_pattern(d, sizeof(d), 66);
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 4096,
-                               .off = 0x40000});
-    struct cf_msg m = {.op = MROCE_OP_SEND_IMM, .len = sizeof(d), .data = d,
-                       .imm = 99, .reverse = true};
+    cf_post(t, &(struct cf_wr){
+                   .op = "recv", .wr_id = 9, .len = 4096, .off = 0x40000});
+    struct cf_msg m = {.op = MROCE_OP_SEND_IMM,
+                       .len = sizeof(d),
+                       .data = d,
+                       .imm = 99,
+                       .reverse = true};
     cf_send_msg(t, &m);
     const struct cf_wc *w = cf_wait_wc(t, "recv", 9, cf_ms(t, 1000));
     cf_wc_is(t, w, 9, "SUCCESS");
@@ -342,13 +402,15 @@ static void msg_send_too_long(struct cf_t *t)
 static void msg_ssn_sender(struct cf_t *t)
 {
     cf_open(t, NULL);
-    static const char *const ops[] = {"write", "send", "write_imm", "write",
+    static const char *const ops[] = {"write",    "send", "write_imm", "write",
                                       "send_imm", "read", "send"};
     for (int i = 0; i < 3; i++)
         cf_peer_recv(t, 0, (uint32_t)i, 4096);
     for (int i = 0; i < 7; i++)
-        cf_post(t, &(struct cf_wr){.op = ops[i], .wr_id = (uint64_t)i + 1,
-                                   .len = 32, .off = (uint32_t)i * 64,
+        cf_post(t, &(struct cf_wr){.op = ops[i],
+                                   .wr_id = (uint64_t)i + 1,
+                                   .len = 32,
+                                   .off = (uint32_t)i * 64,
                                    .roff = 0x1000 + (uint32_t)i * 64});
     cf_wait_wc(t, "send", 7, cf_ms(t, 2000));
     static const int want[] = {-1, 0, 1, -1, 2, -1, 3};
@@ -367,8 +429,11 @@ static void msg_ssn_sender(struct cf_t *t)
 static void msg_write_imm_rnr_first(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM, .len = 8, .data = "rnrfirst",
-                       .rkey = t->iut.rkey ^ 7, .rkey_set = true};
+    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM,
+                       .len = 8,
+                       .data = "rnrfirst",
+                       .rkey = t->iut.rkey ^ 7,
+                       .rkey_set = true};
     msg_nacked(t, &m, MROCE_NAK_RNR,
                "a WRITE_IMM with a bad key and no receive");
 }
@@ -378,17 +443,21 @@ static void msg_ssn_check(struct cf_t *t)
 {
     cf_open(t, NULL);
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 64,
-                               .off = 64});
-    struct cf_msg m = {.op = MROCE_OP_SEND, .len = 8, .data = "skip-one",
-                       .ssn = 1, .ssn_set = true};
+    cf_post(t,
+            &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 64, .off = 64});
+    struct cf_msg m = {.op = MROCE_OP_SEND,
+                       .len = 8,
+                       .data = "skip-one",
+                       .ssn = 1,
+                       .ssn_set = true};
     cf_send_msg(t, &m);
     const struct cf_pkt *n = cf_wait_nack(t, cf_ms(t, 1000));
     cf_nack_is(t, n, MROCE_NAK_INVALID_REQUEST,
                "a SEND naming receive 1 before receive 0 is used");
     if (n)
-        CF_CHECK(t, n->h.path == 0 && n->h.psn == 0 && n->h.msn == m.msn &&
-                        n->h.stream == m.stream && n->h.dsn == m.first_dsn,
+        CF_CHECK(t,
+                 n->h.path == 0 && n->h.psn == 0 && n->h.msn == m.msn &&
+                     n->h.stream == m.stream && n->h.dsn == m.first_dsn,
                  "the NACK names path %u psn %u msn %u dsn %u", n->h.path,
                  n->h.psn, n->h.msn, n->h.dsn);
     cf_poll(t);
@@ -403,8 +472,10 @@ static void msg_ssn_check(struct cf_t *t)
 static void msg_read_bad_key(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_READ_REQ, .len = 64,
-                       .rkey = t->iut.rkey ^ 3, .rkey_set = true};
+    struct cf_msg m = {.op = MROCE_OP_READ_REQ,
+                       .len = 64,
+                       .rkey = t->iut.rkey ^ 3,
+                       .rkey_set = true};
     msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS, "a READ with an unknown rkey");
 }
 
@@ -414,17 +485,30 @@ static void msg_read_no_right(struct cf_t *t)
     struct cf_mr wo;
     CF_REQUIRE(t, cf_iut_mr(t, 4096, "local_write remote_write", &wo),
                "a write-only region could not be registered");
-    struct cf_msg m = {.op = MROCE_OP_READ_REQ, .len = 64, .va = wo.va,
-                       .rkey = wo.rkey, .rkey_set = true};
-    msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS,
+    struct cf_msg m = {.op = MROCE_OP_READ_REQ,
+                       .len = 64,
+                       .va = wo.va,
+                       .rkey = wo.rkey,
+                       .rkey_set = true,
+                       .path = 2};
+    t->p->psn[2] = 9; /* a PSN the NACK must name (R-HDR-9) */
+    cf_send_msg(t, &m);
+    const struct cf_pkt *n = cf_wait_nack(t, cf_ms(t, 1000));
+    cf_nack_is(t, n, MROCE_NAK_REMOTE_ACCESS,
                "a READ of a region without remote read");
+    /* checked on arrival: the NACK names the READ_REQ itself */
+    if (n)
+        CF_CHECK(t, n->h.path == 2 && n->h.psn == 9 && n->h.dsn == m.first_dsn,
+                 "the NACK names path %u PSN %u DSN %u, not the READ_REQ "
+                 "(path 2 PSN 9 DSN %u): its key was not checked on arrival",
+                 n->h.path, n->h.psn, n->h.dsn, m.first_dsn);
 }
 
 static void msg_read_bounds(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_READ_REQ, .len = 4096,
-                       .roff = CF_IUT_MR_LEN - 4095};
+    struct cf_msg m = {
+        .op = MROCE_OP_READ_REQ, .len = 4096, .roff = CF_IUT_MR_LEN - 4095};
     msg_nacked(t, &m, MROCE_NAK_REMOTE_ACCESS,
                "a READ one byte past the region");
 }
@@ -436,11 +520,15 @@ static void msg_read_order(struct cf_t *t)
     cf_open(t, NULL);
     uint8_t d[2048];
     cf_pattern(d, sizeof(d), 67);
-    struct cf_msg w = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .roff = 0x50000, .skip = 1, .path = 0};
+    struct cf_msg w = {.op = MROCE_OP_WRITE,
+                       .len = sizeof(d),
+                       .data = d,
+                       .roff = 0x50000,
+                       .skip = 1,
+                       .path = 0};
     cf_send_msg(t, &w);
-    struct cf_msg r = {.op = MROCE_OP_READ_REQ, .len = sizeof(d),
-                       .roff = 0x50000, .path = 0};
+    struct cf_msg r = {
+        .op = MROCE_OP_READ_REQ, .len = sizeof(d), .roff = 0x50000, .path = 0};
     cf_send_msg(t, &r);
     uint8_t op = MROCE_OP_READ_RESP;
     CF_CHECK(t, !cf_wait(t, cf_is_op, &op, cf_ms(t, 30)),
@@ -454,24 +542,61 @@ static void msg_read_order(struct cf_t *t)
         const struct cf_pkt *pk = t->p->log[i];
         if (pk->derr || pk->h.opcode != MROCE_OP_READ_RESP)
             continue;
-        CF_CHECK(t, pk->h.offset + pk->h.payload_len <= sizeof(d) &&
-                        !memcmp(pk->h.payload, d + pk->h.offset,
-                                pk->h.payload_len),
-                 "the READ did not see the WRITE before it (offset %u)",
-                 pk->h.offset);
+        CF_CHECK(
+            t,
+            pk->h.offset + pk->h.payload_len <= sizeof(d) &&
+                !memcmp(pk->h.payload, d + pk->h.offset, pk->h.payload_len),
+            "the READ did not see the WRITE before it (offset %u)",
+            pk->h.offset);
     }
 }
 
+/* R-MSG-11, R-VAL-3: a READ_RESP naming no READ sent and not completed
+ * names nothing: dropped silently, the connection goes on. */
 static void msg_read_resp_unknown(struct cf_t *t)
 {
     cf_open(t, NULL);
+    int from = t->p->n_log;
     struct mroce_hdr h = cf_data_hdr(t, MROCE_OP_READ_RESP, 0);
     h.msn = cf_iut_msn(t, 0);
     h.msg_len = 8;
     h.flags = MROCE_HF_ACKREQ;
     cf_send(t, &h, "unasked!", 8);
-    cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 1000)), MROCE_NAK_INVALID_REQUEST,
-               "a READ_RESP for no READ");
+    cf_silent(t, from, "a READ_RESP for no READ");
+    cf_alive(t);
+    cf_state_is(t, "CONNECTED");
+}
+
+/* ... nor one for a READ that completed. */
+static void msg_read_resp_done(struct cf_t *t)
+{
+    cf_open(t, NULL);
+    cf_post(t, &(struct cf_wr){.op = "read", .wr_id = 1, .len = 64});
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+    const struct cf_pkt *rq = cf_find(t, 0, MROCE_OP_READ_REQ, 0);
+    CF_REQUIRE(t, rq, "no READ_REQ");
+    int from = t->p->n_log;
+    struct mroce_hdr h = cf_data_hdr(t, MROCE_OP_READ_RESP, 0);
+    h.stream = rq->h.stream;
+    h.msn = rq->h.msn;
+    h.msg_len = 64;
+    h.flags = MROCE_HF_ACKREQ;
+    uint8_t d[64] = {3};
+    cf_send(t, &h, d, sizeof(d));
+    cf_silent(t, from, "a READ_RESP for a completed READ");
+    cf_alive(t);
+}
+
+static void msg_read_resp_counted(struct cf_t *t)
+{
+    cf_open(t, NULL);
+    int64_t before = cf_counter(t, "conn", "msn_window");
+    struct mroce_hdr h = cf_data_hdr(t, MROCE_OP_READ_RESP, 0);
+    h.msn = cf_iut_msn(t, 0);
+    h.msg_len = 8;
+    cf_send(t, &h, "unasked!", 8);
+    CF_REQUIRE(t, cf_barrier(t, 0, cf_ms(t, 1000)), "no barrier ACK");
+    cf_delta(t, "conn", "msn_window", before, 1);
 }
 
 static void msg_read_resp_len(struct cf_t *t)
@@ -516,8 +641,8 @@ static void msg_read_max_rd(struct cf_t *t)
     cf_open(t, &(struct cf_open){.max_rd = 1});
     t->p->auto_ack = false;
     struct cf_msg a = {.op = MROCE_OP_READ_REQ, .len = 64, .path = 0};
-    struct cf_msg b = {.op = MROCE_OP_READ_REQ, .len = 64, .path = 1,
-                       .roff = 64};
+    struct cf_msg b = {
+        .op = MROCE_OP_READ_REQ, .len = 64, .path = 1, .roff = 64};
     cf_send_msg(t, &a);
     cf_send_msg(t, &b);
     cf_pump(t, 30);
@@ -526,8 +651,9 @@ static void msg_read_max_rd(struct cf_t *t)
         second |= !t->p->log[i]->derr &&
                   t->p->log[i]->h.opcode == MROCE_OP_READ_RESP &&
                   t->p->log[i]->h.msn == b.msn;
-    CF_CHECK(t, !second, "a second READ ran with max_rd 1 before the first's "
-                         "response was acknowledged");
+    CF_CHECK(t, !second,
+             "a second READ ran with max_rd 1 before the first's "
+             "response was acknowledged");
     t->p->auto_ack = true;
     for (uint16_t q = 0; q < t->p->n_paths; q++)
         if (t->p->rx[q].any)
@@ -548,15 +674,22 @@ static void msg_read_recheck(struct cf_t *t)
     struct cf_mr rr;
     CF_REQUIRE(t, cf_iut_mr(t, 4096, "remote_read", &rr), "no region");
     uint8_t d[2048] = {4};
-    struct cf_msg w = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .skip = 1, .path = 0};
+    struct cf_msg w = {.op = MROCE_OP_WRITE,
+                       .len = sizeof(d),
+                       .data = d,
+                       .skip = 1,
+                       .path = 0};
     cf_send_msg(t, &w);
-    struct cf_msg r = {.op = MROCE_OP_READ_REQ, .len = 64, .va = rr.va,
-                       .rkey = rr.rkey, .rkey_set = true, .path = 0};
+    struct cf_msg r = {.op = MROCE_OP_READ_REQ,
+                       .len = 64,
+                       .va = rr.va,
+                       .rkey = rr.rkey,
+                       .rkey_set = true,
+                       .path = 0};
     cf_send_msg(t, &r);
     cf_pump(t, 10);
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i}", "cmd", "mr_dereg", "mr",
-                                       rr.mr));
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i}", "cmd", "mr_dereg", "mr", rr.mr));
     bool ok = cf_reply_ok(rep, NULL, 0);
     json_decref(rep);
     CF_REQUIRE(t, ok, "the region of a queued READ could not be deregistered");
@@ -565,8 +698,9 @@ static void msg_read_recheck(struct cf_t *t)
     cf_nack_is(t, n, MROCE_NAK_REMOTE_ACCESS,
                "a READ whose region went away while it was queued");
     if (n)
-        CF_CHECK(t, n->h.path == 0 && n->h.psn == 0 && n->h.msn == r.msn &&
-                        n->h.dsn == r.first_dsn,
+        CF_CHECK(t,
+                 n->h.path == 0 && n->h.psn == 0 && n->h.msn == r.msn &&
+                     n->h.dsn == r.first_dsn,
                  "the NACK names path %u psn %u msn %u dsn %u", n->h.path,
                  n->h.psn, n->h.msn, n->h.dsn);
     uint8_t op = MROCE_OP_READ_RESP;
@@ -581,8 +715,11 @@ static void msg_window_drop(struct cf_t *t)
     cf_open(t, &(struct cf_open){.sq_depth = 8});
     uint32_t m_win = t->iut.params.msg_window;
     int from = t->p->n_log;
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 8, .data = "msnfar!!",
-                       .msn = t->p->msn[0] + m_win, .msn_set = true};
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 8,
+                       .data = "msnfar!!",
+                       .msn = t->p->msn[0] + m_win,
+                       .msn_set = true};
     cf_send_msg(t, &m);
     cf_silent(t, from, "a WRITE with an MSN one past the message window");
     cf_alive(t);
@@ -592,7 +729,9 @@ static void msg_window_counted(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.sq_depth = 8});
     int64_t before = cf_counter(t, "conn", "msn_window");
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 8, .data = "msnfar!!",
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 8,
+                       .data = "msnfar!!",
                        .msn = t->p->msn[0] + t->iut.params.msg_window,
                        .msn_set = true};
     cf_send_msg(t, &m);
@@ -603,7 +742,9 @@ static void msg_window_counted(struct cf_t *t)
 static void msg_window_edge(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.sq_depth = 8});
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = 8, .data = "msnedge!",
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 8,
+                       .data = "msnedge!",
                        .msn = t->p->msn[0] + t->iut.params.msg_window - 1,
                        .msn_set = true};
     cf_send_msg(t, &m);
@@ -617,10 +758,30 @@ static void msg_window_old(struct cf_t *t)
     struct cf_msg a = {.op = MROCE_OP_WRITE, .len = 8, .data = "complete"};
     cf_send_msg(t, &a);
     CF_REQUIRE(t, cf_wait_cum(t, a.first_dsn, cf_ms(t, 1000)), "no ACK");
-    struct cf_msg b = {.op = MROCE_OP_WRITE, .len = 8, .data = "oldmsn!!",
-                       .msn = a.msn, .msn_set = true};
+    struct cf_msg b = {.op = MROCE_OP_WRITE,
+                       .len = 8,
+                       .data = "oldmsn!!",
+                       .msn = a.msn,
+                       .msn_set = true};
     msg_nacked(t, &b, MROCE_NAK_INVALID_REQUEST,
                "a new DSN for a completed message");
+}
+
+/* R-MSG-14, R-VAL-3: an MSN more than M before f names no message:
+ * dropped silently, no NACK that ends the connection. */
+static void msg_window_far_back(struct cf_t *t)
+{
+    cf_open(t, NULL);
+    int from = t->p->n_log;
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = 8,
+                       .data = "farback!",
+                       .msn = t->p->msn[0] - t->iut.params.msg_window - 1,
+                       .msn_set = true};
+    cf_send_msg(t, &m);
+    cf_silent(t, from, "a WRITE with an MSN far before the message window");
+    cf_alive(t);
+    cf_state_is(t, "CONNECTED");
 }
 
 #define BADPKT(name, i)                                                        \
@@ -629,7 +790,7 @@ static void msg_window_old(struct cf_t *t)
              msg_bad_pkt, &bad_pkts[i])
 #define CHANGED(name, arg)                                                     \
     CF_TESTA("msg.const." name, "7.1", "R-MSG-3 R-HDR-11 R-HDR-12 R-HDR-13",   \
-             MUST, "a constant field changed within a message", msg_changed,  \
+             MUST, "a constant field changed within a message", msg_changed,   \
              &arg)
 
 const struct cf_test cf_t_msg[] = {
@@ -642,9 +803,24 @@ const struct cf_test cf_t_msg[] = {
     BADPKT("zero_len_payload", 4),
     BADPKT("last_len", 5),
     BADPKT("readreq_offset", 6),
-    CF_TEST("msg.zero.write", "7.1", "R-MSG-2", MUST,
-            "a zero-length WRITE: no key check, acknowledged",
-            msg_zero_write),
+    CF_TESTA("msg.zero.write", "7.1", "R-MSG-2 R-MSG-4", MUST,
+             "a zero-length WRITE with a good key and va: acknowledged",
+             msg_zero_checked, &zero_cases[0]),
+    CF_TESTA("msg.zero.write.end", "7.1", "R-MSG-2 R-MSG-4", MUST,
+             "a zero-length WRITE at the region's end: acknowledged",
+             msg_zero_checked, &zero_cases[1]),
+    CF_TESTA("msg.zero.write.bad_key", "7.1", "R-MSG-2 R-MSG-4", MUST,
+             "a zero-length WRITE with a bogus key: NACK REMOTE_ACCESS",
+             msg_zero_checked, &zero_cases[2]),
+    CF_TESTA("msg.zero.write.past_end", "7.1", "R-MSG-2 R-MSG-4", MUST,
+             "a zero-length WRITE past the region: NACK REMOTE_ACCESS",
+             msg_zero_checked, &zero_cases[3]),
+    CF_TESTA("msg.zero.read.bad_key", "7.1", "R-MSG-2 R-MSG-9", MUST,
+             "a zero-length READ with a bogus key: NACK REMOTE_ACCESS",
+             msg_zero_checked, &zero_cases[4]),
+    CF_TESTA("msg.zero.read.past_end", "7.1", "R-MSG-2 R-MSG-9", MUST,
+             "a zero-length READ past the region: NACK REMOTE_ACCESS",
+             msg_zero_checked, &zero_cases[5]),
     CF_TEST("msg.zero.read", "7.1", "R-MSG-2 R-MSG-10", MUST,
             "a zero-length READ: exactly one empty READ_RESP", msg_zero_read),
     CF_TEST("msg.zero.read_requester", "7.1", "R-MSG-2 R-ORD-6", MUST,
@@ -662,8 +838,7 @@ const struct cf_test cf_t_msg[] = {
             "a WRITE with an unknown key: REMOTE_ACCESS, nothing written",
             msg_write_bad_key),
     CF_TEST("msg.write.no_right", "7.2", "R-MSG-4", MUST,
-            "a WRITE without remote write: REMOTE_ACCESS",
-            msg_write_no_right),
+            "a WRITE without remote write: REMOTE_ACCESS", msg_write_no_right),
     CF_TEST("msg.write.bounds", "7.2", "R-MSG-4 R-SEC-4 R-RX-6", MUST,
             "a WRITE past the region: REMOTE_ACCESS, nothing written",
             msg_write_bounds),
@@ -695,10 +870,14 @@ const struct cf_test cf_t_msg[] = {
     CF_TEST("msg.read.bounds", "7.4", "R-MSG-9 R-SEC-4", MUST,
             "a READ past the region: REMOTE_ACCESS", msg_read_bounds),
     CF_TEST("msg.read.order", "7.4", "R-MSG-10 R-ORD-5 R-ORD-3", MUST,
-            "a READ waits for earlier messages and sees them",
-            msg_read_order),
-    CF_TEST("msg.read.resp_unknown", "7.4", "R-MSG-11", MUST,
-            "a READ_RESP for no READ: INVALID_REQUEST", msg_read_resp_unknown),
+            "a READ waits for earlier messages and sees them", msg_read_order),
+    CF_TEST("msg.read.resp_unknown", "7.4", "R-MSG-11 R-VAL-3", MUST,
+            "a READ_RESP for no READ: dropped silently", msg_read_resp_unknown),
+    CF_TEST("msg.read.resp_done", "7.4", "R-MSG-11 R-VAL-3", MUST,
+            "a READ_RESP for a completed READ: dropped silently",
+            msg_read_resp_done),
+    CF_TEST("msg.read.resp_counted", "7.4", "R-MSG-11 R-RX-5", SHOULD,
+            "... counted msn_window", msg_read_resp_counted),
     CF_TEST("msg.read.resp_len", "7.4", "R-MSG-11", MUST,
             "a READ_RESP of the wrong length: INVALID_REQUEST",
             msg_read_resp_len),
@@ -712,6 +891,9 @@ const struct cf_test cf_t_msg[] = {
             "an MSN past the window: dropped silently", msg_window_drop),
     CF_TEST("msg.window.counted", "7.5", "R-MSG-14 R-RX-5", SHOULD,
             "... counted msn_window", msg_window_counted),
+    CF_TEST("msg.window.far_back", "7.5", "R-MSG-14 R-VAL-3", MUST,
+            "an MSN more than M before f: dropped silently",
+            msg_window_far_back),
     CF_TEST("msg.window.edge", "7.5", "R-MSG-14", MUST,
             "the last MSN of the window accepted", msg_window_edge),
     CF_TEST("msg.window.old", "7.5", "R-MSG-14 R-NACK-6", MUST,

@@ -11,8 +11,9 @@ static const struct cf_pkt *nack_iut_write(struct cf_t *t)
 {
     t->p->auto_ack = false;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1,
-                               .len = 64, .roff = 64});
+    cf_post(t,
+            &(struct cf_wr){
+                .op = "write", .wr_id = 2, .stream = 1, .len = 64, .roff = 64});
     const struct cf_pkt *pk = NULL, *x;
     while (!pk && (x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000))))
         if (x->h.stream == 0)
@@ -40,8 +41,7 @@ struct syn {
 };
 
 static const struct syn syn_ra = {MROCE_NAK_REMOTE_ACCESS, "REM_ACCESS_ERR"},
-                        syn_ir = {MROCE_NAK_INVALID_REQUEST,
-                                  "REM_INV_REQ_ERR"},
+                        syn_ir = {MROCE_NAK_INVALID_REQUEST, "REM_INV_REQ_ERR"},
                         syn_ro = {MROCE_NAK_REMOTE_OP, "REM_OP_ERR"},
                         syn_cc = {MROCE_NAK_CONN_CLOSED, "REM_OP_ERR"};
 
@@ -127,8 +127,7 @@ static void nack_by_msn(struct cf_t *t)
     n.msn = rq->h.msn;
     n.nak_code = MROCE_NAK_REMOTE_ACCESS;
     cf_send(t, &n, NULL, 0);
-    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1,
-             "REM_ACCESS_ERR");
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "REM_ACCESS_ERR");
 }
 
 /* R-NACK-5, R-RETRY-4: an RNR releases its transmission: a later SACK
@@ -139,8 +138,8 @@ static void nack_rnr_release(struct cf_t *t)
     t->p->auto_ack = false;
     t->p->rnr_info = 40000; /* the suite's automatic RNR asks for 40 ms */
     cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1,
-                               .len = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1, .len = 64});
     const struct cf_pkt *s = NULL, *x;
     while ((x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 100))))
         if (x->h.opcode == MROCE_OP_SEND && !s)
@@ -152,9 +151,34 @@ static void nack_rnr_release(struct cf_t *t)
         if (x->h.opcode == MROCE_OP_SEND)
             r = x;
     double ms = r ? cf_ts_ms(s, r) : -1;
-    CF_CHECK(t, r && ms >= 40, "the SEND was resent %.1f ms after an RNR "
-                               "asking for 40 ms",
+    CF_CHECK(t, r && ms >= 40,
+             "the SEND was resent %.1f ms after an RNR "
+             "asking for 40 ms",
              ms);
+}
+
+/* R-NACK-5, R-RTT-5: the RNR NACK released the path's only transmission,
+ * so the path's RTO timer stops: no PROBE and no re-path while the
+ * sender waits the RNR delay (40 ms, 8 x its initial RTO). */
+static void nack_rnr_timer_stops(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 1000000});
+    t->p->rnr_info = 40000;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    const struct cf_pkt *s = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    CF_REQUIRE(t, s, "no SEND");
+    int from = t->p->n_log;
+    cf_pump(t, 30);
+    for (int i = from; i < t->p->n_log; i++) {
+        const struct cf_pkt *pk = t->p->log[i];
+        CF_CHECK(t, pk->derr || pk->h.opcode != MROCE_OP_PROBE,
+                 "a PROBE %.1f ms into an RNR wait: the released "
+                 "transmission kept its path's timer running",
+                 (double)(pk->t - s->t) / 1e6);
+        CF_CHECK(t, pk->derr || !cf_is_data(pk, NULL),
+                 "the SEND went again %.1f ms into a 40 ms RNR wait",
+                 (double)(pk->t - s->t) / 1e6);
+    }
 }
 
 /* R-NACK-1, R-NACK-3: every arrival of a refused packet is NACKed. */
@@ -164,13 +188,15 @@ static void nack_each_arrival(struct cf_t *t)
     struct cf_msg m = {.op = MROCE_OP_SEND, .len = 8, .data = "again!!!"};
     cf_send_msg(t, &m);
     for (int i = 0; i < 3; i++) {
-        CF_CHECK(t, cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 500)),
-                               MROCE_NAK_RNR, "a SEND with no receive"),
+        CF_CHECK(t,
+                 cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 500)), MROCE_NAK_RNR,
+                            "a SEND with no receive"),
                  "arrival %d not NACKed", i + 1);
         cf_resend(t, &m, 0, (uint16_t)((i + 1) % t->p->n_paths));
     }
-    CF_CHECK(t, cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 500)), MROCE_NAK_RNR,
-                           "a SEND with no receive"),
+    CF_CHECK(t,
+             cf_nack_is(t, cf_wait_nack(t, cf_ms(t, 500)), MROCE_NAK_RNR,
+                        "a SEND with no receive"),
              "the last arrival was not NACKed");
 }
 
@@ -200,8 +226,8 @@ static void nack_routed(struct cf_t *t)
         if (cf_is_data(t->p->log[i], NULL))
             ports[t->p->log[i]->h.path] = t->p->log[i]->sport;
     for (int i = 0; i < 8; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2 + (uint64_t)i,
-                                   .len = 64});
+        cf_post(t, &(struct cf_wr){
+                       .op = "write", .wr_id = 2 + (uint64_t)i, .len = 64});
     cf_wait_wc(t, "send", 9, cf_ms(t, 1000));
     for (int i = 0; i < t->p->n_log; i++)
         if (cf_is_data(t->p->log[i], NULL))
@@ -238,6 +264,9 @@ const struct cf_test cf_t_nack[] = {
             "a fatal NACK matched by stream and MSN", nack_by_msn),
     CF_TEST("nack.rnr.release", "10.3", "R-NACK-5 R-RETRY-4", MUST,
             "an RNR'd transmission is not taken as lost", nack_rnr_release),
+    CF_TEST("nack.rnr.timer_stops", "10.3", "R-NACK-5 R-RTT-5", MUST,
+            "an RNR releases the path's only transmission: its timer stops",
+            nack_rnr_timer_stops),
     CF_TEST("nack.each_arrival", "10.3", "R-NACK-1 R-NACK-3", MUST,
             "every arrival of a refused packet is NACKed", nack_each_arrival),
     CF_TEST("nack.rnr.no_state", "10.3", "R-NACK-6 R-RETRY-3", MUST,

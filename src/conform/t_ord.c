@@ -11,8 +11,10 @@ static void ord_msn(struct cf_t *t)
     cf_open(t, NULL);
     for (int i = 0; i < 5; i++)
         cf_post(t, &(struct cf_wr){.op = i % 2 ? "write" : "read",
-                                   .wr_id = (uint64_t)i + 1, .stream = 1,
-                                   .len = 64, .off = (uint32_t)i * 64,
+                                   .wr_id = (uint64_t)i + 1,
+                                   .stream = 1,
+                                   .len = 64,
+                                   .off = (uint32_t)i * 64,
                                    .roff = (uint32_t)i * 64});
     cf_wait_wc(t, "send", 5, cf_ms(t, 1000));
     uint32_t want = cf_iut_msn(t, 0);
@@ -34,8 +36,11 @@ static void ord_reverse(struct cf_t *t)
     cf_open(t, NULL);
     uint8_t d[4096], got[4096];
     cf_pattern(d, sizeof(d), 71);
-    struct cf_msg m = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .roff = 0x60000, .reverse = true};
+    struct cf_msg m = {.op = MROCE_OP_WRITE,
+                       .len = sizeof(d),
+                       .data = d,
+                       .roff = 0x60000,
+                       .reverse = true};
     cf_send_msg(t, &m);
     CF_CHECK(t, cf_wait_cum(t, m.first_dsn + 3, cf_ms(t, 1000)),
              "a WRITE sent last packet first was not acknowledged");
@@ -52,10 +57,13 @@ static void ord_no_wait(struct cf_t *t)
     uint8_t a[2048], b[64], got[64];
     cf_pattern(a, sizeof(a), 72);
     cf_pattern(b, sizeof(b), 73);
-    struct cf_msg ma = {.op = MROCE_OP_WRITE, .len = sizeof(a), .data = a,
-                        .roff = 0x61000, .skip = 1};
-    struct cf_msg mb = {.op = MROCE_OP_WRITE, .len = sizeof(b), .data = b,
-                        .roff = 0x62000};
+    struct cf_msg ma = {.op = MROCE_OP_WRITE,
+                        .len = sizeof(a),
+                        .data = a,
+                        .roff = 0x61000,
+                        .skip = 1};
+    struct cf_msg mb = {
+        .op = MROCE_OP_WRITE, .len = sizeof(b), .data = b, .roff = 0x62000};
     cf_send_msg(t, &ma);
     cf_send_msg(t, &mb);
     CF_REQUIRE(t, cf_wait_sacked(t, mb.pth[0], mb.psn[0], cf_ms(t, 1000)),
@@ -70,12 +78,12 @@ static void ord_recv_order(struct cf_t *t)
 {
     cf_open(t, NULL);
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 4096});
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 11, .len = 4096,
-                               .off = 4096});
+    cf_post(t, &(struct cf_wr){
+                   .op = "recv", .wr_id = 11, .len = 4096, .off = 4096});
     uint8_t d[2048];
     cf_pattern(d, sizeof(d), 74);
-    struct cf_msg a = {.op = MROCE_OP_SEND, .len = sizeof(d), .data = d,
-                       .skip = 1};
+    struct cf_msg a = {
+        .op = MROCE_OP_SEND, .len = sizeof(d), .data = d, .skip = 1};
     struct cf_msg b = {.op = MROCE_OP_SEND, .len = 16, .data = d};
     cf_send_msg(t, &a);
     cf_send_msg(t, &b);
@@ -87,8 +95,9 @@ static void ord_recv_order(struct cf_t *t)
     cf_wait_wc(t, "recv", 11, cf_ms(t, 1000));
     const struct cf_wc *w10 = cf_find_wc(t, "recv", 10);
     const struct cf_wc *w11 = cf_find_wc(t, "recv", 11);
-    CF_CHECK(t, w10 && w11 && w10 < w11, "receive completions out of MSN "
-                                         "order");
+    CF_CHECK(t, w10 && w11 && w10 < w11,
+             "receive completions out of MSN "
+             "order");
 }
 
 /* R-ORD-4: when a receive completes, every earlier message's data is in
@@ -99,10 +108,13 @@ static void ord_data_visible(struct cf_t *t)
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 64});
     uint8_t d[3072], got[3072];
     cf_pattern(d, sizeof(d), 75);
-    struct cf_msg w = {.op = MROCE_OP_WRITE, .len = sizeof(d), .data = d,
-                       .roff = 0x63000, .skip = 1 << 2};
-    struct cf_msg s = {.op = MROCE_OP_SEND_IMM, .len = 8, .data = "visible!",
-                       .imm = 1};
+    struct cf_msg w = {.op = MROCE_OP_WRITE,
+                       .len = sizeof(d),
+                       .data = d,
+                       .roff = 0x63000,
+                       .skip = 1 << 2};
+    struct cf_msg s = {
+        .op = MROCE_OP_SEND_IMM, .len = 8, .data = "visible!", .imm = 1};
     cf_send_msg(t, &w);
     cf_send_msg(t, &s);
     cf_resend(t, &w, 2, 1);
@@ -118,7 +130,6 @@ static void ord_all_acked(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 1});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 2), .times = 1};
-    t->p->no_rtt = true;
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     t->p->auto_ack = false;
@@ -213,13 +224,14 @@ static void ord_streams_recv(struct cf_t *t)
 {
     cf_open(t, NULL);
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 10, .len = 4096});
-    cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 11, .stream = 1,
-                               .len = 64, .off = 4096});
+    cf_post(
+        t, &(struct cf_wr){
+               .op = "recv", .wr_id = 11, .stream = 1, .len = 64, .off = 4096});
     uint8_t d[2048] = {1};
-    struct cf_msg a = {.op = MROCE_OP_SEND, .len = sizeof(d), .data = d,
-                       .skip = 1};
-    struct cf_msg b = {.op = MROCE_OP_SEND, .stream = 1, .len = 8,
-                       .data = "stream-1"};
+    struct cf_msg a = {
+        .op = MROCE_OP_SEND, .len = sizeof(d), .data = d, .skip = 1};
+    struct cf_msg b = {
+        .op = MROCE_OP_SEND, .stream = 1, .len = 8, .data = "stream-1"};
     cf_send_msg(t, &a);
     cf_send_msg(t, &b);
     CF_CHECK(t, cf_wait_wc(t, "recv", 11, cf_ms(t, 1000)) != NULL,
@@ -233,8 +245,8 @@ static void ord_streams_send(struct cf_t *t)
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1,
-                               .len = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1, .len = 64});
     CF_CHECK(t, cf_wait_wc(t, "send", 2, cf_ms(t, 1000)) != NULL,
              "stream 1's WRITE waited for stream 0's");
     CF_CHECK(t, !cf_find_wc(t, "send", 1), "stream 0's lost WRITE completed");
@@ -247,12 +259,16 @@ static void ord_flush_order(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 1});
     t->p->auto_ack = false;
     for (int i = 0; i < 3; i++)
-        cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 20 + (uint64_t)i,
-                                   .stream = (uint16_t)(i % 2), .len = 64,
+        cf_post(t, &(struct cf_wr){.op = "recv",
+                                   .wr_id = 20 + (uint64_t)i,
+                                   .stream = (uint16_t)(i % 2),
+                                   .len = 64,
                                    .off = 8192 + (uint32_t)i * 64});
     for (int i = 0; i < 5; i++)
-        cf_post(t, &(struct cf_wr){.op = "write", .wr_id = (uint64_t)i + 1,
-                                   .stream = (uint16_t)(i >= 3), .len = 64});
+        cf_post(t, &(struct cf_wr){.op = "write",
+                                   .wr_id = (uint64_t)i + 1,
+                                   .stream = (uint16_t)(i >= 3),
+                                   .len = 64});
     const struct cf_pkt *bad = NULL, *pk;
     while (!bad && (pk = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000))))
         if (pk->h.stream == 0 && pk->h.msn == cf_iut_msn(t, 1))
@@ -271,12 +287,14 @@ static void ord_flush_order(struct cf_t *t)
     for (int i = 0; i < t->n_wc; i++) {
         const struct cf_wc *w = &t->wc[i];
         if (!strcmp(w->cq, "send") && w->stream == 0 && k0 < 3)
-            CF_CHECK(t, w->wr_id == s0[k0++], "stream 0 send completion %d is "
-                                              "wr %llu",
+            CF_CHECK(t, w->wr_id == s0[k0++],
+                     "stream 0 send completion %d is "
+                     "wr %llu",
                      k0, (unsigned long long)w->wr_id);
         else if (!strcmp(w->cq, "send") && w->stream == 1 && k1 < 2)
-            CF_CHECK(t, w->wr_id == s1[k1++], "stream 1 send completion %d is "
-                                              "wr %llu",
+            CF_CHECK(t, w->wr_id == s1[k1++],
+                     "stream 1 send completion %d is "
+                     "wr %llu",
                      k1, (unsigned long long)w->wr_id);
         else if (!strcmp(w->cq, "recv") && w->stream == 0)
             CF_CHECK(t, w->wr_id == (r0++ ? 22u : 20u),
@@ -295,8 +313,8 @@ static void ord_flush_order(struct cf_t *t)
 }
 
 const struct cf_test cf_t_ord[] = {
-    CF_TEST("ord.msn", "8", "R-ORD-1", MUST,
-            "MSNs consecutive in post order", ord_msn),
+    CF_TEST("ord.msn", "8", "R-ORD-1", MUST, "MSNs consecutive in post order",
+            ord_msn),
     CF_TEST("ord.place.reverse", "8", "R-ORD-2", MUST,
             "packets placed in any order", ord_reverse),
     CF_TEST("ord.place.no_wait", "8", "R-ORD-2", MUST,
@@ -304,8 +322,7 @@ const struct cf_test cf_t_ord[] = {
     CF_TEST("ord.recv.order", "8", "R-ORD-3 R-ORD-4", MUST,
             "receive completions in MSN order", ord_recv_order),
     CF_TEST("ord.recv.data_visible", "8", "R-ORD-4", MUST,
-            "earlier data in place when a receive completes",
-            ord_data_visible),
+            "earlier data in place when a receive completes", ord_data_visible),
     CF_TEST("ord.send.all_acked", "8", "R-ORD-6", MUST,
             "a WRITE completes only when every DSN is acknowledged",
             ord_all_acked),

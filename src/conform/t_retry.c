@@ -16,8 +16,8 @@ static bool retry_drop_all(struct cf_t *t, const struct cf_pkt *pk, void *ud)
  * timeout rounds: R x (2^(retry_cnt + 1) - 1) with R the initial RTO. */
 static void retry_rounds(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .retry_cnt = 2,
-                                 .min_rto_ns = 4000000});
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 1, .retry_cnt = 2, .min_rto_ns = 4000000});
     t->p->drop = retry_drop_all;
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 9, .len = 64});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
@@ -40,10 +40,13 @@ static void retry_rounds(struct cf_t *t)
 }
 
 /* R-RETRY-1 item 2: no DSN more than 64 times; then RETRY_EXC_ERR. The
- * suite answers everything but DSN 0, so every loss is found at once. */
+ * suite answers everything but DSN 0: each PROBE's answer resolves the
+ * PROBE (R-VAL-4), so backoff stays low and only the cap can end it. The
+ * PROBEs follow a lost packet, so they are not recorded (R-VAL-2) and
+ * give no RTT sample: each round lasts about 2 x initial_rto (5 ms). */
 static void retry_tx_cap(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 2, .min_rto_ns = 20000000});
+    cf_open(t, &(struct cf_open){.n_paths = 2, .min_rto_ns = 1000000});
     struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 0), .times = 1000};
     t->p->drop = cf_drop_dsn_fn;
     t->p->drop_ud = &d;
@@ -68,8 +71,9 @@ static void retry_rnr_wait(struct cf_t *t)
     double ms = cf_ts_ms(o, r); /* the IUT's own clock */
     CF_CHECK(t, ms >= 30, "retried %.2f ms after RNR info 30000 us", ms);
     CF_CHECK(t, ms < 30 + 30 * t->scale, "retried only after %.1f ms", ms);
-    CF_CHECK(t, r->h.dsn == o->h.dsn && (r->h.flags & MROCE_HF_RETX) &&
-                    (r->h.path != o->h.path || r->h.psn != o->h.psn),
+    CF_CHECK(t,
+             r->h.dsn == o->h.dsn && (r->h.flags & MROCE_HF_RETX) &&
+                 (r->h.path != o->h.path || r->h.psn != o->h.psn),
              "the RNR retry is not the same DSN with RETX on a new PSN");
 }
 
@@ -77,14 +81,62 @@ static void retry_rnr_then_ok(struct cf_t *t)
 {
     cf_open(t, NULL);
     t->p->rnr_info = 500;
-    cf_post(t, &(struct cf_wr){.op = "send_imm", .wr_id = 1, .len = 64,
-                               .imm = 5});
+    cf_post(t,
+            &(struct cf_wr){.op = "send_imm", .wr_id = 1, .len = 64, .imm = 5});
     int nacks = 0;
     for (int i = 0; i < 12; i++)
         nacks += cf_wait(t, cf_is_data, NULL, cf_ms(t, 500)) != NULL;
-    CF_CHECK(t, nacks == 12, "%d tries of a SEND refused with RNR, expected "
-                             "12 (rnr_retry 7: no limit)",
+    CF_CHECK(t, nacks == 12,
+             "%d tries of a SEND refused with RNR, expected "
+             "12 (rnr_retry 7: no limit)",
              nacks);
+    cf_peer_recv(t, 0, 0, 64);
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+}
+
+/* R-RETRY-4: an RNR asking 0xFFFFFFFF us (71 minutes) waits max_rto. */
+static void retry_rnr_capped(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2, .max_rto_ns = 30000000});
+    t->p->rnr_info = 0xFFFFFFFFu;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    const struct cf_pkt *o = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    CF_REQUIRE(t, o, "no SEND");
+    const struct cf_pkt *r = cf_wait(t, cf_is_data, NULL, cf_ms(t, 500));
+    CF_REQUIRE(t, r,
+               "no retry within 500 ms of an RNR asking 71 minutes "
+               "(max_rto 30 ms)");
+    double ms = cf_ts_ms(o, r); /* the IUT's own clock */
+    CF_CHECK(t, ms >= 30 * 0.95 && ms < 30 * 1.3 + 10 * t->scale,
+             "retried %.1f ms after an RNR asking 71 minutes, max_rto 30 ms",
+             ms);
+}
+
+static void retry_rnr_capped_counted(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2, .max_rto_ns = 20000000});
+    int64_t before = cf_counter(t, "conn", "rnr_capped");
+    t->p->rnr_info = 0xFFFFFFFFu;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    CF_REQUIRE(t, cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000)), "no SEND");
+    cf_pump(t, 5);
+    cf_delta(t, "conn", "rnr_capped", before, 1);
+}
+
+/* R-RETRY-1 item 2, R-RETRY-4: transmissions answered by RNR do not count
+ * toward the cap of 64: a SEND refused 80 times still completes. */
+static void retry_rnr_uncounted(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 2});
+    t->p->rnr_info = 50;
+    cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
+    int tries = 0;
+    while (tries < 80 && cf_wait(t, cf_is_data, NULL, cf_ms(t, 500)))
+        tries++;
+    CF_REQUIRE(t, tries == 80,
+               "the SEND was tried %d times, then no more "
+               "(RNR answers do not count toward 64)",
+               tries);
     cf_peer_recv(t, 0, 0, 64);
     cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
 }
@@ -97,8 +149,8 @@ static void retry_rnr_limit(struct cf_t *t)
     cf_open(t, &(struct cf_open){.rnr_retry = 2});
     t->p->rnr_info = 5000;
     cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1,
-                               .len = 64});
+    cf_post(t,
+            &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1, .len = 64});
     const struct cf_wc *w = cf_wait_wc(t, "send", 1, cf_ms(t, 1000));
     cf_wc_is(t, w, 1, "RNR_RETRY_EXC_ERR");
     int rounds = 0;
@@ -110,8 +162,9 @@ static void retry_rnr_limit(struct cf_t *t)
         rounds += !last || pk->t - last > 2500000;
         last = pk->t;
     }
-    CF_CHECK(t, rounds == 3, "the SEND was tried in %d rounds with rnr_retry "
-                             "2, expected 3",
+    CF_CHECK(t, rounds == 3,
+             "the SEND was tried in %d rounds with rnr_retry "
+             "2, expected 3",
              rounds);
     cf_state_is(t, "ERROR");
 }
@@ -133,8 +186,11 @@ static void retry_rnr_info0(struct cf_t *t)
 static void retry_rnr_receiver(struct cf_t *t)
 {
     cf_open(t, NULL);
-    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM, .len = 16, .roff = 0x900,
-                       .data = "rnr-write-imm-16", .imm = 3};
+    struct cf_msg m = {.op = MROCE_OP_WRITE_IMM,
+                       .len = 16,
+                       .roff = 0x900,
+                       .data = "rnr-write-imm-16",
+                       .imm = 3};
     uint8_t before[16], after[16];
     cf_iut_read(t, 0x900, before, sizeof(before));
     cf_send_msg(t, &m);
@@ -155,8 +211,9 @@ static void retry_liveness(struct cf_t *t)
     t->p->drop = retry_drop_all;
     cf_post(t, &(struct cf_wr){.op = "recv", .wr_id = 20, .len = 64});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 4096});
-    cf_post(t, &(struct cf_wr){.op = "read", .wr_id = 2, .stream = 1,
-                               .len = 64, .off = 8192});
+    cf_post(t,
+            &(struct cf_wr){
+                .op = "read", .wr_id = 2, .stream = 1, .len = 64, .off = 8192});
     cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 3, .len = 64});
     for (uint64_t w = 1; w <= 3; w++)
         CF_CHECK(t, cf_wait_wc(t, "send", w, cf_ms(t, 3000)) != NULL,
@@ -187,8 +244,8 @@ static void retry_read_watchdog(struct cf_t *t)
 /* R-RETRY-2: PROBEs that are never answered end the connection too. */
 static void retry_probes_end(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 2, .retry_cnt = 1,
-                                 .min_rto_ns = 4000000});
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 2, .retry_cnt = 1, .min_rto_ns = 4000000});
     cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
     cf_wait_wc(t, "send", 1, cf_ms(t, 1000));
     t->p->drop = retry_drop_all;
@@ -199,8 +256,8 @@ static void retry_probes_end(struct cf_t *t)
     CF_REQUIRE(t, cf_wait_op(t, MROCE_OP_PROBE, cf_ms(t, 500)),
                "no route-check PROBE (R-ACK-8) to leave unanswered");
     char st[32] = "";
-    for (int i = 0; i < 100 && cf_state(t, st, sizeof(st)) &&
-                    !strcmp(st, "CONNECTED");
+    for (int i = 0;
+         i < 100 && cf_state(t, st, sizeof(st)) && !strcmp(st, "CONNECTED");
          i++)
         cf_pump(t, 10);
     CF_CHECK(t, !strcmp(st, "ERROR"),
@@ -217,9 +274,15 @@ const struct cf_test cf_t_retry[] = {
             "an RNR retry waits info microseconds", retry_rnr_wait),
     CF_TEST("retry.rnr.unlimited", "6.6", "R-RETRY-4", MUST,
             "rnr_retry 7: no limit", retry_rnr_then_ok),
+    CF_TEST("retry.rnr.capped", "6.6", "R-RETRY-4", MUST,
+            "an RNR delay longer than max_rto waits max_rto", retry_rnr_capped),
+    CF_TEST("retry.rnr.capped.counted", "6.6", "R-RETRY-4 R-RX-5", SHOULD,
+            "... counted rnr_capped", retry_rnr_capped_counted),
+    CF_TEST("retry.rnr.uncounted", "6.6", "R-RETRY-1 R-RETRY-4", MUST,
+            "80 RNR answers do not reach the cap of 64 transmissions",
+            retry_rnr_uncounted),
     CF_TEST("retry.rnr.limit", "6.6", "R-RETRY-4 R-CONN-12", MUST,
-            "rnr_retry 2: RNR_RETRY_EXC_ERR on the third RNR",
-            retry_rnr_limit),
+            "rnr_retry 2: RNR_RETRY_EXC_ERR on the third RNR", retry_rnr_limit),
     CF_TEST("retry.rnr.info0", "6.6", "R-RETRY-4", MUST,
             "RNR info 0: retried after the sender's default", retry_rnr_info0),
     CF_TEST("retry.rnr.receiver", "6.6", "R-RETRY-3 R-MSG-8", MUST,

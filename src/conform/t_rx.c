@@ -117,18 +117,23 @@ static void rx_send_crc_le(struct cf_t *t)
     cf_send_x(t, &h, NULL, 0, &x);
 }
 
-/* Every single-bit error in the MTH of a PROBE: never accepted. */
+/* Every single-bit error in the MTH, the padding's first word and the
+ * ICRC of a PROBE: never accepted. */
 static void rx_send_bitflips(struct cf_t *t)
 {
-    uint8_t b[20];
+    uint8_t b[72];
     struct mroce_hdr h = rx_probe(t);
-    mroce_wire_encode(&h, NULL, 0, b, sizeof(b));
-    for (int bit = 0; bit < 20 * 8; bit++) {
-        uint8_t c[20];
-        memcpy(c, b, sizeof(c));
-        c[bit / 8] ^= (uint8_t)(0x80 >> (bit % 8));
-        cf_send_raw(t, c, sizeof(c), NULL);
-    }
+    CF_REQUIRE(t, mroce_wire_encode(&h, NULL, 0, b, sizeof(b)) == 72,
+               "cannot encode a PROBE");
+    static const int at[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                             12, 13, 14, 15, 16, 17, 18, 19, 68, 69, 70, 71};
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        for (int bit = 0; bit < 8; bit++) {
+            uint8_t c[72];
+            memcpy(c, b, sizeof(c));
+            c[at[i]] ^= (uint8_t)(0x80 >> bit);
+            cf_send_raw(t, c, sizeof(c), NULL);
+        }
 }
 
 static void rx_send_probe_payload(struct cf_t *t)
@@ -216,9 +221,10 @@ static void rx_send_version_crc(struct cf_t *t)
 
 static void rx_send_opcode_crc(struct cf_t *t)
 {
-    uint8_t b[20];
-    struct mroce_hdr h = rx_probe(t);
-    mroce_wire_encode(&h, NULL, 0, b, sizeof(b));
+    uint8_t b[20]; /* an MTH-only packet, then its opcode changed */
+    struct mroce_hdr h = cf_hdr(t, MROCE_OP_CLOSE_ACK, 0);
+    CF_REQUIRE(t, mroce_wire_encode(&h, NULL, 0, b, sizeof(b)) == 20,
+               "cannot encode a CLOSE_ACK");
     b[1] = 0x40;
     b[19] ^= 0xFF;
     cf_send_raw(t, b, sizeof(b), NULL);
@@ -228,8 +234,9 @@ static void rx_send_opcode_crc(struct cf_t *t)
 static void rx_send_trunc_crc(struct cf_t *t)
 {
     uint8_t b[20];
-    struct mroce_hdr h = rx_probe(t);
-    mroce_wire_encode(&h, NULL, 0, b, sizeof(b));
+    struct mroce_hdr h = cf_hdr(t, MROCE_OP_CLOSE_ACK, 0);
+    CF_REQUIRE(t, mroce_wire_encode(&h, NULL, 0, b, sizeof(b)) == 20,
+               "cannot encode a CLOSE_ACK");
     b[1] = MROCE_OP_WRITE;
     b[19] ^= 0xFF;
     cf_send_raw(t, b, sizeof(b), NULL);
@@ -340,8 +347,8 @@ static void rx_count(struct cf_t *t)
 static void rx_init_conn(struct cf_t *t)
 {
     cf_open(t, NULL);
-    json_t *rep = cf_call(t, json_pack("{s:s, s:i}", "cmd", "conn_create",
-                                       "ctx", t->iut.ctx));
+    json_t *rep = cf_call(
+        t, json_pack("{s:s, s:i}", "cmd", "conn_create", "ctx", t->iut.ctx));
     json_t *prm = json_object_get(rep, "params");
     uint32_t id = (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
     json_decref(rep);

@@ -15,8 +15,8 @@ struct ack_rx {
 static bool sack_is_ack(const struct cf_pkt *pk, const void *arg)
 {
     const struct ack_rx *a = arg;
-    return !pk->derr && pk->h.opcode == MROCE_OP_ACK &&
-           pk->h.path == a->path && pk->h.rx_count == a->rx_count;
+    return !pk->derr && pk->h.opcode == MROCE_OP_ACK && pk->h.path == a->path &&
+           pk->h.rx_count == a->rx_count;
 }
 
 /* The ACK of path `path` that reports the model's rx_count. */
@@ -39,15 +39,15 @@ static bool sack_same(struct cf_t *t, const struct cf_pkt *pk,
     bool ok = CF_CHECK(t, h->sack_high == m->high,
                        "after %s: sack_high %u, expected %u", after,
                        h->sack_high, m->high);
-    ok &= CF_CHECK(t, !memcmp(h->sack, m->bits, sizeof(h->sack)),
-                   "after %s: bitmap %016llx %016llx.., expected %016llx "
-                   "%016llx..",
-                   after, (unsigned long long)h->sack[0],
-                   (unsigned long long)h->sack[1],
-                   (unsigned long long)m->bits[0],
-                   (unsigned long long)m->bits[1]);
-    ok &= CF_CHECK(t, h->echo_ts == m->echo, "after %s: echo_ts %u, expected %u",
-                   after, h->echo_ts, m->echo);
+    ok &= CF_CHECK(
+        t, !memcmp(h->sack, m->bits, sizeof(h->sack)),
+        "after %s: bitmap %016llx %016llx.., expected %016llx "
+        "%016llx..",
+        after, (unsigned long long)h->sack[0], (unsigned long long)h->sack[1],
+        (unsigned long long)m->bits[0], (unsigned long long)m->bits[1]);
+    ok &=
+        CF_CHECK(t, h->echo_ts == m->echo, "after %s: echo_ts %u, expected %u",
+                 after, h->echo_ts, m->echo);
     ok &= CF_CHECK(t, h->ce_count == m->ce_count,
                    "after %s: ce_count %u, expected %u", after, h->ce_count,
                    m->ce_count);
@@ -59,15 +59,38 @@ struct sack_ev {
     uint8_t ecn;
 };
 
-/* PROBEs (recorded, ACKREQ: one ACK each) through the model. */
+/* Accepted WRITEs (ACKREQ: one ACK each) through the model: in order,
+ * gaps, late fills, a PSN twice, too old, every word boundary, past 256. */
 static void sack_model(struct cf_t *t)
 {
     static const struct sack_ev ev[] = {
-        {0, 2},   {1, 2},   {2, 3},   {5, 2},   {3, 2},   {3, 2},
-        {4, 3},   {6, 2},   {70, 2},  {69, 2},  {68, 3},  {130, 2},
-        {129, 2}, {200, 2}, {260, 2}, {600, 3}, {400, 2}, {300, 2},
-        {601, 2}, {857, 2}, {856, 2}, {602, 2}, {601, 3}, {858, 2},
+        {0, 2},   {1, 2},   {2, 3},   {5, 2},    {3, 2},    {3, 2},
+        {4, 3},   {6, 2},   {70, 2},  {69, 2},   {68, 3},   {130, 2},
+        {129, 2}, {200, 2}, {260, 2}, {600, 3},  {400, 2},  {300, 2},
+        {601, 2}, {857, 2}, {856, 2}, {602, 2},  {601, 3},  {858, 2},
         {921, 2}, {922, 2}, {985, 2}, {1049, 2}, {1050, 2}, {1049, 2},
+    };
+    cf_open(t, NULL);
+    struct cf_rxpath m = {0};
+    char what[64];
+    for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+        uint32_t ts = 0x10000000u + (uint32_t)i * 977;
+        cf_write_at(t, 1, ev[i].psn, ts, ev[i].ecn);
+        cf_rx_model(&m, ev[i].psn, ts, ev[i].ecn, CF_REC_DATA);
+        snprintf(what, sizeof(what), "PSN %u (event %zu)", ev[i].psn, i);
+        if (!sack_same(t, sack_ack(t, 1, &m), &m, what))
+            break;
+    }
+    t->p->psn[1] = 1051;
+}
+
+/* R-PATH-9, R-VAL-2, R-VAL-4: a PROBE is recorded only at its path's next
+ * PSN, and answered at once either way by an ACK whose MTH psn names it. */
+static void sack_probes(struct cf_t *t)
+{
+    static const struct sack_ev ev[] = {
+        {0, 2}, {1, 3},   {5, 2}, {2, 2},           {2, 2}, {1, 2},
+        {3, 3}, {300, 2}, {4, 2}, {0xFFFFFFF0u, 2}, {5, 2}, {6, 3},
     };
     cf_open(t, NULL);
     struct cf_rxpath m = {0};
@@ -76,14 +99,31 @@ static void sack_model(struct cf_t *t)
         struct mroce_hdr h = cf_hdr(t, MROCE_OP_PROBE, 1);
         h.psn = ev[i].psn;
         h.flags = MROCE_HF_ACKREQ;
-        h.ts = 0x10000000u + (uint32_t)i * 977;
+        h.ts = 0x20000000u + (uint32_t)i * 991;
+        int from = t->p->n_log;
         cf_send_x(t, &h, NULL, 0, &(struct cf_tx){.ecn = ev[i].ecn});
-        cf_rx_model(&m, h.psn, h.ts, ev[i].ecn);
-        snprintf(what, sizeof(what), "PSN %u (event %zu)", h.psn, i);
-        if (!sack_same(t, sack_ack(t, 1, &m), &m, what))
+        int r = cf_rx_model(&m, h.psn, h.ts, ev[i].ecn, CF_REC_PROBE);
+        snprintf(what, sizeof(what), "a PROBE with PSN %u (event %zu, %s)",
+                 h.psn, i,
+                 r == CF_RX_NOT_RECORDED ? "not its path's next PSN"
+                                         : "the next PSN");
+        uint16_t path = 1;
+        const struct cf_pkt *pk =
+            cf_wait(t, cf_is_ack_for, &path, cf_ms(t, 1000));
+        if (!CF_CHECK(t, pk, "no ACK for %s", what))
             break;
+        CF_CHECK(t, pk->h.psn == h.psn, "the ACK for %s has MTH psn %u", what,
+                 pk->h.psn);
+        CF_CHECK(t, pk->h.rx_count == m.rx_count,
+                 "after %s: rx_count %u, expected %u", what, pk->h.rx_count,
+                 m.rx_count);
+        if (!sack_same(t, pk, &m, what))
+            break;
+        cf_pump(t, 0);
+        CF_CHECK(t, cf_count(t, from, MROCE_OP_ACK) == 1, "%d ACKs for %s",
+                 cf_count(t, from, MROCE_OP_ACK), what);
     }
-    t->p->psn[1] = 1051;
+    t->p->psn[1] = m.high + 1;
 }
 
 /* Data packets through the model: WRITEs on path 2 out of order. */
@@ -104,7 +144,7 @@ static void sack_data(struct cf_t *t)
         h.rkey = t->iut.rkey;
         h.flags = MROCE_HF_ACKREQ;
         cf_send(t, &h, d, sizeof(d));
-        cf_rx_model(&m, h.psn, h.ts, 2);
+        cf_rx_model(&m, h.psn, h.ts, 2, CF_REC_DATA);
         snprintf(what, sizeof(what), "a WRITE with PSN %u", h.psn);
         const struct cf_pkt *pk = sack_ack(t, 2, &m);
         if (!sack_same(t, pk, &m, what))
@@ -124,7 +164,7 @@ static void sack_not_recorded(struct cf_t *t)
     h.psn = 0;
     h.flags = MROCE_HF_ACKREQ;
     cf_send(t, &h, NULL, 0);
-    cf_rx_model(&m, 0, h.ts, 2);
+    cf_rx_model(&m, 0, h.ts, 2, CF_REC_PROBE);
     sack_same(t, sack_ack(t, 1, &m), &m, "PSN 0");
     /* PSN 1: a SEND without a receive (RNR) */
     struct mroce_hdr s = cf_hdr(t, MROCE_OP_SEND, 1);
@@ -146,10 +186,10 @@ static void sack_not_recorded(struct cf_t *t)
     w.rkey = t->iut.rkey;
     w.flags = MROCE_HF_ACKREQ;
     cf_send(t, &w, "far!", 4);
-    h.psn = 3;
-    h.ts += 1000;
-    cf_send(t, &h, NULL, 0);
-    cf_rx_model(&m, 3, h.ts, 2);
+    /* PSN 3: an accepted WRITE (recorded at any PSN, R-VAL-2) */
+    uint32_t ts = h.ts + 1000;
+    cf_write_at(t, 1, 3, ts, 2);
+    cf_rx_model(&m, 3, ts, 2, CF_REC_DATA);
     sack_same(t, sack_ack(t, 1, &m), &m,
               "a refused SEND (PSN 1) and an out-of-window WRITE (PSN 2)");
     t->p->psn[1] = 4;
@@ -167,7 +207,7 @@ static void sack_counts(struct cf_t *t)
         h.psn = i / 2;
         h.flags = MROCE_HF_ACKREQ;
         cf_send_x(t, &h, NULL, 0, &(struct cf_tx){.ecn = ecn});
-        cf_rx_model(&m[path - 1], h.psn, h.ts, ecn);
+        cf_rx_model(&m[path - 1], h.psn, h.ts, ecn, CF_REC_PROBE);
         const struct cf_pkt *pk = sack_ack(t, path, &m[path - 1]);
         if (!pk) {
             cf_fail(t, "no ACK for path %u with rx_count %u", path,
@@ -213,7 +253,8 @@ static void sack_ce_control(struct cf_t *t)
 static void sack_psn_window(struct cf_t *t)
 {
     /* an RTO would resolve them all: keep it far (250 ms) */
-    cf_open(t, &(struct cf_open){.mtu = 256, .n_paths = 1,
+    cf_open(t, &(struct cf_open){.mtu = 256,
+                                 .n_paths = 1,
                                  .init_cwnd_pkts = 4096,
                                  .max_conn_cwnd_pkts = 4096,
                                  .min_rto_ns = 50000000});
@@ -224,8 +265,8 @@ static void sack_psn_window(struct cf_t *t)
     int n = 0;
     for (int i = 0; i < t->p->n_log; i++) {
         const struct cf_pkt *pk = t->p->log[i];
-        if (pk->derr || (!cf_is_data(pk, NULL) &&
-                         pk->h.opcode != MROCE_OP_PROBE))
+        if (pk->derr ||
+            (!cf_is_data(pk, NULL) && pk->h.opcode != MROCE_OP_PROBE))
             continue;
         n++;
         if (pk->h.psn - cf_iut_psn(t, 0) + 1 > max)
@@ -239,12 +280,15 @@ static void sack_psn_window(struct cf_t *t)
 }
 
 const struct cf_test cf_t_sack[] = {
-    CF_TEST("sack.model.probes", "6.1",
-            "R-SACK-1 R-SACK-4 R-SACK-5 R-SACK-7 R-ACK-2 R-PATH-9", MUST,
+    CF_TEST("sack.model.events", "6.1",
+            "R-SACK-1 R-SACK-4 R-SACK-5 R-SACK-7 R-ACK-2 R-VAL-2", MUST,
             "30 PSN events through the receiver's path state", sack_model),
+    CF_TEST("sack.model.probes", "6.1",
+            "R-PATH-9 R-VAL-2 R-VAL-4 R-SACK-6 R-ACK-5", MUST,
+            "a PROBE is recorded only at the next PSN, always answered",
+            sack_probes),
     CF_TEST("sack.model.data", "6.1", "R-SACK-5 R-SACK-6 R-ORD-2", MUST,
-            "data out of order through the receiver's path state",
-            sack_data),
+            "data out of order through the receiver's path state", sack_data),
     CF_TEST("sack.not_recorded", "6.1", "R-SACK-6 R-RETRY-3 R-DSN-6", MUST,
             "refused and out-of-window data are not recorded",
             sack_not_recorded),

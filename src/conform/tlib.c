@@ -34,8 +34,8 @@ static bool tlib_sacks(const struct cf_pkt *pk, const void *arg)
 {
     const struct sack_arg *a = arg;
     uint32_t i = pk->h.sack_high - a->psn;
-    return !pk->derr && pk->h.opcode == MROCE_OP_ACK &&
-           pk->h.path == a->path && i < 256 && mroce_sack_test(pk->h.sack, i);
+    return !pk->derr && pk->h.opcode == MROCE_OP_ACK && pk->h.path == a->path &&
+           i < 256 && mroce_sack_test(pk->h.sack, i);
 }
 
 bool cf_wait_sacked(struct cf_t *t, uint16_t path, uint32_t psn, int ms)
@@ -64,8 +64,9 @@ bool cf_alive(struct cf_t *t)
                        .path = 0};
     cf_send_msg(t, &m);
     if (!cf_wait_sacked(t, 0, m.psn[0], 2000))
-        return cf_fail(t, "the connection no longer works: a valid WRITE "
-                          "(DSN %u, path 0 PSN %u) was not acknowledged",
+        return cf_fail(t,
+                       "the connection no longer works: a valid WRITE "
+                       "(DSN %u, path 0 PSN %u) was not acknowledged",
                        m.first_dsn, m.psn[0]);
     cf_iut_read(t, off, got, sizeof(got));
     return CF_CHECK(t, !memcmp(got, data, sizeof(data)),
@@ -154,10 +155,8 @@ bool cf_iut_mr(struct cf_t *t, uint32_t len, const char *access,
     if (ok) {
         out->mr = (int)json_integer_value(json_object_get(rep, "mr"));
         out->va = (uint64_t)json_integer_value(json_object_get(rep, "va"));
-        out->rkey =
-            (uint32_t)json_integer_value(json_object_get(rep, "rkey"));
-        out->lkey =
-            (uint32_t)json_integer_value(json_object_get(rep, "lkey"));
+        out->rkey = (uint32_t)json_integer_value(json_object_get(rep, "rkey"));
+        out->lkey = (uint32_t)json_integer_value(json_object_get(rep, "lkey"));
     }
     json_decref(rep);
     return ok;
@@ -173,7 +172,8 @@ bool cf_nack_is(struct cf_t *t, const struct cf_pkt *pk, uint8_t code,
 {
     if (!pk)
         return cf_fail(t, "no NACK for %s", what);
-    return CF_CHECK(t, pk->h.nak_code == code, "%s NACKed with syndrome %u (%s), "
+    return CF_CHECK(t, pk->h.nak_code == code,
+                    "%s NACKed with syndrome %u (%s), "
                     "expected %u (%s)",
                     what, pk->h.nak_code, mroce_wire_nak_name(pk->h.nak_code),
                     code, mroce_wire_nak_name(code));
@@ -210,4 +210,57 @@ int cf_count_dsn(struct cf_t *t, uint32_t dsn)
     for (int k = 0; k < t->p->n_log; k++)
         n += cf_is_data(t->p->log[k], NULL) && t->p->log[k]->h.dsn == dsn;
     return n;
+}
+
+void cf_write_at(struct cf_t *t, uint16_t path, uint32_t psn, uint32_t ts,
+                 uint8_t ecn)
+{
+    struct mroce_hdr h = cf_hdr(t, MROCE_OP_WRITE, path);
+    h.psn = psn;
+    h.ts = ts;
+    h.dsn = cf_next_dsn(t);
+    h.msn = t->p->msn[0]++;
+    h.msg_len = 8;
+    h.va = t->iut.va + 8 * (h.dsn % 512);
+    h.rkey = t->iut.rkey;
+    h.flags = MROCE_HF_ACKREQ;
+    cf_send_x(t, &h, "sackdata", 8, &(struct cf_tx){.ecn = ecn});
+}
+
+uint32_t cf_iut_ts(const struct cf_t *t, uint16_t path, uint32_t psn)
+{
+    for (int i = t->p->n_log - 1; i >= 0; i--) {
+        const struct cf_pkt *pk = t->p->log[i];
+        if (!pk->derr && pk->h.path == path && pk->h.psn == psn &&
+            (cf_is_data(pk, NULL) || pk->h.opcode == MROCE_OP_PROBE))
+            return pk->h.ts;
+    }
+    return 0;
+}
+
+uint32_t cf_second_conn(struct cf_t *t)
+{
+    json_t *rep =
+        cf_call(t, json_pack("{s:s, s:i, s:i, s:I}", "cmd", "conn_create",
+                             "ctx", t->iut.ctx, "n_paths", 1, "min_rto_ns",
+                             (json_int_t)5000000));
+    json_t *prm = json_object_get(rep, "params");
+    uint32_t id2 =
+        (uint32_t)json_integer_value(json_object_get(prm, "conn_id"));
+    int conn2 = (int)json_integer_value(json_object_get(rep, "conn"));
+    json_decref(rep);
+    CF_REQUIRE(t, id2, "no second connection");
+    struct cf_params mine;
+    cf_my_params(t, &mine);
+    mine.conn_id = t->p->my_id ^ 0x5A5A5A5Au;
+    mine.n_paths = 1;
+    mine.n_streams = 1;
+    mine.init_psn = mine.init_dsn = mine.init_msn = 0;
+    rep = cf_call(t, json_pack("{s:s, s:i, s:o}", "cmd", "conn_connect", "conn",
+                               conn2, "params", cf_params_json(&mine)));
+    bool ok = cf_reply_ok(rep, NULL, 0);
+    json_decref(rep);
+    CF_REQUIRE(t, ok, "the second connection did not connect");
+    t->p->extra_ids[0] = mine.conn_id;
+    return id2;
 }

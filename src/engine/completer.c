@@ -26,10 +26,11 @@ static uint8_t comp_wc_opcode(uint8_t op)
 /* R-ORD-6: every DSN acknowledged; a READ also has all its response. */
 static bool comp_done(const struct mroce_conn *c, const struct sq_slot *q)
 {
-    if (q->acked < q->npkts)
+    if (q->acked + MROCE_FAULT(c->ctx, COMPLETE_EARLY) < q->npkts)
         return false;
     return q->op != MROCE_OP_READ_REQ ||
-           q->read_got >= eng_npkts(q->wr.sge.length, c->mtu);
+           q->read_got + MROCE_FAULT(c->ctx, READ_DONE_EARLY) >=
+               eng_npkts(q->wr.sge.length, c->mtu);
 }
 
 /* R-ORD-7: sender completions in post order per stream. */
@@ -210,11 +211,15 @@ struct ack_sum {
  * of the path we sent (among the last ring_fill, whose ts we still hold),
  * its bit 0 is set, and echo_ts is the ts we sent that PSN with: a blind
  * forger must guess a PSN in flight and a ts with a random offset. */
-static bool comp_sack_valid(const struct path_tx *pt, const struct mroce_hdr *h)
+static bool comp_sack_valid(const struct mroce_conn *c,
+                            const struct path_tx *pt, const struct mroce_hdr *h)
 {
     uint32_t back = pt->next_psn - 1 - h->sack_high;
-    return back < pt->ring_fill && mroce_sack_test(h->sack, 0) &&
-           pt->psn_ts[eng_psn_slot(pt, h->sack_high)] == h->echo_ts;
+    return back < pt->ring_fill &&
+           (mroce_sack_test(h->sack, 0) ||
+            MROCE_FAULT(c->ctx, BIT0_UNCHECKED)) &&
+           (*eng_psn_ts(pt, eng_psn_slot(pt, h->sack_high)) == h->echo_ts ||
+            MROCE_FAULT(c->ctx, ECHO_UNCHECKED));
 }
 
 /* R-VAL-4: an ACK's MTH psn names the PROBE it answers (else its
@@ -256,7 +261,10 @@ static void comp_sack(struct mroce_conn *c, uint16_t p,
         uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
         if (!slot)
             continue;
-        bool got = back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back);
+        bool got = (back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back)) ||
+                   MROCE_FAULT(c->ctx, SACK_HOLES_DELIVERED);
+        if (!got && MROCE_FAULT(c->ctx, SACK_HOLES_WAIT))
+            continue;
         comp_sum(c, p, psn, slot, got, back == 0, sum);
     }
 }
@@ -304,7 +312,7 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
     c->established = true; /* R-VAL-7 */
     pt->last_progress = now;
     pt->tlp_done = false;
-    c->backoff = 0;
+    c->backoff = MROCE_FAULT(c->ctx, BACKOFF_KEPT) ? c->backoff : 0;
     c->alive++;
     eng_path_alive(c, pt);
     eng_plane_good(c->ctx, pt->plane);
@@ -315,9 +323,11 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
 
 /* R-ACK-7: ACKs are sprayed and may arrive out of order; only an ACK that
  * reports more received packets than any before may report new CE marks. */
-static uint16_t comp_new_ce(struct path_tx *pt, const struct mroce_hdr *h)
+static uint16_t comp_new_ce(const struct mroce_conn *c, struct path_tx *pt,
+                            const struct mroce_hdr *h)
 {
-    if ((int16_t)(h->rx_count - pt->rx_seen) <= 0)
+    if ((int16_t)(h->rx_count - pt->rx_seen) <= 0 &&
+        !MROCE_FAULT(c->ctx, CE_OLD_ACK))
         return 0;
     uint16_t ce = (uint16_t)(h->ce_count - pt->ce_seen);
     pt->rx_seen = h->rx_count;
@@ -341,7 +351,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum)
 {
     uint64_t rtt = 0;
-    if (sum->high_new) {
+    if (sum->high_new || MROCE_FAULT(c->ctx, RTT_ANY_ACK)) {
         uint32_t d = eng_ts(c, now) - h->echo_ts; /* R-RTT-1 */
         rtt = d < 0x80000000u ? d : 0;            /* a bogus echo: no sample */
         if (rtt) {
@@ -350,7 +360,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                 eng_path_rack(c, pt, now, rtt);
         }
     }
-    uint16_t ce = comp_new_ce(pt, h);
+    uint16_t ce = comp_new_ce(c, pt, h);
     if (sum->lost)
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
     if (sum->bytes || ce)
@@ -374,8 +384,9 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
     }
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    bool sack = comp_sack_valid(pt, h), echo = comp_echo_valid(pt, h);
-    if ((!sack && !echo) || seq_lt(c->snd_next, h->dsn_cum)) {
+    bool sack = comp_sack_valid(c, pt, h), echo = comp_echo_valid(pt, h);
+    if ((!sack && !echo) || (seq_lt(c->snd_next, h->dsn_cum) &&
+                             !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
         c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
         return;
     }
@@ -395,11 +406,12 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */
 
-static uint8_t comp_nak_status(uint8_t code)
+static uint8_t comp_nak_status(const struct mroce_conn *c, uint8_t code)
 {
     switch (code) {
     case MROCE_NAK_REMOTE_ACCESS:
-        return MROCE_WC_REM_ACCESS_ERR;
+        return MROCE_FAULT(c->ctx, NACK_STATUS_SWAP) ? MROCE_WC_REM_OP_ERR
+                                                     : MROCE_WC_REM_ACCESS_ERR;
     case MROCE_NAK_INVALID_REQUEST:
         return MROCE_WC_REM_INV_REQ_ERR;
     default:
@@ -410,21 +422,23 @@ static uint8_t comp_nak_status(uint8_t code)
 static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
                      uint32_t delay_us)
 {
-    if (c->attr.rnr_retry != 7 && ++x->rnr_retries > c->attr.rnr_retry) {
+    if (c->attr.rnr_retry != 7 && ++x->rnr_retries > c->attr.rnr_retry &&
+        !MROCE_FAULT(c->ctx, RNR_LIMIT_OFF)) {
         eng_comp_fail_txp(c, x, MROCE_WC_RNR_RETRY_EXC_ERR);
         return;
     }
-    if (x->tx_count) /* R-RETRY-4: not counted toward R-RETRY-1's 64 */
+    if (x->tx_count && /* R-RETRY-4: not counted toward R-RETRY-1's 64 */
+        !MROCE_FAULT(c->ctx, RNR_COUNTED))
         x->tx_count--;
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
     /* R-RETRY-4: at most max_rto, whatever the NACK asks */
     uint64_t wait = (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
-    if (wait > c->attr.max_rto_ns) {
+    if (wait > c->attr.max_rto_ns && !MROCE_FAULT(c->ctx, RNR_UNCAPPED)) {
         wait = c->attr.max_rto_ns;
         c->cnt.rnr_capped++;
     }
-    x->rnr_at = now + wait;
+    x->rnr_at = now + (MROCE_FAULT(c->ctx, RNR_NO_WAIT) ? 0 : wait);
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;
 }
@@ -453,8 +467,9 @@ static struct txp *comp_nak_txp(struct mroce_conn *c, const struct mroce_hdr *h)
     if (!x || x->state == TXP_ACKED || x->state == TXP_RNR)
         return NULL;
     const struct rd_resp *r = &c->resp[x->msn];
-    if (x->kind == TXK_MSG ? x->stream != h->stream || x->msn != h->msn
-                           : r->stream != h->stream || r->msn != h->msn)
+    if ((x->kind == TXK_MSG ? x->stream != h->stream || x->msn != h->msn
+                            : r->stream != h->stream || r->msn != h->msn) &&
+        !MROCE_FAULT(c->ctx, NACK_MSN_UNCHECKED))
         return NULL; /* R-VAL-6: a READ response names its READ */
     return x;
 }
@@ -471,9 +486,10 @@ static bool comp_nak_wr(struct mroce_conn *c, const struct mroce_hdr *h)
         return false;
     /* R-VAL-6: and it carries a DSN the message's packets took */
     const struct sq_slot *q = eng_sq(c, s, h->msn);
-    if (seq_lt(h->dsn, q->first_dsn) || seq_lt(q->last_dsn, h->dsn))
+    if ((seq_lt(h->dsn, q->first_dsn) || seq_lt(q->last_dsn, h->dsn)) &&
+        !MROCE_FAULT(c->ctx, NACK_WR_DSN_UNCHECKED))
         return false;
-    eng_conn_error(c, h->stream, h->msn, comp_nak_status(h->nak_code));
+    eng_conn_error(c, h->stream, h->msn, comp_nak_status(c, h->nak_code));
     return true;
 }
 
@@ -484,17 +500,18 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         c->cnt.drop_state++;
         return;
     }
-    if (h->nak_code < MROCE_NAK_RNR || h->nak_code > MROCE_NAK_CONN_CLOSED) {
+    if ((h->nak_code < MROCE_NAK_RNR || h->nak_code > MROCE_NAK_CONN_CLOSED) &&
+        !MROCE_FAULT(c->ctx, RESERVED_NACK_FATAL)) {
         c->cnt.drop_stale++; /* R-NACK-2: reserved syndrome, ignored */
         return;
     }
     struct txp *x = comp_nak_txp(c, h);
-    if (x)
+    if (x && !MROCE_FAULT(c->ctx, NACK_NO_RELEASE))
         comp_nak_release(c, h);
     if (h->nak_code == MROCE_NAK_RNR && x)
         comp_rnr(c, x, now, h->nak_info);
     else if (h->nak_code != MROCE_NAK_RNR && x)
-        eng_comp_fail_txp(c, x, comp_nak_status(h->nak_code));
+        eng_comp_fail_txp(c, x, comp_nak_status(c, h->nak_code));
     else if (h->nak_code == MROCE_NAK_RNR || !comp_nak_wr(c, h))
         c->cnt.drop_stale++;
 }
@@ -504,7 +521,9 @@ void eng_comp_nak(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
  * nothing of ours is in flight to draw one, a PROBE does. */
 void eng_comp_prove(struct mroce_conn *c)
 {
-    if (c->established || c->n_probe_due || c->state != MROCE_CONN_CONNECTED)
+    c->established |= MROCE_FAULT(c->ctx, READ_BEFORE_PROOF);
+    if (c->established || c->n_probe_due || c->state != MROCE_CONN_CONNECTED ||
+        MROCE_FAULT(c->ctx, NO_PROOF_PROBE))
         return;
     for (uint32_t p = 0; p < c->n_paths; p++)
         if (c->ptx[p].una != c->ptx[p].next_psn)
@@ -526,6 +545,8 @@ void eng_comp_prove(struct mroce_conn *c)
  * acknowledged or ends in an RTO and the usual retry rounds. */
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now)
 {
+    if (MROCE_FAULT(c->ctx, READ_WATCH_OFF))
+        return;
     c->read_watch = now + 2 * eng_path_rto(c, &c->ptx[0]);
     eng_conn_arm(c, c->read_watch);
 }

@@ -151,7 +151,9 @@ int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
     c->local.init_psn = (uint32_t)eng_rand(ctx);
     c->local.init_dsn = (uint32_t)eng_rand(ctx);
     c->local.init_msn = (uint32_t)eng_rand(ctx);
-    c->ts_off = (uint32_t)eng_rand(ctx); /* R-HDR-10, R-VAL-1 */
+    if (MROCE_FAULT(ctx, INIT_SEQ_FIXED))
+        c->local.init_psn = c->local.init_dsn = c->local.init_msn = 0;
+    c->ts_off = MROCE_FAULT(ctx, TS_NO_OFFSET) ? 0 : (uint32_t)eng_rand(ctx);
     pd->refs++;
     c->scq->users++;
     c->rcq->users++;
@@ -254,6 +256,8 @@ static bool conn_timing_ok(const struct mroce_conn *c,
 static bool conn_params_ok(const struct mroce_conn *c,
                            const struct mroce_conn_params *r)
 {
+    if (MROCE_FAULT(c->ctx, PARAMS_UNCHECKED))
+        return r->n_paths && r->n_streams && r->dsn_window && r->mtu;
     return r->conn_id && r->udp_port && r->n_paths &&
            r->n_paths <= ENG_MAX_PATHS && r->n_streams && r->mtu >= 256 &&
            r->mtu <= 9000 && conn_pow2(r->dsn_window) &&
@@ -315,7 +319,8 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
                                     .max_rd = r->max_rd};
     c->n_paths = n_paths;
     c->n_streams = conn_min(c->attr.n_streams, r->n_streams);
-    c->mtu = conn_min(c->ctx->mtu, r->mtu);
+    c->mtu = MROCE_FAULT(c->ctx, MTU_NOT_MIN) ? c->ctx->mtu
+                                              : conn_min(c->ctx->mtu, r->mtu);
     c->dsn_window = dsn_window;
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;

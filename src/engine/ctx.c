@@ -67,9 +67,10 @@ struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id)
 
 static uint32_t ctx_fresh_id(struct mroce_ctx *ctx)
 {
-    uint32_t id;
+    uint32_t id = 0;
     do
-        id = (uint32_t)eng_rand(ctx);
+        id = MROCE_FAULT(ctx, CONN_ID_SEQUENTIAL) ? ctx->n_conns + 1 + id
+                                                  : (uint32_t)eng_rand(ctx);
     while (!id || eng_conn_find(ctx, id));
     return id;
 }
@@ -181,6 +182,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 {
     struct mroce_hdr h;
     int err = mroce_wire_decode(buf, len, &h);
+    if (err && ctx->fault_id) /* fault.h: R-RX-1 faults */
+        err = eng_fault_redecode(ctx, &buf, &len, &h, err);
 
     ctx->cnt.rx_pkts++;
     if (err)
@@ -190,7 +193,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         ctx->cnt.drop_unknown_conn++; /* R-CONN-2: no reply */
         return MROCE_EPROTO;
     }
-    if (!ctx_src_ok(c, meta, &h)) {
+    if (!ctx_src_ok(c, meta, &h) && !MROCE_FAULT(ctx, BAD_SRC_ACCEPTED)) {
         ctx->cnt.drop_bad_src++;
         return MROCE_EPROTO;
     }
@@ -383,5 +386,6 @@ void eng_ctx_release(struct mroce_ctx *ctx)
     eng_free(ctx, ctx->conn_hash);
     eng_free(ctx, ctx->planes);
     eng_free(ctx, ctx->aead_buf);
+    eng_free(ctx, ctx->fault_buf);
     eng_sched_release(ctx);
 }

@@ -10,6 +10,7 @@
 
 #include "device/dev.h"
 #include "engine/cc.h"
+#include "engine/fault.h"
 #include "wire/wire.h"
 
 #define ENG_NEVER UINT64_MAX
@@ -140,13 +141,14 @@ struct path_tx {
     uint8_t state;
     uint8_t plane; /* R-ENC-10: p mod P */
     uint32_t next_psn, una;
-    uint32_t *psn_dsn;  /* ring of psn_mask + 1 <= path_window entries */
-    uint32_t *psn_ts;   /* R-VAL-1: the ts each PSN of the ring was sent with */
-    uint16_t *psn_len;  /* bytes on the wire; 0 = resolved; or PROBE */
-    uint32_t psn_mask;  /* grows with what is in flight (mem.c) */
     uint32_t ring_fill; /* PSNs sent, at most psn_mask + 1: ring slots
                            that hold a PSN's ts (R-VAL-1) */
-    uint32_t inflight;  /* bytes outstanding */
+    /* ring of psn_mask + 1 <= path_window entries, followed in the same
+     * allocation by the ts each was sent with (R-VAL-1, eng_psn_ts) */
+    uint32_t *psn_dsn;
+    uint16_t *psn_len; /* bytes on the wire; 0 = resolved; or PROBE */
+    uint32_t psn_mask; /* grows with what is in flight (mem.c) */
+    uint32_t inflight; /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
@@ -168,10 +170,10 @@ struct path_rx {
     uint32_t echo_ts;
     uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
-    bool any;
-    bool echo_due; /* R-VAL-4: the next ACK echoes PROBE echo_psn */
+    uint8_t any : 1;
+    uint8_t echo_due : 1; /* R-VAL-4: the next ACK answers PROBE echo_psn */
+    uint8_t plane;        /* its packets last arrived on (R-ACK-3) */
     uint32_t echo_psn;
-    uint8_t plane; /* its packets last arrived on (R-ACK-3) */
 };
 
 struct nak_entry {
@@ -317,6 +319,8 @@ struct mroce_ctx {
     uint32_t mtu, link_mbps;
     uint32_t base_rtt_ns; /* R-CC-3: caps the fair-share RTT; 0 none */
     uint32_t fault;
+    uint16_t fault_id;  /* fault.h: the fault table's entry set, 0 none */
+    uint8_t *fault_buf; /* eng_fault_redecode's copy */
     uint16_t src_ports[MROCE_MAX_SRC_PORTS]; /* R-ENC-3: the set paths draw
                                                 from; n_src_ports 0: any */
     uint32_t n_src_ports;
@@ -436,10 +440,16 @@ static inline uint32_t eng_ts(const struct mroce_conn *c, uint64_t now)
     return (uint32_t)now + c->ts_off;
 }
 
+/* R-VAL-1: the ts ring slot i's PSN was sent with. */
+static inline uint32_t *eng_psn_ts(const struct path_tx *pt, uint32_t i)
+{
+    return &pt->psn_dsn[pt->psn_mask + 1 + i];
+}
+
 /* R-VAL-1: ring slot i now holds a PSN sent with ts. */
 static inline void eng_path_sent_ts(struct path_tx *pt, uint32_t i, uint32_t ts)
 {
-    pt->psn_ts[i] = ts;
+    *eng_psn_ts(pt, i) = ts;
     if (pt->ring_fill <= pt->psn_mask)
         pt->ring_fill++;
 }

@@ -28,8 +28,7 @@ static int mem_psn_alloc(struct mroce_ctx *ctx, struct path_tx *pt,
     uint8_t *b = eng_alloc(ctx, cap * mem_psn_slot());
     if (!b)
         return MROCE_ENOMEM;
-    pt->psn_dsn = (uint32_t *)(void *)b;
-    pt->psn_ts = (uint32_t *)(void *)(b + cap * sizeof(uint32_t));
+    pt->psn_dsn = (uint32_t *)(void *)b; /* then the ts, eng_psn_ts */
     pt->psn_len = (uint16_t *)(void *)(b + 2 * cap * sizeof(uint32_t));
     pt->psn_mask = cap - 1;
     return 0;
@@ -43,13 +42,13 @@ int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
 {
     if (pt->next_psn - pt->una <= pt->psn_mask)
         return 0;
-    uint32_t *dsn = pt->psn_dsn, *ts = pt->psn_ts, om = pt->psn_mask;
+    uint32_t *dsn = pt->psn_dsn, *ts = eng_psn_ts(pt, 0), om = pt->psn_mask;
     uint16_t *len = pt->psn_len;
     if (mem_psn_alloc(c->ctx, pt, 2 * (om + 1)))
         return MROCE_ENOMEM;
     for (uint32_t psn = pt->next_psn - (om + 1); psn != pt->next_psn; psn++) {
         pt->psn_dsn[psn & pt->psn_mask] = dsn[psn & om];
-        pt->psn_ts[psn & pt->psn_mask] = ts[psn & om];
+        *eng_psn_ts(pt, psn & pt->psn_mask) = ts[psn & om];
         pt->psn_len[psn & pt->psn_mask] = len[psn & om];
     }
     eng_free(c->ctx, dsn);

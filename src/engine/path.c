@@ -27,7 +27,8 @@ static uint16_t path_new_port(struct mroce_conn *c)
 void eng_path_init(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
-    pt->src_port = path_new_port(c);
+    pt->src_port = MROCE_FAULT(c->ctx, PORT_SHARED) && p ? c->ptx[0].src_port
+                                                         : path_new_port(c);
     pt->plane = (uint8_t)(p % c->ctx->dev.n_planes); /* R-ENC-10 */
     pt->state = PATH_ACTIVE;
     pt->rto = c->attr.min_rto_ns * 5;
@@ -62,7 +63,7 @@ static void path_rearm_blind(struct mroce_conn *c)
 /* R-RTT-3, R-RTT-4: RFC 6298 estimator with the connection's RTO bounds. */
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
 {
-    if (!pt->srtt) {
+    if (!pt->srtt || MROCE_FAULT(c->ctx, SRTT_UNSMOOTHED)) {
         pt->srtt = rtt;
         pt->rttvar = rtt / 2;
     } else {
@@ -81,9 +82,11 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     if (first) /* other paths' probes can now be timed */
         eng_conn_update_deadline(c);
     uint64_t rto = pt->srtt + 4 * pt->rttvar;
-    if (rto < c->attr.min_rto_ns)
+    if (rto < c->attr.min_rto_ns && !MROCE_FAULT(c->ctx, RTO_NO_MIN))
         rto = c->attr.min_rto_ns;
-    pt->rto = rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
+    pt->rto = rto > c->attr.max_rto_ns && !MROCE_FAULT(c->ctx, RTO_NO_MAX)
+                  ? c->attr.max_rto_ns
+                  : rto;
 }
 
 /* R-RTT-4: a path that has no sample of its own yet but whose
@@ -111,7 +114,9 @@ uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt)
     if (pt->state == PATH_PROBING)
         return pt->rto; /* R-PATH-8: probing explores new ports quickly */
     uint64_t rto = path_base_rto(c, pt) << c->backoff;
-    return rto > c->attr.max_rto_ns ? c->attr.max_rto_ns : rto;
+    return rto > c->attr.max_rto_ns && !MROCE_FAULT(c->ctx, RTO_NO_MAX)
+               ? c->attr.max_rto_ns
+               : rto;
 }
 
 /* R-CC-4: the initial window is the connection's, split over its paths,
@@ -212,7 +217,8 @@ static uint64_t path_rack_at(const struct mroce_conn *c,
 static uint64_t path_tlp_at(const struct mroce_conn *c,
                             const struct path_tx *pt, bool *rack)
 {
-    if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint))
+    if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint) ||
+        MROCE_FAULT(c->ctx, TLP_OFF))
         return ENG_NEVER; /* no data out: a PROBE's own RTO times it */
     uint64_t t = pt->last_send + eng_path_pto(c, pt);
     uint64_t r = path_rack_at(c, pt);
@@ -239,11 +245,17 @@ uint64_t eng_path_deadline(const struct mroce_conn *c)
     return t;
 }
 
+/* R-PATH-5: a re-path leaves its own port too when a spare port exists
+ * (a route that lost everything is left for certain, not with probability
+ * spares / (spares + 1)); with none, the port is kept. */
 void eng_path_repath(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
-    pt->src_port = 0;
-    pt->src_port = path_new_port(c);
+    if (MROCE_FAULT(c->ctx, REPATH_KEEPS_PORT))
+        return;
+    uint32_t n = c->ctx->n_src_ports;
+    if (!n || n > c->n_paths)
+        pt->src_port = path_new_port(c);
     pt->st.repaths++;
     c->cnt.repaths++;
 }
@@ -293,7 +305,7 @@ static void path_backoff(struct mroce_conn *c, const struct path_tx *pt,
     uint64_t round = pt->rto << c->backoff;
     c->round_end =
         now + (round < c->attr.max_rto_ns ? round : c->attr.max_rto_ns);
-    if (c->backoff > c->attr.retry_cnt)
+    if (c->backoff > c->attr.retry_cnt && !MROCE_FAULT(c->ctx, RETRY_LIMIT_OFF))
         eng_comp_retry_exceeded(c);
 }
 
@@ -309,12 +321,14 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     pt->rto_at = ENG_NEVER;
     pt->st.timeouts++;
     c->cnt.rto_events++;
-    mroce_cc_aimd.on_timeout(&c->cc, &pt->cc, now);
+    if (!MROCE_FAULT(c->ctx, CC_NO_TIMEOUT))
+        mroce_cc_aimd.on_timeout(&c->cc, &pt->cc, now);
     path_backoff(c, pt, now);
     if (c->state != MROCE_CONN_CONNECTED || pt->state == PATH_DISABLED)
         return;
     pt->state = PATH_FAILED;
-    eng_path_repath(c, p);
+    if (!MROCE_FAULT(c->ctx, NO_REPATH_ON_RTO))
+        eng_path_repath(c, p);
     eng_plane_fail(c->ctx, pt->plane);
     pt->state = PATH_PROBING;
     pt->probe_at = now;
@@ -367,7 +381,10 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = eng_psn_slot(pt, pt->next_psn);
     /* RETX marks a probe sent because the path went silent (R-PATH-7) */
-    uint8_t flags = MROCE_HF_ACKREQ | (pt->probe_retx ? MROCE_HF_RETX : 0);
+    uint8_t flags =
+        (MROCE_FAULT(c->ctx, PROBE_NO_ACKREQ) ? 0 : MROCE_HF_ACKREQ) |
+        (pt->probe_retx && !MROCE_FAULT(c->ctx, PROBE_NO_RETX) ? MROCE_HF_RETX
+                                                               : 0);
     pt->probe_retx = false;
     struct mroce_hdr h = {.opcode = MROCE_OP_PROBE,
                           .flags = flags,
@@ -454,8 +471,9 @@ enum path_rank {
 static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
 {
     struct path_tx *pt = &c->ptx[p];
-    if (pt->state != PATH_ACTIVE || !path_room(c, pt, bytes) ||
-        eng_mem_psn_room(c, pt) || eng_plane_down(c->ctx, pt->plane))
+    if ((pt->state != PATH_ACTIVE && !MROCE_FAULT(c->ctx, DATA_ON_UNUSABLE)) ||
+        !path_room(c, pt, bytes) || eng_mem_psn_room(c, pt) ||
+        eng_plane_down(c->ctx, pt->plane))
         return false; /* R-PATH-4, R-PATH-15 */
     if (!eng_plane_open(c, p)) {
         c->plane_held = true; /* R-PATH-14: its port is full */

@@ -10,7 +10,8 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
     meta->dst = c->peer_addr[plane];
     meta->src_port = c->ptx[path].src_port;
     meta->dst_port = c->remote.udp_port;
-    meta->ecn = MROCE_ECN_ECT0; /* R-ENC-6 */
+    meta->ecn = MROCE_FAULT(c->ctx, ECN_NOT_ECT) ? MROCE_ECN_NOT_ECT
+                                                 : MROCE_ECN_ECT0; /* R-ENC-6 */
     meta->plane = plane;
 }
 
@@ -72,7 +73,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     pt->ahead_mark = c->sent_bytes;
     if (pt->srtt || c->rtt_hint)
         eng_conn_arm(c, now + eng_path_pto(c, pt));
-    pt->next_psn++;
+    pt->next_psn += 1 + MROCE_FAULT(c->ctx, PSN_SKIP);
     pt->last_send = now;
     pt->inflight += charge;
     c->inflight += charge;
@@ -98,7 +99,7 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     h.path = p;
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
-    h.ts = eng_ts(c, now);
+    h.ts = MROCE_FAULT(c->ctx, TS_FROZEN) ? c->ts_off : eng_ts(c, now);
     /* R-ACK-1: ask for an ACK when the path window is about to close */
     if (pt->next_psn - pt->una + 2 >= c->path_window)
         h.flags |= MROCE_HF_ACKREQ;
@@ -128,11 +129,14 @@ static bool req_has_new(struct mroce_conn *c);
 static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     struct mroce_pkt_meta *meta)
 {
+    if (MROCE_FAULT(c->ctx, RETX_AFTER_NEW) && req_has_new(c))
+        return 0;
     while (c->retx_count) {
         uint32_t dsn = c->retx[c->retx_head];
         struct txp *x = eng_txp(c, dsn);
         bool dup = x->dsn == dsn && x->dup_due && x->state == TXP_OUT;
-        if (x->dsn != dsn || (x->state != TXP_LOST && !dup)) {
+        if (x->dsn != dsn || (x->state != TXP_LOST && !dup &&
+                              !MROCE_FAULT(c->ctx, ACKED_RESENT))) {
             if (x->dsn == dsn) /* acknowledged meanwhile: no second copy */
                 x->dup_due = 0;
             req_retx_pop(c);
@@ -146,20 +150,24 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         }
         if (p < 0)
             return 0;
-        if (x->tx_count >= ENG_MAX_TX) { /* R-RETRY-1 */
+        if (x->tx_count >= ENG_MAX_TX && /* R-RETRY-1 */
+            !MROCE_FAULT(c->ctx, TX_CAP_OFF)) {
             req_retx_pop(c);
             eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
             return 0;
         }
         /* R-LOSS-7: from its third transmission on, or at the connection's
          * tail, a DSN goes out twice */
-        x->dup_due = !dup && (x->tx_count >= 2 ||
-                              (c->attr.tail_copies == 2 && !req_has_new(c)));
+        x->dup_due =
+            !dup && !MROCE_FAULT(c->ctx, THIRD_ONCE) &&
+            (x->tx_count >= 2 || (c->attr.tail_copies == 2 && !req_has_new(c)));
         if (!x->dup_due)
             req_retx_pop(c);
         c->cnt.retx_pkts++;
         c->ptx[p].st.retx_pkts++;
-        return req_emit(c, x, (uint16_t)p, MROCE_HF_RETX, now, buf, meta);
+        return req_emit(c, x, (uint16_t)p,
+                        MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX,
+                        now, buf, meta);
     }
     return 0;
 }
@@ -198,6 +206,8 @@ static struct txp *req_next_resp(struct mroce_conn *c)
         struct rd_resp *r = &c->resp[k];
         if (!r->used || r->sent_pkts >= r->npkts)
             continue; /* R-MSG-10: a zero-length READ gets one packet too */
+        if (!r->len && MROCE_FAULT(c->ctx, ZERO_READ_UNANSWERED))
+            continue;
         if (r->len && !c->established)
             continue; /* R-VAL-7: no data for a READ before proof */
         c->rr_resp = k + 1;
@@ -213,10 +223,12 @@ static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
 {
     if (s->sq_next == s->sq_tail)
         return false;
-    if (s->sq_next - s->msn_una >= c->peer_msg_window) /* R-MSG-14 */
+    if (s->sq_next - s->msn_una >= c->peer_msg_window && /* R-MSG-14 */
+        !MROCE_FAULT(c->ctx, MSG_WINDOW_SENDER))
         return false;
     const struct sq_slot *q = eng_sq(c, s, s->sq_next);
-    return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd;
+    return q->op != MROCE_OP_READ_REQ || c->reads_out < c->peer_max_rd ||
+           MROCE_FAULT(c->ctx, MAX_RD_SENDER);
 }
 
 static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
@@ -279,7 +291,8 @@ static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
  * and packets shorter than the mtu fit more per window. */
 static bool req_first_window_full(const struct mroce_conn *c)
 {
-    return !c->cnt.rx_acks && c->cnt.tx_data_pkts >= c->attr.init_cwnd_pkts;
+    return !c->cnt.rx_acks && c->cnt.tx_data_pkts >= c->attr.init_cwnd_pkts &&
+           !MROCE_FAULT(c->ctx, INIT_WINDOW_OFF);
 }
 
 static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -301,7 +314,9 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         x = req_next_msg(c);
     if (!x)
         return 0;
-    uint8_t flags = req_last_pkt(c, x) ? MROCE_HF_ACKREQ : 0; /* R-ACK-1 */
+    uint8_t flags = req_last_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
+                        ? MROCE_HF_ACKREQ
+                        : 0; /* R-ACK-1 */
     if (x->kind == TXK_MSG && req_slot(c, x)->op == MROCE_OP_READ_REQ)
         eng_comp_read_watch(c, now);
     return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
@@ -320,13 +335,16 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                      struct mroce_pkt_meta *meta)
 {
     /* R-VAL-5: our next DSN, which the peer finds within its window */
-    struct mroce_hdr h = {.conn = c->remote.conn_id, .psn = c->snd_next};
+    struct mroce_hdr h = {
+        .conn = c->remote.conn_id,
+        .psn = MROCE_FAULT(c->ctx, CLOSE_PSN_ZERO) ? 0 : c->snd_next};
     if (c->close_ack_pending) {
         c->close_ack_pending = false;
         h.opcode = MROCE_OP_CLOSE_ACK;
     } else if (c->close_pending && c->close_due) {
         c->close_due = false;
-        if (c->close_tries++ > c->attr.retry_cnt) {
+        if (c->close_tries++ > c->attr.retry_cnt ||
+            (c->close_tries > 1 && MROCE_FAULT(c->ctx, CLOSE_NO_RETRY))) {
             c->close_pending = false;
             c->state = MROCE_CONN_CLOSED;
             return 0;

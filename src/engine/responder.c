@@ -17,7 +17,8 @@ static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
     *e = (struct nak_entry){.path = h->path,
                             .stream = h->stream,
                             .code = code,
-                            .psn = h->psn,
+                            .psn =
+                                MROCE_FAULT(c->ctx, NACK_PSN_ZERO) ? 0 : h->psn,
                             .dsn = h->dsn,
                             .msn = h->msn,
                             .info = info};
@@ -40,9 +41,10 @@ static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
                             bool urgent)
 {
     struct path_rx *pr = &c->prx[p];
-    if (urgent || ++pr->unacked >= c->attr.ack_every)
+    if (urgent || (++pr->unacked >= c->attr.ack_every &&
+                   !MROCE_FAULT(c->ctx, ACK_EVERY_OFF)))
         resp_ack_now(c, p);
-    else if (pr->ack_at == ENG_NEVER)
+    else if (pr->ack_at == ENG_NEVER && !MROCE_FAULT(c->ctx, ACK_DELAY_OFF))
         eng_conn_arm(c, pr->ack_at = now + c->attr.ack_delay_ns);
 }
 
@@ -55,16 +57,25 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     struct path_rx *pr = &c->prx[h->path];
     bool dup = false, gap = false, stale = false;
     eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
-    pr->rx_count++;
+    if (MROCE_FAULT(c->ctx, SACK_LATE_BIT) && gap && pr->high != h->psn &&
+        pr->high - h->psn < MROCE_SACK_BITS) /* the late bit cleared */
+        pr->bits[(pr->high - h->psn) >> 6] &=
+            ~((uint64_t)1 << (63 - ((pr->high - h->psn) & 63)));
+    pr->rx_count += !(MROCE_FAULT(c->ctx, RX_COUNT_NO_PROBE) &&
+                      h->opcode == MROCE_OP_PROBE);
     pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
-    if (meta->ecn == MROCE_ECN_CE) {
+    if (meta->ecn == MROCE_ECN_CE && !MROCE_FAULT(c->ctx, CE_NOT_COUNTED)) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
     }
-    if (!dup && !stale && pr->high == h->psn)
+    if (!dup && !stale &&
+        (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST)))
         pr->echo_ts = h->ts;
+    bool ackreq =
+        (h->flags & MROCE_HF_ACKREQ) && !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
     resp_ack_policy(c, now, h->path,
-                    (h->flags & MROCE_HF_ACKREQ) || dup || gap || stale);
+                    ackreq || dup ||
+                        ((gap || stale) && !MROCE_FAULT(c->ctx, ACK_GAP_LATE)));
 }
 
 /* ---- DSN dedup window (R-DSN-2) ---- */
@@ -116,11 +127,12 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
                                   const struct mroce_hdr *h, int *v)
 {
     uint32_t window = c->attr.sq_depth, ahead = h->msn - s->in_base;
-    if (ahead >= window && -ahead <= window) {
+    if (ahead >= window && -ahead <= window &&
+        !MROCE_FAULT(c->ctx, OLD_MSN_DROPPED)) {
         *v = resp_invalid(c);
         return NULL;
     }
-    if (ahead >= window) {
+    if (ahead >= window && !MROCE_FAULT(c->ctx, MSN_WINDOW_IGNORED)) {
         c->cnt.drop_msn_window++;
         *v = RV_DROP;
         return NULL;
@@ -142,7 +154,8 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
         m->dsn = h->dsn;
         m->npkts =
             h->opcode == MROCE_OP_READ_REQ ? 1 : eng_npkts(h->msg_len, c->mtu);
-    } else if (!resp_same_msg(m, h)) {
+    } else if (!resp_same_msg(m, h) &&
+               !MROCE_FAULT(c->ctx, MSG_FIELDS_UNCHECKED)) {
         *v = resp_invalid(c); /* R-MSG-3: fields constant per message */
         return NULL;
     }
@@ -154,6 +167,8 @@ static struct in_msg *resp_in_msg(struct mroce_conn *c, struct stream *s,
  * so byte counts are exact and no two packets overlap. */
 static bool resp_chunk_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
 {
+    if (MROCE_FAULT(c->ctx, CHUNK_UNCHECKED))
+        return true;
     if (h->opcode == MROCE_OP_READ_REQ)
         return h->offset == 0 && h->payload_len == 0;
     if (h->msg_len == 0)
@@ -197,11 +212,17 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
 static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
+    if (MROCE_FAULT(c->ctx, ZERO_LEN_UNCHECKED) && !h->msg_len)
+        return RV_OK;
     if (h->va > UINT64_MAX - h->offset)
         return resp_access_verdict(c, MROCE_ERANGE);
-    uint8_t *dst =
-        dev_mr_resolve(c->pd, h->rkey, h->va + h->offset, h->payload_len,
-                       MROCE_ACCESS_REMOTE_WRITE, &err, NULL);
+    unsigned right = MROCE_FAULT(c->ctx, WRITE_RIGHT_UNCHECKED)
+                         ? 0
+                         : MROCE_ACCESS_REMOTE_WRITE;
+    uint8_t *dst = dev_mr_resolve(c->pd, h->rkey, h->va + h->offset,
+                                  h->payload_len, right, &err, NULL);
+    if (!dst && err == MROCE_ERANGE && MROCE_FAULT(c->ctx, BOUNDS_ACKED))
+        return RV_OK;
     if (!dst)
         return resp_access_verdict(c, err);
     resp_copy(c, dst, h);
@@ -226,7 +247,7 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
     if (v != RV_OK)
         return v;
     if (h->msg_len > r->sge.length)
-        return resp_invalid(c);
+        return MROCE_FAULT(c->ctx, RECV_SMALL_RNR) ? RV_RNR : resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)r->sge.addr + h->offset, h);
     return RV_OK;
 }
@@ -236,7 +257,8 @@ static int resp_place_send(struct mroce_conn *c, struct stream *s,
 static int resp_check_read(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
-    if (dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
+    if (MROCE_FAULT(c->ctx, READ_RIGHT_LATE) ||
+        dev_mr_resolve(c->pd, h->rkey, h->va, h->msg_len,
                        MROCE_ACCESS_REMOTE_READ, &err, NULL))
         return RV_OK;
     return resp_access_verdict(c, err);
@@ -249,13 +271,16 @@ static int resp_place_read_resp(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     struct stream *s = &c->streams[h->stream];
     if (!seq_lt(h->msn, s->sq_next) || seq_lt(h->msn, s->sq_head)) {
+        if (MROCE_FAULT(c->ctx, READ_RESP_UNKNOWN_FATAL))
+            return resp_invalid(c);
         c->cnt.drop_msn_window++;
         return RV_DROP;
     }
     struct sq_slot *q = eng_sq(c, s, h->msn);
     if (q->op != MROCE_OP_READ_REQ || q->wr.sge.length != h->msg_len ||
         !resp_chunk_ok(c, h))
-        return resp_invalid(c);
+        return MROCE_FAULT(c->ctx, READ_RESP_LEN_DROPPED) ? RV_DROP
+                                                          : resp_invalid(c);
     resp_copy(c, (uint8_t *)(uintptr_t)q->wr.sge.addr + h->offset, h);
     q->read_got++; /* DSN dedup makes each packet count once */
     return RV_OK;
@@ -356,7 +381,8 @@ static bool resp_execute(struct mroce_conn *c, struct stream *s, uint16_t sid,
     }
     if (m->op == MROCE_OP_WRITE)
         return true;
-    if (m->ssn != s->rq_head) { /* R-MSG-16: receives are used in order */
+    if (m->ssn != s->rq_head && /* R-MSG-16: receives are used in order */
+        !MROCE_FAULT(c->ctx, SSN_ORDER_OFF)) {
         resp_fatal_msg(c, sid, m, MROCE_NAK_INVALID_REQUEST);
         return false;
     }
@@ -372,7 +398,7 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
                           .conn = c,
                           .stream = sid,
                           .byte_len = m->len,
-                          .imm = m->imm};
+                          .imm = MROCE_FAULT(c->ctx, IMM_LOST) ? 0 : m->imm};
     wc.opcode = m->op == MROCE_OP_WRITE_IMM ? MROCE_WC_RECV_RDMA_WITH_IMM
                                             : MROCE_WC_RECV;
     wc.has_imm = m->op != MROCE_OP_SEND;
@@ -389,7 +415,8 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
         struct in_msg *m = eng_in(c, s, s->in_base);
-        if (!m->used || m->msn != s->in_base || m->got < m->npkts)
+        if (!m->used || m->msn != s->in_base ||
+            m->got + MROCE_FAULT(c->ctx, RECV_EARLY) < m->npkts)
             return;
         if (!resp_execute(c, s, sid, m))
             return; /* a READ resumes when a response slot frees */
@@ -407,8 +434,11 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 static int resp_dsn_class(const struct mroce_conn *c, uint32_t dsn)
 {
     uint32_t k = dsn - c->rcv_cum;
-    if (k < c->dsn_window) /* the map is read only inside the window */
+    if (k < c->dsn_window || /* the map is read only inside the window */
+        (MROCE_FAULT(c->ctx, DSN_MAP_FIRST) && resp_dsn_test(c, dsn)))
         return resp_dsn_test(c, dsn) ? RV_DUP : RV_OK;
+    if (MROCE_FAULT(c->ctx, DSN_WINDOW_IGNORED) && k < 0x80000000u)
+        return RV_OK;
     return -k <= c->dsn_window ? RV_DUP : RV_DROP;
 }
 
@@ -418,6 +448,8 @@ static int resp_dsn_class(const struct mroce_conn *c, uint32_t dsn)
  * sender resends what it never sent. */
 static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
 {
+    if (MROCE_FAULT(c->ctx, STREAM_BEFORE_DSN) && h->stream >= c->n_streams)
+        return resp_invalid(c);
     int v = resp_dsn_class(c, h->dsn);
     if (v == RV_DROP) {
         c->cnt.drop_dsn_window++;
@@ -434,7 +466,7 @@ static int resp_validate(struct mroce_conn *c, const struct mroce_hdr *h)
 static int resp_accept(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int v = resp_validate(c, h);
-    if (v != RV_OK)
+    if (v != RV_OK && !(v == RV_DUP && MROCE_FAULT(c->ctx, DUP_PLACED)))
         return v;
     if (h->opcode == MROCE_OP_READ_RESP)
         return resp_place_read_resp(c, h);
@@ -490,7 +522,9 @@ static void resp_dup(struct mroce_conn *c, uint64_t now,
                      const struct mroce_hdr *h)
 {
     c->cnt.rx_dup_pkts++;
-    if (!eng_path_rx_ok(&c->prx[h->path], h->psn, ENG_REC_NEAR)) {
+    if (MROCE_FAULT(c->ctx, DUP_NOT_RECORDED) ||
+        (!eng_path_rx_ok(&c->prx[h->path], h->psn, ENG_REC_NEAR) &&
+         !MROCE_FAULT(c->ctx, DUP_RECORDED_ANYWHERE))) {
         c->cnt.drop_psn_window++;
         return;
     }
@@ -503,9 +537,11 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
                       const struct mroce_pkt_meta *meta,
                       const struct mroce_hdr *h)
 {
-    if (c->state != MROCE_CONN_CONNECTED) {
+    if (c->state != MROCE_CONN_CONNECTED &&
+        !MROCE_FAULT(c->ctx, CLOSED_TAKES_DATA)) {
         c->cnt.drop_state++;
-        resp_nak(c, h, MROCE_NAK_CONN_CLOSED, 0);
+        if (!MROCE_FAULT(c->ctx, NO_CONN_CLOSED_NACK))
+            resp_nak(c, h, MROCE_NAK_CONN_CLOSED, 0);
         return;
     }
     c->cnt.rx_data_pkts++;
@@ -515,15 +551,20 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
+        if (MROCE_FAULT(c->ctx, REFUSED_RECORDED))
+            resp_record(c, now, meta, h);
+        if (!MROCE_FAULT(c->ctx, RNR_SILENT))
+            resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
     }
     if (v == RV_ACCESS || v == RV_INVALID) { /* R-NACK-6: not acked */
         resp_nak(c, h,
-                 v == RV_ACCESS ? MROCE_NAK_REMOTE_ACCESS
-                                : MROCE_NAK_INVALID_REQUEST,
+                 v == RV_ACCESS && !MROCE_FAULT(c->ctx, NACK_CODE_SWAP)
+                     ? MROCE_NAK_REMOTE_ACCESS
+                     : MROCE_NAK_INVALID_REQUEST,
                  0);
-        eng_conn_error(c, 0, 0, 0);
+        if (!MROCE_FAULT(c->ctx, FATAL_NACK_NO_ERROR))
+            eng_conn_error(c, 0, 0, 0);
         return;
     }
     if (v == RV_DUP) {
@@ -541,7 +582,8 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
  * lies at most W after our dsn_cum: one that does not names nothing. */
 static bool resp_close_ok(struct mroce_conn *c, const struct mroce_hdr *h)
 {
-    if (h->psn - c->rcv_cum <= c->dsn_window)
+    if (h->psn - c->rcv_cum <= c->dsn_window ||
+        MROCE_FAULT(c->ctx, CLOSE_PSN_UNCHECKED))
         return true;
     c->cnt.drop_bad_close++;
     return false;
@@ -549,10 +591,12 @@ static bool resp_close_ok(struct mroce_conn *c, const struct mroce_hdr *h)
 
 static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
 {
-    if (!resp_close_ok(c, h))
+    if (!resp_close_ok(c, h) ||
+        (c->state == MROCE_CONN_CLOSED && MROCE_FAULT(c->ctx, CLOSED_SILENT)))
         return;
     c->close_ack_pending = true; /* R-CONN-9: answer every CLOSE */
-    if (c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING)
+    if ((c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING) &&
+        !MROCE_FAULT(c->ctx, CLOSE_NO_FLUSH))
         eng_conn_close(c);
 }
 
@@ -566,10 +610,11 @@ static void resp_probe(struct mroce_conn *c, uint64_t now,
                        const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
-    if ((h->flags & MROCE_HF_RETX) &&
+    if ((h->flags & MROCE_HF_RETX) && !MROCE_FAULT(c->ctx, ROUTE_CHECK_OFF) &&
         eng_path_rx_ok(pr, h->psn, ENG_REC_NEAR)) /* its sender hears nothing */
         resp_ack_route_suspect(c, h->path);
-    if (eng_path_rx_ok(pr, h->psn, ENG_REC_PROBE))
+    if (eng_path_rx_ok(pr, h->psn, ENG_REC_PROBE) ||
+        MROCE_FAULT(c->ctx, PROBE_RECORDED_ANYWHERE))
         resp_record(c, now, meta, h);
     else
         c->cnt.drop_psn_window++;
@@ -586,13 +631,17 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
         resp_close(c, h);
         break;
     case MROCE_OP_CLOSE_ACK:
-        if (c->state == MROCE_CONN_CLOSING && resp_close_ok(c, h)) {
+        if ((c->state == MROCE_CONN_CLOSING ||
+             (c->state == MROCE_CONN_CONNECTED &&
+              MROCE_FAULT(c->ctx, CLOSE_ACK_CONNECTED))) &&
+            resp_close_ok(c, h)) {
             c->close_pending = false;
             c->state = MROCE_CONN_CLOSED;
         }
         break;
     case MROCE_OP_PROBE:
-        if (c->state == MROCE_CONN_CONNECTED)
+        if (c->state == MROCE_CONN_CONNECTED &&
+            !MROCE_FAULT(c->ctx, PROBE_DROPPED))
             resp_probe(c, now, meta, h);
         break;
     default:
@@ -623,6 +672,8 @@ static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
 static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
 {
     int plane = c->prx[acked].plane, best = -1, best_rank = 5;
+    if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
+        return 0;
     for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
         uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
         int r = resp_ack_rank(c, q, plane);
@@ -677,13 +728,22 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     struct mroce_hdr h = {.opcode = MROCE_OP_ACK,
                           .path = p,
                           .sack_high = pr->high,
-                          .dsn_cum = c->rcv_cum,
+                          .dsn_cum =
+                              c->rcv_cum - MROCE_FAULT(c->ctx, DSN_CUM_LAG),
                           .echo_ts = pr->echo_ts,
-                          .rate_mbps = eng_rate_hint(c->ctx, now),
+                          .rate_mbps = MROCE_FAULT(c->ctx, RATE_HINT_ZERO)
+                                           ? 0
+                                           : eng_rate_hint(c->ctx, now),
                           .ce_count = pr->ce_count,
                           .rx_count = pr->rx_count};
     memcpy(h.sack, pr->bits, sizeof(h.sack));
-    h.psn = pr->echo_due ? pr->echo_psn : pr->high; /* R-VAL-4 */
+    if (MROCE_FAULT(c->ctx, SACK_WORDS_SWAPPED))
+        h.sack[1] = pr->bits[2], h.sack[2] = pr->bits[1];
+    if (MROCE_FAULT(c->ctx, ACK_FLAGS_SET))
+        h.flags = MROCE_HF_ACKREQ;
+    h.psn = pr->echo_due && !MROCE_FAULT(c->ctx, PROBE_ANSWER_HIGH)
+                ? pr->echo_psn
+                : pr->high; /* R-VAL-4 */
     pr->echo_due = false;
     pr->unacked = 0;
     pr->ack_at = ENG_NEVER;

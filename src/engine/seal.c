@@ -293,7 +293,11 @@ size_t eng_seal(struct mroce_conn *c, uint8_t *buf, size_t hl,
         seal_tx_update(c);
     bool enc = a->mode == MROCE_SEC_ENCRYPT;
     bool ctl = mroce_aead_is_ctl(buf[1]);
-    mroce_aead_frame(buf, a->tx_epoch & 1, ctl ? a->csn++ : 0, enc);
+    mroce_aead_frame(buf, a->tx_epoch & 1,
+                     !ctl                              ? 0
+                     : MROCE_FAULT(c->ctx, CSN_REUSED) ? a->csn
+                                                       : a->csn++,
+                     enc);
     uint8_t iv[MROCE_AEAD_IV_LEN];
     mroce_aead_nonce(a->tx.iv, buf, iv);
     a->tx_used++;
@@ -312,7 +316,7 @@ size_t eng_seal(struct mroce_conn *c, uint8_t *buf, size_t hl,
         ref->trailer_len = MROCE_TAG_LEN;
         return seal_done(rc, ref->trailer, hl + len);
     }
-    if (len)
+    if (len && payload != buf + hl)
         memcpy(buf + hl, payload, len);
     uint8_t *tag = buf + hl + len; /* R-AEAD-3: AAD all of it */
     int rc = cr->seal(cr->ud, a->tx.k, iv, buf, hl + len, NULL, 0, NULL, NULL,
@@ -436,20 +440,23 @@ int eng_open(struct mroce_conn *c, const uint8_t *buf, size_t len,
     struct eng_aead *a = c->aead;
     bool sealed = h->flags & MROCE_HF_SEAL;
     if (!a || !sealed) /* R-AEAD-8 step 9a */
-        return a || sealed ? seal_drop(&c->cnt.drop_sec_mode) : 0;
+        return (a && !MROCE_FAULT(c->ctx, PLAIN_ACCEPTED)) || sealed
+                   ? seal_drop(&c->cnt.drop_sec_mode)
+                   : 0;
     bool enc = a->mode == MROCE_SEC_ENCRYPT;
     if (enc && h->payload_len > c->ctx->mtu) /* not a packet of the peer */
         return seal_drop(&c->cnt.drop_bad_tag);
     size_t hl = (size_t)(h->payload - buf);
     const struct aead_key *k =
         seal_open_any(c, buf, hl, h, buf + len - MROCE_TAG_LEN);
-    if (!k) /* step 9b */
+    if (!k && !MROCE_FAULT(c->ctx, TAG_UNCHECKED)) /* step 9b */
         return seal_drop(&c->cnt.drop_bad_tag);
-    if (!seal_prot_ok(a, h)) /* step 9c */
+    if (!seal_prot_ok(a, h) && !MROCE_FAULT(c->ctx, PROT_UNCHECKED)) /* 9c */
         return seal_drop(&c->cnt.drop_sec_mode);
     bool ctl = mroce_aead_is_ctl(h->opcode);
     struct aead_win *w = ctl ? &a->csn_win : &a->psn_win[h->path];
-    if (!win_take(w, ctl ? h->ts : h->psn)) /* step 9d */
+    if (!win_take(w, ctl ? h->ts : h->psn) && /* step 9d */
+        !MROCE_FAULT(c->ctx, REPLAY_ACCEPTED))
         return seal_drop(&c->cnt.drop_replay);
     if (k == &a->rx_next)
         seal_rx_advance(c);

@@ -36,9 +36,11 @@ void eng_seal_connected(struct mroce_conn *c);
 void eng_seal_free(struct mroce_conn *c);
 
 /* Transmit: the packet's headers are buf[0, hl); the payload (len bytes,
- * or none) lies at payload. Frames, seals and appends the tag; with ref
- * set on an authenticated connection, leaves the payload where it lies
- * and fills ref (R-AEAD-10). Returns the wire length. */
+ * or none) lies at payload, which may be buf + hl (already in place) and
+ * must be readable memory (never a payload-free region: the caller
+ * copies such a payload in first). Frames, seals and appends the tag;
+ * with ref set on an authenticated connection, leaves the payload where
+ * it lies and fills ref (R-AEAD-10). Returns the wire length. */
 size_t eng_seal(struct mroce_conn *c, uint8_t *buf, size_t hl,
                 const uint8_t *payload, uint32_t len, struct mroce_tx_ref *ref);
 

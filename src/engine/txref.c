@@ -32,6 +32,11 @@ size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
 {
     struct mroce_ctx *ctx = c->ctx;
     struct mroce_tx_ref *ref = ctx->tx_ref;
+    if (c->aead && len && dev_mem_is_virt(&ctx->dev, payload, len)) {
+        /* a payload-free region: its bytes exist only through its hook */
+        dev_mem_get(&ctx->dev, buf + hl, payload, len);
+        return eng_seal(c, buf, hl, buf + hl, len, NULL);
+    }
     if (c->aead) /* R-AEAD-3 */
         return eng_seal(c, buf, hl, payload, len, ref);
     if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {

@@ -17,7 +17,7 @@
 #include "ibverbs/sv.h"
 
 #define CQ_ENGINE_SLACK 256 /* device CQ room beyond 2 x cqe */
-#define CQ_EMPTY_YIELD 64   /* empty polls in a row before a yield */
+#define CQ_EMPTY_YIELD 4    /* empty polls in a row before a yield */
 
 static uint32_t cq_pow2(uint32_t v)
 {

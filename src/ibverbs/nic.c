@@ -122,7 +122,9 @@ static int nic_dp_create(struct sv_ctx *c, struct mroce_dp_attr *a)
         return mroce_dp_create(a, &c->dp);
     }
     uint32_t start = (uint32_t)getpid() % 1024, rc = MROCE_ESTATE;
-    for (uint32_t i = 0; i < SV_PORT_TRIES; i++) {
+    /* only UDP sockets can find their port taken; DPDK owns its port */
+    uint32_t tries = a->kind == MROCE_DP_UDP ? SV_PORT_TRIES : 1;
+    for (uint32_t i = 0; i < tries; i++) {
         a->port = (uint16_t)(SV_PORT_BASE + (start + i) % SV_PORT_TRIES);
         rc = (uint32_t)mroce_dp_create(a, &c->dp);
         if ((int)rc != MROCE_ESTATE)
@@ -169,9 +171,11 @@ static void nic_log_counters(struct sv_ctx *c)
     struct mroce_dp_counters d;
     mroce_dp_get_counters(c->dp, &d);
     sv_log(c,
-           "mroce0 port %u closed: %llu passes, %llu sleeps, %llu wakes; "
+           "mroce0 port %u closed: %llu passes (%llu by pollers), %llu sleeps, "
+           "%llu wakes; "
            "%llu packets out, %llu in, %llu lost by the impairment layer",
            c->port, (unsigned long long)c->passes,
+           (unsigned long long)c->assists,
            (unsigned long long)c->sleeps, (unsigned long long)c->wakes,
            (unsigned long long)d.tx_pkts, (unsigned long long)d.rx_pkts,
            (unsigned long long)d.imp_lost);
@@ -205,17 +209,22 @@ int sv_nic_pass(struct sv_ctx *c)
     return n;
 }
 
-/* Application-assisted progress: a thread that polls an empty CQ runs one
- * NIC pass itself when the NIC thread is not in one (the control lock is
- * free), so a polling application moves its own packets without waiting
- * for the NIC thread to be scheduled (on a host with fewer cores than
- * busy threads that wait is a time slice). The NIC thread still owns the
- * datapath when nobody polls: one-sided operations need no caller.
- * Returns whether a pass ran. */
+/* Application-assisted progress (MROCE_VERBS_ASSIST=1, docs/verbs.md): a
+ * thread that polls an empty CQ runs one NIC pass itself when the NIC
+ * thread is not in one (the control lock is free), so a polling
+ * application moves its own packets without waiting for the NIC thread
+ * to be scheduled. The NIC thread still owns the datapath when nobody
+ * polls: one-sided operations need no caller. Returns whether a pass
+ * ran. */
 bool sv_nic_assist(struct sv_ctx *c)
 {
-    if (atomic_load(&c->ctl_waiting) || pthread_mutex_trylock(&c->ctl))
+    if (atomic_load(&c->ctl_waiting))
         return false;
+    if (pthread_mutex_trylock(&c->ctl)) {
+        if (atomic_load(&c->sleeping))
+            sv_nic_doorbell(c); /* it sleeps holding ctl: wake it */
+        return false;
+    }
     sv_nic_pass(c);
     c->assists++;
     pthread_mutex_unlock(&c->ctl);
@@ -249,7 +258,10 @@ static void *nic_main(void *arg)
     uint32_t idle = 0;
     while (!atomic_load(&c->stop)) {
         nic_give_way(c);
-        pthread_mutex_lock(&c->ctl);
+        if (pthread_mutex_trylock(&c->ctl)) {
+            sched_yield(); /* a poller runs a pass: it needs no help */
+            continue;
+        }
         atomic_store(&c->doorbell, 0);
         int n = sv_nic_pass(c);
         if (n == 0 && ++idle >= c->prof.spins) {

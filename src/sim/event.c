@@ -37,11 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A node is 24 bytes: the time, the order key (LP << EV_SEQ_BITS | that
- * LP's sequence number) and the slot index. Limits: 2^24 pending events,
- * 2^20 LPs, 2^44 events scheduled by one LP over a list's life. */
+/* A node holds the time, the order key (LP << MROCE_SIM_EV_SEQ_BITS |
+ * that LP's sequence number), the handler and, for a cancellable event,
+ * its slot index. Limits: 2^24 - 1 cancellable events pending, 2^20 LPs,
+ * 2^44 events scheduled by one LP over a list's life. */
 #define EV_SLOT_BITS 24
-#define EV_MAX_SLOTS (1u << EV_SLOT_BITS)
+#define EV_NO_SLOT UINT32_MAX
+#define EV_MAX_SLOTS ((1u << EV_SLOT_BITS) - 1)
 #define EV_SEQ_MASK ((UINT64_C(1) << MROCE_SIM_EV_SEQ_BITS) - 1)
 #define EV_DEFAULT_HINT 1024
 #define EV_NO_ORD UINT64_MAX
@@ -54,20 +56,24 @@
 #define EV_PER_TICK 4 /* events a tick should hold */
 #define EV_MAX_SHIFT 40
 
+/* The handler travels in the node: an event posted without a handle
+ * (mroce_sim_ev_post, most of them) touches nothing else. Only
+ * cancellable events (mroce_sim_ev_at) hold a slot, which says whether
+ * they are still pending. */
 struct ev_node {
     uint64_t time;
     uint64_t ord; /* lp << MROCE_SIM_EV_SEQ_BITS | seq */
-    uint32_t slot;
-};
-
-struct ev_slot {
     mroce_sim_ev_fn fn;
     void *obj;
     uint64_t arg;
-    uint64_t ord;    /* of the pending event, EV_NO_ORD when free */
-    uint32_t next;   /* next free slot */
-    uint32_t gen;    /* bumped when the slot is freed: stale handles miss */
+    uint32_t slot;   /* EV_NO_SLOT: not cancellable */
     uint32_t run_lp; /* the LP its handler runs as */
+};
+
+struct ev_slot {
+    uint64_t ord;  /* of the pending event, EV_NO_ORD when free */
+    uint32_t next; /* next free slot */
+    uint32_t gen;  /* bumped when the slot is freed: stale handles miss */
 };
 
 struct ev_vec {
@@ -112,7 +118,7 @@ static inline bool ev_less(const struct ev_node *a, const struct ev_node *b)
 static inline bool ev_stale(const struct mroce_sim_evlist *l,
                             const struct ev_node *nd)
 {
-    return l->slots[nd->slot].ord != nd->ord;
+    return nd->slot != EV_NO_SLOT && l->slots[nd->slot].ord != nd->ord;
 }
 
 /* ---- Vectors ---- */
@@ -564,7 +570,6 @@ static void ev_slot_free(struct mroce_sim_evlist *l, uint32_t s)
         sl->gen = 1;
     sl->next = l->free;
     l->free = s;
-    l->live--;
 }
 
 /* ---- Public calls ---- */
@@ -630,43 +635,37 @@ static inline uint64_t ev_next_ord(struct mroce_sim_evlist *l)
     return (uint64_t)l->lp << MROCE_SIM_EV_SEQ_BITS | l->lp_seq[l->lp]++;
 }
 
-/* Inserts an event of key ord that runs as run_lp. */
-static mroce_sim_ev_handle ev_insert_ord(struct mroce_sim_evlist *l,
-                                         uint64_t t_ps, mroce_sim_ev_fn fn,
-                                         void *obj, uint64_t arg, uint64_t ord,
-                                         uint32_t run_lp)
+/* Inserts an event without a slot. */
+static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
+                               mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                               uint64_t ord, uint32_t run_lp)
 {
-    if (l->free >= l->cap && !ev_grow_slots(l))
-        return 0;
-    uint32_t s = l->free;
-    struct ev_node nd = {
-        .time = t_ps < l->now ? l->now : t_ps, .ord = ord, .slot = s};
+    struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
+                         .ord = ord,
+                         .fn = fn,
+                         .obj = obj,
+                         .arg = arg,
+                         .slot = EV_NO_SLOT,
+                         .run_lp = run_lp};
     if (!ev_insert(l, nd))
-        return 0;
+        return false;
     l->ep_inserts++;
-    struct ev_slot *sl = &l->slots[s];
-    l->free = sl->next;
-    sl->fn = fn;
-    sl->obj = obj;
-    sl->arg = arg;
-    sl->ord = ord;
-    sl->run_lp = run_lp;
     l->live++;
-    return (uint64_t)sl->gen << 32 | s;
+    return true;
 }
 
-mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
-                                    mroce_sim_ev_fn fn, void *obj, uint64_t arg)
+bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
+                       mroce_sim_ev_fn fn, void *obj, uint64_t arg)
 {
-    return ev_insert_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), l->lp);
+    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), l->lp);
 }
 
-mroce_sim_ev_handle mroce_sim_ev_at_to(struct mroce_sim_evlist *l,
-                                       uint64_t t_ps, mroce_sim_ev_fn fn,
-                                       void *obj, uint64_t arg, uint32_t run_lp)
+bool mroce_sim_ev_post_to(struct mroce_sim_evlist *l, uint64_t t_ps,
+                          mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                          uint32_t run_lp)
 {
     assert(run_lp < l->n_lps);
-    return ev_insert_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), run_lp);
+    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), run_lp);
 }
 
 uint64_t mroce_sim_ev_take_key(struct mroce_sim_evlist *l)
@@ -674,14 +673,37 @@ uint64_t mroce_sim_ev_take_key(struct mroce_sim_evlist *l)
     return ev_next_ord(l);
 }
 
-mroce_sim_ev_handle mroce_sim_ev_at_key(struct mroce_sim_evlist *l,
-                                        uint64_t t_ps, mroce_sim_ev_fn fn,
-                                        void *obj, uint64_t arg, uint64_t key,
-                                        uint32_t run_lp)
+bool mroce_sim_ev_post_key(struct mroce_sim_evlist *l, uint64_t t_ps,
+                           mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                           uint64_t key, uint32_t run_lp)
 {
     if (key == EV_NO_ORD || run_lp >= l->n_lps)
+        return false;
+    return ev_post_ord(l, t_ps, fn, obj, arg, key, run_lp);
+}
+
+mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
+                                    mroce_sim_ev_fn fn, void *obj, uint64_t arg)
+{
+    if (l->free >= l->cap && !ev_grow_slots(l))
         return 0;
-    return ev_insert_ord(l, t_ps, fn, obj, arg, key, run_lp);
+    uint32_t s = l->free;
+    uint64_t ord = ev_next_ord(l);
+    struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
+                         .ord = ord,
+                         .fn = fn,
+                         .obj = obj,
+                         .arg = arg,
+                         .slot = s,
+                         .run_lp = l->lp};
+    if (!ev_insert(l, nd))
+        return 0;
+    l->ep_inserts++;
+    struct ev_slot *sl = &l->slots[s];
+    l->free = sl->next;
+    sl->ord = ord;
+    l->live++;
+    return (uint64_t)sl->gen << 32 | s;
 }
 
 bool mroce_sim_ev_set_lps(struct mroce_sim_evlist *l, uint32_t n)
@@ -740,6 +762,7 @@ bool mroce_sim_ev_cancel(struct mroce_sim_evlist *l, mroce_sim_ev_handle h)
         l->slots[s].ord == EV_NO_ORD)
         return false;
     ev_slot_free(l, s); /* its node is now stale */
+    l->live--;
     return true;
 }
 
@@ -781,14 +804,15 @@ uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l)
 /* Runs the bottom's head, which is live and due. */
 static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
 {
-    struct ev_slot sl = l->slots[nd.slot];
-    ev_slot_free(l, nd.slot);
+    if (nd.slot != EV_NO_SLOT)
+        ev_slot_free(l, nd.slot);
+    l->live--;
     l->now = nd.time;
     l->count++;
-    l->count0 += sl.run_lp == 0;
+    l->count0 += nd.run_lp == 0;
     l->ep_pops++;
-    l->lp = sl.run_lp;
-    sl.fn(sl.obj, sl.arg, nd.time);
+    l->lp = nd.run_lp;
+    nd.fn(nd.obj, nd.arg, nd.time);
 }
 
 bool mroce_sim_ev_step(struct mroce_sim_evlist *l)

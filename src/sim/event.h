@@ -12,10 +12,11 @@
  * hosts convert at the boundary (MROCE_SIM_PS_PER_NS).
  *
  * The list is an object with no globals, so two simulations can run in one
- * process. It is a calendar queue (event.c). Every scheduled event has a
- * handle that cancels it in O(1) (lazily: the dead entry is dropped when
- * it is reached); a handle of a fired or cancelled event is stale and
- * cancelling it is a harmless no-op (slots carry a generation).
+ * process. It is a calendar queue (event.c). An event scheduled with
+ * mroce_sim_ev_at has a handle that cancels it in O(1) (lazily: the dead
+ * entry is dropped when it is reached); a handle of a fired or cancelled
+ * event is stale and cancelling it is a harmless no-op (slots carry a
+ * generation). mroce_sim_ev_post schedules without a handle, cheaper.
  *
  * Order of equal times: logical processes (LPs). A simulation names its
  * parts LPs 1..n-1 (a topology: one per leaf group and per switch above,
@@ -80,23 +81,26 @@ uint64_t mroce_sim_ev_now(const struct mroce_sim_evlist *l);
 mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
                                     mroce_sim_ev_fn fn, void *obj,
                                     uint64_t arg);
+/* The same without a handle (the event cannot be cancelled): cheaper,
+ * and what every object that never cancels uses. False if the list could
+ * not grow. */
+bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
+                       mroce_sim_ev_fn fn, void *obj, uint64_t arg);
 /* The same, but the handler runs as LP run_lp (< mroce_sim_ev_n_lps): an
  * event for another part of the simulation (a link's far end). */
-mroce_sim_ev_handle mroce_sim_ev_at_to(struct mroce_sim_evlist *l,
-                                       uint64_t t_ps, mroce_sim_ev_fn fn,
-                                       void *obj, uint64_t arg,
-                                       uint32_t run_lp);
+bool mroce_sim_ev_post_to(struct mroce_sim_evlist *l, uint64_t t_ps,
+                          mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                          uint32_t run_lp);
 /* The order key the context LP would give its next event, consumed (its
  * counter advances): for an event another process will schedule with
- * mroce_sim_ev_at_key, as if it had been scheduled here. */
+ * mroce_sim_ev_post_key, as if it had been scheduled here. */
 uint64_t mroce_sim_ev_take_key(struct mroce_sim_evlist *l);
-/* Schedules with a key from mroce_sim_ev_take_key (of this list or a
- * partition's). 0 if the list could not grow, the key is invalid or
+/* Posts with a key from mroce_sim_ev_take_key (of this list or a
+ * partition's). False if the list could not grow, the key is invalid or
  * run_lp is out of range. Keys must be unique among pending events. */
-mroce_sim_ev_handle mroce_sim_ev_at_key(struct mroce_sim_evlist *l,
-                                        uint64_t t_ps, mroce_sim_ev_fn fn,
-                                        void *obj, uint64_t arg, uint64_t key,
-                                        uint32_t run_lp);
+bool mroce_sim_ev_post_key(struct mroce_sim_evlist *l, uint64_t t_ps,
+                           mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                           uint64_t key, uint32_t run_lp);
 /* The same, delay_ps after now. */
 mroce_sim_ev_handle mroce_sim_ev_after(struct mroce_sim_evlist *l,
                                        uint64_t delay_ps, mroce_sim_ev_fn fn,

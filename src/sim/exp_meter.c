@@ -266,8 +266,8 @@ static void exp_meter_tick(void *obj, uint64_t arg, uint64_t now);
 static void exp_meter_arm(struct exp *x)
 {
     struct exp_meter *m = &x->m;
-    m->armed = mroce_sim_ev_at(x->ev, m->last_t + m->interval, exp_meter_tick,
-                               x, 0) != 0;
+    m->armed = mroce_sim_ev_post(x->ev, m->last_t + m->interval, exp_meter_tick,
+                                 x, 0) != 0;
 }
 
 /* After a halving the interval doubled: the tick that found the series

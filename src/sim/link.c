@@ -118,7 +118,7 @@ static void link_schedule(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
                           uint64_t t)
 {
     if (!l->remote.arrive) {
-        mroce_sim_ev_at_to(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
+        mroce_sim_ev_post_to(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
                            l->dst_lp);
         return;
     }
@@ -129,8 +129,8 @@ static void link_schedule(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
 bool mroce_sim_link_arrive_at(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
                               uint64_t t_ps, uint64_t key)
 {
-    return mroce_sim_ev_at_key(l->ev, t_ps, link_arrive, l,
-                               (uint64_t)(uintptr_t)p, key, l->dst_lp) != 0;
+    return mroce_sim_ev_post_key(l->ev, t_ps, link_arrive, l,
+                               (uint64_t)(uintptr_t)p, key, l->dst_lp);
 }
 
 void mroce_sim_link_set_remote(struct mroce_sim_link *l,
@@ -188,7 +188,7 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
         l->remote.pause(l->remote.ud, l, prio, on, t,
                         mroce_sim_ev_take_key(l->ev));
     else
-        mroce_sim_ev_at_to(l->ev, t, link_pause_arrive, l,
+        mroce_sim_ev_post_to(l->ev, t, link_pause_arrive, l,
                            (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
 }
 
@@ -197,9 +197,9 @@ bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
 {
     if (!l->src.pause)
         return true; /* a sender that does not honour PFC */
-    return mroce_sim_ev_at_key(l->ev, t_ps, link_pause_arrive, l,
+    return mroce_sim_ev_post_key(l->ev, t_ps, link_pause_arrive, l,
                                (uint64_t)prio << 1 | (on ? 1u : 0u), key,
-                               l->src_lp) != 0;
+                               l->src_lp);
 }
 
 void mroce_sim_link_set_up(struct mroce_sim_link *l, bool up)

@@ -126,7 +126,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
     uint64_t free_at = mroce_sim_link_busy_until(P->out);
     if (free_at > now) {
         P->busy = true;
-        mroce_sim_ev_at(nic->ev, free_at, nic_tx_done, nic, (uint64_t)port);
+        mroce_sim_ev_post(nic->ev, free_at, nic_tx_done, nic, (uint64_t)port);
         return;
     }
     struct mroce_sim_pkt *p = P->q[q].head;
@@ -144,7 +144,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
     nic->owner.room(nic->owner.ud, now);
     if (!P->busy && nic_pick_queue(P) >= 0) {
         P->busy = true;
-        mroce_sim_ev_at(nic->ev, end, nic_tx_done, nic, (uint64_t)port);
+        mroce_sim_ev_post(nic->ev, end, nic_tx_done, nic, (uint64_t)port);
     }
 }
 

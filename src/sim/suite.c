@@ -17,7 +17,7 @@
 /* Wall time a run may use before its soft deadline (the suite's
  * deadline_ms) stops it: RoCEv2 runs that wait out a 67 ms ACK timeout
  * finish within it at 64 hosts (docs/suite.md "The deadline"). */
-#define SUITE_WALL_BUDGET_S 120
+#define SUITE_WALL_BUDGET_S 60
 
 int suite_mkdirs(const char *path)
 {

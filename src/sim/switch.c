@@ -385,7 +385,7 @@ static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
     uint64_t free_at = mroce_sim_link_busy_until(P->out);
     if (free_at > now) {
         P->busy = true;
-        mroce_sim_ev_at(sw->ev, free_at, sw_tx_done, sw, (uint64_t)e);
+        mroce_sim_ev_post(sw->ev, free_at, sw_tx_done, sw, (uint64_t)e);
         return;
     }
     struct mroce_sim_pkt *p = q_pop(&P->q[q]);
@@ -398,7 +398,7 @@ static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
     uint64_t end = mroce_sim_link_send(P->out, p, now); /* p is gone */
     if (sw_pick_queue(P) >= 0) {
         P->busy = true;
-        mroce_sim_ev_at(sw->ev, end, sw_tx_done, sw, (uint64_t)e);
+        mroce_sim_ev_post(sw->ev, end, sw_tx_done, sw, (uint64_t)e);
     }
     sw_check_xon(sw, in, q, now);
 }
@@ -463,8 +463,8 @@ static void sw_recv(void *obj, int port, struct mroce_sim_pkt *p, uint64_t now)
     p->hops++;
     sw->held++;
     if (sw->cfg.proc_ps)
-        mroce_sim_ev_after(sw->ev, sw->cfg.proc_ps, sw_forward_ev, sw,
-                           (uint64_t)(uintptr_t)p);
+        mroce_sim_ev_post(sw->ev, mroce_sim_ev_now(sw->ev) + sw->cfg.proc_ps,
+                          sw_forward_ev, sw, (uint64_t)(uintptr_t)p);
     else
         sw_forward(sw, p, now);
 }

@@ -707,7 +707,8 @@ static int topo_schedule(struct mroce_sim_topo *t, int kind, int link,
         t->cap_faults = cap;
     }
     t->faults[t->n_faults] = (struct topo_fault){kind, link, val};
-    if (!mroce_sim_ev_at(t->ev, t_ps, topo_fault_ev, t, (uint64_t)t->n_faults))
+    if (!mroce_sim_ev_post(t->ev, t_ps, topo_fault_ev, t,
+                           (uint64_t)t->n_faults))
         return MROCE_ENOMEM;
     t->n_faults++;
     return 0;

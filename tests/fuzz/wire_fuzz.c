@@ -43,6 +43,7 @@
 #define H_IMM 0x08
 #define H_AKH 0x10
 #define H_NKH 0x20
+#define H_PAD 0x40 /* PROBE padding: zeros, ignored on receipt (R-VAL-8) */
 #define H_PAYLOAD 0x80
 
 struct model_op {
@@ -58,7 +59,7 @@ static const struct model_op model_ops[] = {
     {0x06, H_DXH | H_PAYLOAD, 36},
     {0x10, H_AKH, 68},
     {0x11, H_NKH, 32},
-    {0x20, 0, 16},
+    {0x20, H_PAD, 68},
     {0x30, 0, 16},
     {0x31, 0, 16},
 };
@@ -217,6 +218,8 @@ static void canonical(uint8_t *c, const uint8_t *buf, size_t len,
         c[16 + 6] = c[16 + 7] = 0;
     if (op->headers & H_NKH)
         c[16 + 7] = 0;
+    if (op->headers & H_PAD) /* the encoder writes zeros */
+        memset(c + 16, 0, (size_t)op->hdr_len - 16);
     if (memcmp(c, buf, len - 4) != 0)
         put32(c + len - 4, ref_crc32c(0, c, len - 4));
 }

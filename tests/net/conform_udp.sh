@@ -24,10 +24,6 @@ XFAIL=(
     # again although spare ports exist (path_new_port excludes the other
     # paths' ports only)
     --xfail path.repath
-    # R-CM-4: the CM listener takes a BYE before the HELLO as the peer
-    # closing (silent close) where R-CM-4 asks for REJECT UNEXPECTED: the
-    # spec or src/cm must change (reported)
-    --xfail cm.header.bye_first
 )
 
 rc=0

@@ -68,6 +68,8 @@ static void peer_open_ctx(struct peer *p, const struct peer_cfg *cfg)
     a.hooks.rand64 = cfg->rand64;
     a.hooks.ud = cfg->rand_ud;
     a.crypto = cfg->crypto;
+    a.src_ports = cfg->src_ports;
+    a.n_src_ports = cfg->n_src_ports;
     assert_int_equal(mroce_ctx_open(&a, &p->ctx), 0);
     assert_int_equal(mroce_pd_alloc(p->ctx, &p->pd), 0);
     uint32_t depth = DEF(cfg->cq_depth, 256);

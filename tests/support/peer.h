@@ -48,6 +48,8 @@ struct peer_cfg {
     bool fixed_init;
     uint32_t init_psn, init_dsn, init_msn;
     const struct mroce_crypto *crypto; /* engine context's provider */
+    const uint16_t *src_ports;         /* engine context's port set */
+    uint32_t n_src_ports;
 };
 
 /* One packet the engine emitted, decoded. h.payload points into buf, so

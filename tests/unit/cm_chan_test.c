@@ -545,7 +545,18 @@ static int raw_send(int fd, const void *b, size_t n)
     return send(fd, b, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
 }
 
-enum { H_GARBAGE, H_BIG1, H_BIG2, H_SIX, H_IDLE, H_CLOSE, H_V1, H_READY, H_N };
+enum {
+    H_GARBAGE,
+    H_BIG1,
+    H_BIG2,
+    H_SIX,
+    H_IDLE,
+    H_CLOSE,
+    H_V1,
+    H_READY,
+    H_BYE,
+    H_N
+};
 
 static int hostile_connect(int kind, uint16_t port)
 {
@@ -573,7 +584,8 @@ static int hostile_connect(int kind, uint16_t port)
         raw_send(fd, h, sizeof(h));
         break;
     case H_READY:
-        cm_hdr_put(h, CM_READY, 0);
+    case H_BYE:
+        cm_hdr_put(h, kind == H_READY ? CM_READY : CM_BYE, 0);
         raw_send(fd, h, sizeof(h));
         break;
     default: /* idle */
@@ -608,14 +620,15 @@ static void test_listener_hostile(void **state)
     assert_int_equal(k.accepted, H_N + 1);
     assert_int_equal(k.handed, 1);
     assert_int_equal(k.dropped, 1);  /* garbage: not a CM peer */
-    assert_int_equal(k.rejected, 4); /* 8193, 0xFFFFFFFF, v1, READY */
+    assert_int_equal(k.rejected, 5); /* 8193, 0xFFFFFFFF, v1, READY, BYE */
     assert_int_equal(k.closed, 1);
     assert_int_equal(k.timeouts, 2); /* 6 bytes, idle */
     /* What each connector got: nothing, or one REJECT with its reason. */
     static const int want[H_N] = {[H_BIG1] = MROCE_CM_REJ_MALFORMED,
                                   [H_BIG2] = MROCE_CM_REJ_MALFORMED,
                                   [H_V1] = MROCE_CM_REJ_VERSION,
-                                  [H_READY] = MROCE_CM_REJ_UNEXPECTED};
+                                  [H_READY] = MROCE_CM_REJ_UNEXPECTED,
+                                  [H_BYE] = MROCE_CM_REJ_UNEXPECTED};
     for (int i = 0; i < H_N; i++) {
         if (fds[i] < 0)
             continue;

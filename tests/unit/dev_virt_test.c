@@ -2,7 +2,10 @@
  * src/device/mr.c): both engines move the bytes of WRITE, SEND and READ
  * through the region's hooks and never touch its addresses; the offsets
  * and lengths the hooks see are those of the message; registration
- * refuses overlaps; a deregistered region is forgotten. */
+ * refuses overlaps; a deregistered region is forgotten. The same holds
+ * in the authenticated and encrypted modes, with the engine asked for
+ * packets by copy or by reference (mroce_ctx_tx_ref): a payload-free
+ * region's bytes are never sealed, encrypted or referenced in place. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include <mroce/mroce.h>
+#include <mroce/mroce_crypto.h>
 
 #include "io/testwire/twloop.h"
 
@@ -64,7 +68,25 @@ struct env {
     struct mroce_mr *smr, *dmr;
 };
 
-static void env_open(struct env *e, uint8_t transport)
+/* A datapath that takes references (mroce_ctx_tx_ref) and gathers the
+ * packet: a reference into a payload-free region would crash here. */
+static int ref_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
+                  struct mroce_pkt_meta *meta)
+{
+    struct mroce_tx_ref ref;
+    int n = mroce_ctx_tx_ref(ep, now, buf, cap, meta, &ref);
+    if (n <= 0 || !ref.payload_len)
+        return n;
+    memcpy(buf + ref.hdr_len, ref.payload, ref.payload_len);
+    memcpy(buf + ref.hdr_len + ref.payload_len, ref.trailer, ref.trailer_len);
+    return n;
+}
+
+static struct mroce_ep_ops ref_ops;
+
+/* sec_mode: MROCE_SEC_*; by_ref: the loop asks for packets by reference. */
+static void env_open_sec(struct env *e, uint8_t transport, int sec_mode,
+                         bool by_ref)
 {
     struct mroce_twloop_pair_cfg c;
     memset(&c, 0, sizeof(c));
@@ -74,6 +96,13 @@ static void env_open(struct env *e, uint8_t transport)
         c.ctx[s].mtu = 1024;
         c.ctx[s].transport = transport;
         c.conn[s].n_paths = 4;
+    }
+    c.sec_mode = sec_mode;
+    memset(c.secret, 0x5a, sizeof(c.secret));
+    if (by_ref) {
+        ref_ops = mroce_ep_ctx_ops;
+        ref_ops.tx = ref_tx;
+        c.ops = &ref_ops;
     }
     assert_int_equal(mroce_twloop_pair_create(&c, &e->p), 0);
     unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
@@ -86,6 +115,11 @@ static void env_open(struct env *e, uint8_t transport)
         mroce_reg_mr_virt(e->p->pd[0], VA_SRC, REGION, acc, &vs, &e->smr), 0);
     assert_int_equal(
         mroce_reg_mr_virt(e->p->pd[1], VA_DST, REGION, acc, &vd, &e->dmr), 0);
+}
+
+static void env_open(struct env *e, uint8_t transport)
+{
+    env_open_sec(e, transport, MROCE_SEC_NONE, false);
 }
 
 struct want_wc {
@@ -125,10 +159,10 @@ static void check_placed(const struct vreg *dst, uint64_t at, uint8_t seed,
     }
 }
 
-static void run_write_send(uint8_t transport)
+static void run_write_send_sec(uint8_t transport, int sec_mode, bool by_ref)
 {
     struct env *e = calloc(1, sizeof(*e));
-    env_open(e, transport);
+    env_open_sec(e, transport, sec_mode, by_ref);
     struct mroce_send_wr wr = {
         .wr_id = 1,
         .sge = {VA_SRC + 300, 5000, mroce_mr_lkey(e->smr)},
@@ -152,6 +186,11 @@ static void run_write_send(uint8_t transport)
     free(e);
 }
 
+static void run_write_send(uint8_t transport)
+{
+    run_write_send_sec(transport, MROCE_SEC_NONE, false);
+}
+
 static void test_metaroce(void **state)
 {
     (void)state;
@@ -166,10 +205,10 @@ static void test_rocev2(void **state)
 
 /* READ: the responder fills from its payload-free region, the requester
  * places into its own. */
-static void run_read(uint8_t transport)
+static void run_read_sec(uint8_t transport, int sec_mode, bool by_ref)
 {
     struct env *e = calloc(1, sizeof(*e));
-    env_open(e, transport);
+    env_open_sec(e, transport, sec_mode, by_ref);
     struct mroce_send_wr wr = {
         .wr_id = 3,
         .sge = {VA_SRC + 64, 4100, mroce_mr_lkey(e->smr)},
@@ -182,11 +221,33 @@ static void run_read(uint8_t transport)
     free(e);
 }
 
+static void run_read(uint8_t transport)
+{
+    run_read_sec(transport, MROCE_SEC_NONE, false);
+}
+
 static void test_read(void **state)
 {
     (void)state;
     run_read(MROCE_TRANSPORT_METAROCE);
     run_read(MROCE_TRANSPORT_ROCEV2);
+}
+
+/* The secure modes read the payload to seal or encrypt it: through the
+ * region's fill hook, never at its address, whether the datapath copies
+ * or takes references (a crash before the fix). */
+static void test_secure(void **state)
+{
+    (void)state;
+    if (!mroce_crypto_default())
+        skip();
+    int modes[] = {MROCE_SEC_AUTH, MROCE_SEC_ENCRYPT};
+    for (int m = 0; m < 2; m++) {
+        for (int by_ref = 0; by_ref < 2; by_ref++) {
+            run_write_send_sec(MROCE_TRANSPORT_METAROCE, modes[m], by_ref);
+            run_read_sec(MROCE_TRANSPORT_METAROCE, modes[m], by_ref);
+        }
+    }
 }
 
 static void test_register(void **state)
@@ -222,9 +283,8 @@ static void test_register(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_metaroce),
-        cmocka_unit_test(test_rocev2),
-        cmocka_unit_test(test_read),
+        cmocka_unit_test(test_metaroce), cmocka_unit_test(test_rocev2),
+        cmocka_unit_test(test_read),     cmocka_unit_test(test_secure),
         cmocka_unit_test(test_register),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,9 @@
  * - a source port listed twice in mroce_ctx_attr.src_ports is refused
  *   (EINVAL): it used to make mroce_conn_connect search forever for a
  *   port no other path uses.
+ * - a re-path moves the path to a port it does not use when a spare port
+ *   exists (R-PATH-5): it used to draw among its own port too, so a path
+ *   re-pathed off a dead route stayed on it with probability 1/(spares+1).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,12 +137,70 @@ static void test_src_ports_duplicate(void **state)
     mroce_ctx_close(ctx);
 }
 
+static struct peer *ports_peer(const uint16_t *ports, uint32_t n)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.src_ports = ports;
+    cfg.n_src_ports = n;
+    return peer_new(&cfg);
+}
+
+/* The ports of the connection's paths: distinct, from the set. */
+static void ports_check(struct peer *p, const uint16_t *ports, uint32_t n,
+                        uint16_t *now)
+{
+    for (uint16_t i = 0; i < PEER_PATHS; i++) {
+        struct mroce_path_info info;
+        assert_int_equal(mroce_path_query(p->conn, i, &info), 0);
+        now[i] = info.src_port;
+        bool listed = false;
+        for (uint32_t k = 0; k < n; k++)
+            listed |= ports[k] == now[i];
+        assert_true(listed);
+        for (uint16_t j = 0; j < i; j++)
+            assert_int_not_equal(now[j], now[i]);
+    }
+}
+
+/* One spare port: every re-path of path 0 takes it, the old one is freed. */
+static void test_repath_moves(void **state)
+{
+    (void)state;
+    const uint16_t ports[PEER_PATHS + 1] = {50000, 50001, 50002, 50003, 50004};
+    struct peer *p = ports_peer(ports, PEER_PATHS + 1);
+    uint16_t before[PEER_PATHS], after[PEER_PATHS];
+    ports_check(p, ports, PEER_PATHS + 1, before);
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(mroce_path_repath(p->conn, 0), 0);
+        ports_check(p, ports, PEER_PATHS + 1, after);
+        assert_int_not_equal(after[0], before[0]);
+        assert_memory_equal(after + 1, before + 1, sizeof(after) - 2);
+        before[0] = after[0];
+    }
+}
+
+/* No spare port: a re-path keeps the path's port (and returns). */
+static void test_repath_no_spare(void **state)
+{
+    (void)state;
+    const uint16_t ports[PEER_PATHS] = {50000, 50001, 50002, 50003};
+    struct peer *p = ports_peer(ports, PEER_PATHS);
+    uint16_t before[PEER_PATHS], after[PEER_PATHS];
+    ports_check(p, ports, PEER_PATHS, before);
+    assert_int_equal(mroce_path_repath(p->conn, 2), 0);
+    ports_check(p, ports, PEER_PATHS, after);
+    assert_memory_equal(after, before, sizeof(after));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_send_msn_wrap, teardown),
         cmocka_unit_test_teardown(test_recv_msn_wrap, teardown),
         cmocka_unit_test_teardown(test_src_ports_duplicate, teardown),
+        cmocka_unit_test_teardown(test_repath_moves, teardown),
+        cmocka_unit_test_teardown(test_repath_no_spare, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

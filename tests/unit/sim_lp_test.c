@@ -75,14 +75,14 @@ static void test_run_as_and_keys(void **state)
     (void)state;
     struct tlog g = {.l = list_with_lps(4)};
     mroce_sim_ev_set_lp(g.l, 1);
-    assert_true(mroce_sim_ev_at_to(g.l, 5, rec, &g, 0, 3) != 0);
+    assert_true(mroce_sim_ev_post_to(g.l, 5, rec, &g, 0, 3));
     uint64_t k = mroce_sim_ev_take_key(g.l); /* LP 1's second key */
     assert_int_equal(k >> MROCE_SIM_EV_SEQ_BITS, 1);
     assert_true(mroce_sim_ev_at(g.l, 5, rec, &g, 2) != 0);
     mroce_sim_ev_set_lp(g.l, 2);
     assert_true(mroce_sim_ev_at(g.l, 5, rec, &g, 3) != 0);
-    assert_true(mroce_sim_ev_at_key(g.l, 5, rec, &g, 1, k, 2) != 0);
-    assert_int_equal(mroce_sim_ev_at_key(g.l, 5, rec, &g, 9, k, 7), 0);
+    assert_true(mroce_sim_ev_post_key(g.l, 5, rec, &g, 1, k, 2));
+    assert_false(mroce_sim_ev_post_key(g.l, 5, rec, &g, 9, k, 7));
     mroce_sim_ev_run(g.l, MROCE_SIM_NEVER);
     assert_int_equal(g.n, 4);
     for (uint64_t i = 0; i < 4; i++)
@@ -152,7 +152,7 @@ static void t_send(struct t_sys *s, uint32_t me, uint32_t to, uint64_t t,
     struct mroce_sim_evlist *l = t_list(s, me);
     uint32_t ctx = mroce_sim_ev_set_lp(l, s->global ? 0 : me);
     if (!s->part || s->part[me] == s->part[to]) {
-        assert_true(mroce_sim_ev_at_to(l, t, t_ev, &t_objs[to], arg, to));
+        assert_true(mroce_sim_ev_post_to(l, t, t_ev, &t_objs[to], arg, to));
     } else {
         int p = s->part[me];
         assert_true(s->n_out[p] < 4096);
@@ -221,7 +221,7 @@ static void t_run_split(struct t_sys *s)
             for (int k = 0; k < s->n_out[p]; k++) {
                 const struct t_msg *m = &s->out[p][k];
                 assert_true(m->t >= t + T_LOOK);
-                assert_true(mroce_sim_ev_at_key(s->ev[1 - p], m->t, t_ev,
+                assert_true(mroce_sim_ev_post_key(s->ev[1 - p], m->t, t_ev,
                                                 &t_objs[m->to], m->arg, m->key,
                                                 m->to));
             }
