@@ -26,6 +26,7 @@
 #include "sim/comm.h"
 #include "sim/event.h"
 #include "sim/exp.h"
+#include "sim/link.h"
 #ifdef MROCE_HAVE_MPI
 #include "simmpi/comm_mpi.h"
 #endif
@@ -379,6 +380,17 @@ static int o_deadline(struct opts *o, const char *v)
     return 0;
 }
 
+/* Nanoseconds of propagation delay on every link; 0: none. */
+static int o_delay(struct opts *o, const char *v)
+{
+    double ns;
+    if (parse_double(v, &ns) || !(ns >= 0 && ns < 1e9))
+        return -1;
+    uint64_t ps = (uint64_t)(ns * MROCE_SIM_PS_PER_NS + 0.5);
+    o->c.delay_ps = ps ? ps : MROCE_SIM_ZERO_DELAY;
+    return 0;
+}
+
 static int o_ranks(struct opts *o, const char *v)
 {
     return parse_int(v, 1, 256, &o->c.ranks);
@@ -423,6 +435,8 @@ static const struct {
     {"--oversub", o_oversub, "O: fat-tree leaf oversubscription [1]"},
     {"--link-gbps", o_gbps, "G, every link [400]"},
     {"--mtu", o_mtu, "payload BYTES per packet [4096]"},
+    {"--link-delay-ns", o_delay,
+     "NS of propagation delay on every link, 0: none [1000]"},
     {"--paths", o_paths, "MetaRoCE paths per connection [16]"},
     {"--qps", o_qps, "RoCEv2 QPs per connection [1]"},
     {"--pfc", o_pfc, "on|off [on for rocev2, off for metaroce]"},

@@ -96,6 +96,7 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
     o->spines = EXP_DEF(o->spines, o->hosts_per_leaf);
     o->planes = EXP_DEF(o->planes, 1);
     o->link_bps = EXP_DEF(o->link_bps, MROCE_SIM_LINK_BPS);
+    o->delay_ps = EXP_DEF(o->delay_ps, MROCE_SIM_LINK_DELAY_PS);
     o->mtu = EXP_DEF(o->mtu, MROCE_SIM_MTU_PAYLOAD);
     o->paths = EXP_DEF(o->paths, 16); /* mroce_conn_attr.n_paths */
     o->qps = EXP_DEF(o->qps, 1);
@@ -260,6 +261,7 @@ int exp_topo(struct exp *x)
         .core_per_agg = c->fat_k / 2,
         .planes = c->planes,
         .link_bps = c->link_bps,
+        .delay_ps = c->delay_ps,
         .mtu = c->mtu,
         .seed = c->seed,
         .reroute_ps = c->reroute_ps,

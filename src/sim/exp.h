@@ -129,6 +129,8 @@ struct mroce_sim_exp_cfg {
                            hosts_per_leaf and spines follow from k [0] */
     int oversub;        /* fat-tree: hosts per leaf = oversub x k/2 [1] */
     uint64_t link_bps;  /* every link [400G] */
+    uint64_t delay_ps;  /* every link's propagation delay [1 us];
+                           MROCE_SIM_ZERO_DELAY (sim/link.h): none */
     uint32_t mtu;       /* payload bytes per packet [4096] */
     int paths;          /* MetaRoCE paths per connection [engine: 16] */
     int qps;            /* RoCEv2 QPs per connection [1] */

@@ -38,6 +38,8 @@ struct mroce_sim_link *mroce_sim_link_create(struct mroce_sim_evlist *ev,
         d.rate_bps = MROCE_SIM_LINK_BPS;
     if (d.delay_ps == 0)
         d.delay_ps = MROCE_SIM_LINK_DELAY_PS;
+    else if (d.delay_ps == MROCE_SIM_ZERO_DELAY)
+        d.delay_ps = 0;
     if (!ev || !pool || d.loss < 0.0 || d.loss > 1.0)
         return NULL;
     struct mroce_sim_link *l = calloc(1, sizeof(*l));
@@ -119,7 +121,7 @@ static void link_schedule(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
 {
     if (!l->remote.arrive) {
         mroce_sim_ev_post_to(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
-                           l->dst_lp);
+                             l->dst_lp);
         return;
     }
     l->remote.arrive(l->remote.ud, l, p, t, mroce_sim_ev_take_key(l->ev));
@@ -130,7 +132,7 @@ bool mroce_sim_link_arrive_at(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
                               uint64_t t_ps, uint64_t key)
 {
     return mroce_sim_ev_post_key(l->ev, t_ps, link_arrive, l,
-                               (uint64_t)(uintptr_t)p, key, l->dst_lp);
+                                 (uint64_t)(uintptr_t)p, key, l->dst_lp);
 }
 
 void mroce_sim_link_set_remote(struct mroce_sim_link *l,
@@ -189,7 +191,7 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
                         mroce_sim_ev_take_key(l->ev));
     else
         mroce_sim_ev_post_to(l->ev, t, link_pause_arrive, l,
-                           (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
+                             (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
 }
 
 bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
@@ -198,8 +200,8 @@ bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
     if (!l->src.pause)
         return true; /* a sender that does not honour PFC */
     return mroce_sim_ev_post_key(l->ev, t_ps, link_pause_arrive, l,
-                               (uint64_t)prio << 1 | (on ? 1u : 0u), key,
-                               l->src_lp);
+                                 (uint64_t)prio << 1 | (on ? 1u : 0u), key,
+                                 l->src_lp);
 }
 
 void mroce_sim_link_set_up(struct mroce_sim_link *l, bool up)

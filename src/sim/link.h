@@ -52,7 +52,9 @@ struct mroce_sim_pause_sink {
     int port;
 };
 
-/* Zero fields take defaults.h values; loss and seed default to 0. */
+/* Zero fields take defaults.h values; loss and seed default to 0. A link
+ * without propagation delay says so with MROCE_SIM_ZERO_DELAY. */
+#define MROCE_SIM_ZERO_DELAY UINT64_MAX
 struct mroce_sim_link_cfg {
     uint64_t rate_bps;
     uint64_t delay_ps;

@@ -386,6 +386,11 @@ uint64_t mroce_sim_prun_window(const struct mroce_sim_prun *p)
     return p->window;
 }
 
+void mroce_sim_prun_set_window(struct mroce_sim_prun *p, uint64_t window_ps)
+{
+    p->window = window_ps ? window_ps : 1;
+}
+
 void mroce_sim_prun_get_stats(const struct mroce_sim_prun *p,
                               struct mroce_sim_prun_stats *out)
 {

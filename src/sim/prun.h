@@ -80,6 +80,9 @@ int mroce_sim_prun_run(struct mroce_sim_prun *p, uint64_t until_ps,
 
 /* The window in use: min(lookahead, quantum). */
 uint64_t mroce_sim_prun_window(const struct mroce_sim_prun *p);
+/* Tests only: forces the window, even beyond the lookahead, to see the
+ * run refuse what then arrives too late (MROCE_EPROTO). */
+void mroce_sim_prun_set_window(struct mroce_sim_prun *p, uint64_t window_ps);
 void mroce_sim_prun_get_stats(const struct mroce_sim_prun *p,
                               struct mroce_sim_prun_stats *out);
 

@@ -7,6 +7,7 @@
 
 #include "sim/defaults.h"
 #include "sim/event.h"
+#include "sim/link.h"
 
 #define R_US(ps) ((double)(ps) / MROCE_SIM_PS_PER_US)
 
@@ -413,14 +414,15 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             ", \"msg_bytes\": %" PRIu32 ", \"senders\": %d,\n"
             "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
             "\"deadline_us\": %.6f, \"trim\": \"%s\", "
-            "\"buffer_kb_per_port\": %" PRIu64 ",\n",
+            "\"buffer_kb_per_port\": %" PRIu64 ", \"link_delay_us\": %.6f,\n",
             c->fat_k, c->oversub, c->hosts, c->hosts_per_leaf, c->spines,
             c->planes, (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps,
             onoff(c->pfc),
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps),
-            onoff(c->trim), c->buf_per_port / 1024);
+            onoff(c->trim), c->buf_per_port / 1024,
+            c->delay_ps == MROCE_SIM_ZERO_DELAY ? 0.0 : R_US(c->delay_ps));
     fprintf(f,
             "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\", "
             "\"victim\": %s, \"sample_us\": %.6f, \"payload\": \"%s\",\n",

@@ -64,7 +64,9 @@ static void topo_defaults(struct mroce_sim_topo_cfg *c)
     c->planes = c->planes ? c->planes : 1;
     c->link_bps = c->link_bps ? c->link_bps : MROCE_SIM_LINK_BPS;
     c->host_bps = c->host_bps ? c->host_bps : c->link_bps;
-    c->delay_ps = c->delay_ps ? c->delay_ps : MROCE_SIM_LINK_DELAY_PS;
+    c->delay_ps = c->delay_ps == MROCE_SIM_ZERO_DELAY ? 0
+                  : c->delay_ps                       ? c->delay_ps
+                                                      : MROCE_SIM_LINK_DELAY_PS;
     c->mtu = c->mtu ? c->mtu : MROCE_SIM_MTU_PAYLOAD;
     c->max_payload = c->max_payload ? c->max_payload : TOPO_MAX_PAYLOAD;
     c->nic.n_ports = c->planes;
@@ -245,7 +247,7 @@ static int topo_new_link(struct mroce_sim_topo *t, int kind, int plane, int a,
     struct topo_link *tl = &t->links[id];
     struct mroce_sim_link_cfg lc = {
         .rate_bps = bps,
-        .delay_ps = t->cfg.delay_ps,
+        .delay_ps = t->cfg.delay_ps ? t->cfg.delay_ps : MROCE_SIM_ZERO_DELAY,
         .seed = mroce_sim_seed(t->cfg.seed, TOPO_SEED_LINK + (uint64_t)id),
     };
     tl->info.link = mroce_sim_link_create(t->ev, t->pool, &lc);

@@ -89,7 +89,8 @@ struct mroce_sim_topo_cfg {
     int planes;            /* [1] */
     uint64_t link_bps;     /* leaf-spine links [400G] */
     uint64_t host_bps;     /* host-leaf links [link_bps] */
-    uint64_t delay_ps;     /* every link [1 us] */
+    uint64_t delay_ps;     /* every link [1 us]; MROCE_SIM_ZERO_DELAY
+                              (link.h): none (0 once resolved) */
     uint32_t mtu;          /* payload bytes, sizes PFC and ideals [4096] */
     uint32_t max_payload;  /* largest UDP payload carried [9216] */
     uint64_t seed;         /* every generator derives from it [0] */

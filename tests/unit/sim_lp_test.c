@@ -222,8 +222,8 @@ static void t_run_split(struct t_sys *s)
                 const struct t_msg *m = &s->out[p][k];
                 assert_true(m->t >= t + T_LOOK);
                 assert_true(mroce_sim_ev_post_key(s->ev[1 - p], m->t, t_ev,
-                                                &t_objs[m->to], m->arg, m->key,
-                                                m->to));
+                                                  &t_objs[m->to], m->arg,
+                                                  m->key, m->to));
             }
             s->n_out[p] = 0;
         }
