@@ -330,7 +330,9 @@ int perf_main_client(struct perf_opts *o)
 
 /* ---- Server ---- */
 
-static int srv_size(struct rs *r, size_t size)
+/* One RUN of the server: *res gets this side's result and counters,
+ * also when the run fails (a run ended by an attack shows why). */
+static int srv_size(struct rs *r, size_t size, struct perf_result *res)
 {
     struct perf_run *run = NULL;
     int err = perf_run_create(&r->side, r->o, 1, size, &r->peer, &run);
@@ -343,19 +345,22 @@ static int srv_size(struct rs *r, size_t size)
         perf_run_end(run, c.v[0]);
         err = rs_drive(r, run);
     }
+    if (run)
+        perf_run_result(run, res);
     if (!err) {
-        struct perf_result res;
-        perf_run_result(run, &res);
-        uint64_t v[6] = {(uint64_t)(res.check + 1), res.conn.retx_pkts,
-                         res.conn.rx_ecn_ce,        res.conn.tx_data_pkts,
-                         res.conn.rto_events,       res.dp.imp_lost};
+        uint64_t v[6] = {(uint64_t)(res->check + 1), res->conn.retx_pkts,
+                         res->conn.rx_ecn_ce,        res->conn.tx_data_pkts,
+                         res->conn.rto_events,       res->dp.imp_lost};
         err = rs_send(r, PERF_CMD_RESULT, v, 6);
     }
     perf_run_free(run);
     return err;
 }
 
-static int srv_loop(struct rs *r)
+#define SRV_MAX_RUNS 32 /* perf_sizes' most: -a */
+
+/* RUNs until QUIT; res[0..*n) the results of the runs started. */
+static int srv_loop(struct rs *r, struct perf_result *res, int *n)
 {
     for (;;) {
         struct perf_ctl c;
@@ -371,8 +376,10 @@ static int srv_loop(struct rs *r)
                     (unsigned long long)c.v[0]);
             err = MROCE_EPROTO;
         }
-        if (!err)
-            err = srv_size(r, c.v[0]);
+        if (!err && *n < SRV_MAX_RUNS)
+            err = srv_size(r, c.v[0], &res[(*n)++]);
+        else if (!err)
+            err = MROCE_EPROTO;
         if (err)
             return err;
     }
@@ -387,10 +394,13 @@ static int srv_session(const struct perf_opts *base, struct mroce_cm *cm)
 {
     struct perf_opts o = *base;
     struct rs r = {.o = &o, .cm = cm};
-    int err = rs_open(&r);
+    int err = rs_open(&r), n = 0;
     bool up = mroce_cm_security(cm, NULL, NULL) >= 0;
+    struct perf_result res[SRV_MAX_RUNS];
     if (!err)
-        err = srv_loop(&r);
+        err = srv_loop(&r, res, &n);
+    if (n) /* --json: this side's counters of the last client's runs */
+        perf_report_json(&o, res, n, NULL);
     rs_close(&r);
     if (err)
         fprintf(stderr, "mroce-perf: server: %s\n", rs_why(err));

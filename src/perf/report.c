@@ -72,6 +72,51 @@ static void json_dp(FILE *f, const struct mroce_dp_counters *d)
             (unsigned long long)d->pace_waits);
 }
 
+/* Every drop and validation counter of this side (docs/spec.md 10.2,
+ * R-VAL, R-AEAD-11), so that a run under attack shows what was refused
+ * and why (tests/net/dp_*.sh). */
+static void json_drops(FILE *f, const struct perf_result *r)
+{
+    const struct mroce_conn_counters *c = &r->conn;
+    const struct mroce_ctx_counters *x = &r->ctx;
+    fprintf(
+        f,
+        "\"tx_pkts\":%llu,\"rx_pkts\":%llu,\"tx_acks\":%llu,"
+        "\"rx_acks\":%llu,\"tx_nacks\":%llu,\"rnr_naks\":%llu,"
+        "\"rx_dup_pkts\":%llu,\"drop_bad_path\":%llu,"
+        "\"drop_dsn_window\":%llu,\"drop_msn_window\":%llu,"
+        "\"drop_bad_key\":%llu,\"drop_bad_bounds\":%llu,"
+        "\"drop_bad_access\":%llu,\"drop_bad_msg\":%llu,"
+        "\"drop_state\":%llu,\"drop_stale\":%llu,\"drop_bad_ack\":%llu,"
+        "\"drop_psn_window\":%llu,\"drop_bad_close\":%llu,"
+        "\"psn_resyncs\":%llu,\"rnr_capped\":%llu,",
+        (unsigned long long)c->tx_pkts, (unsigned long long)c->rx_pkts,
+        (unsigned long long)c->tx_acks, (unsigned long long)c->rx_acks,
+        (unsigned long long)c->tx_nacks, (unsigned long long)c->rnr_naks,
+        (unsigned long long)c->rx_dup_pkts,
+        (unsigned long long)c->drop_bad_path,
+        (unsigned long long)c->drop_dsn_window,
+        (unsigned long long)c->drop_msn_window,
+        (unsigned long long)c->drop_bad_key,
+        (unsigned long long)c->drop_bad_bounds,
+        (unsigned long long)c->drop_bad_access,
+        (unsigned long long)c->drop_bad_msg, (unsigned long long)c->drop_state,
+        (unsigned long long)c->drop_stale, (unsigned long long)c->drop_bad_ack,
+        (unsigned long long)c->drop_psn_window,
+        (unsigned long long)c->drop_bad_close,
+        (unsigned long long)c->psn_resyncs, (unsigned long long)c->rnr_capped);
+    fprintf(f,
+            "\"drop_truncated\":%llu,\"drop_bad_version\":%llu,"
+            "\"drop_bad_opcode\":%llu,\"drop_bad_payload\":%llu,"
+            "\"drop_unknown_conn\":%llu,\"drop_bad_src\":%llu,",
+            (unsigned long long)x->drop_truncated,
+            (unsigned long long)x->drop_bad_version,
+            (unsigned long long)x->drop_bad_opcode,
+            (unsigned long long)x->drop_bad_payload,
+            (unsigned long long)x->drop_unknown_conn,
+            (unsigned long long)x->drop_bad_src);
+}
+
 static void json_result(FILE *f, const struct perf_result *r)
 {
     const struct mroce_conn_counters *c = &r->conn;
@@ -104,6 +149,7 @@ static void json_result(FILE *f, const struct perf_result *r)
         (unsigned long long)r->ctx.drop_bad_crc,
         (unsigned long long)c->drop_bad_tag, (unsigned long long)c->drop_replay,
         (unsigned long long)c->drop_sec_mode);
+    json_drops(f, r);
     json_dp(f, &r->dp);
 }
 
