@@ -369,7 +369,106 @@ static void test_probe_amplification(void **state)
      * peer_drain checks for every packet */
 }
 
+/* ---- amplification ---- */
+
+/* One 52-byte READ_REQ used to draw 223 KB of READ_RESP (x4,300; the
+ * black-box review, mroce-perf over UDP): its DSN and MSN were 0 and its
+ * key and address are in the connection manager's clear APP messages. A
+ * blind attacker who has the key now guesses the DSN: nothing is sent at
+ * all. One who has the numbers too (it read them in the CM's HELLO: it
+ * is on-path, R-CM-14) gets its request accepted, yet the responder
+ * answers with no data until the peer at the announced address proves
+ * it holds the connection (R-VAL-7): an ACK and a PROBE, each no longer
+ * than an ACK, never a READ_RESP, however long it waits (R-VAL-8). */
+static void test_read_amplification(void **state)
+{
+    (void)state;
+    struct peer *p = victim();
+    struct mroce_hdr r = peer_hdr(p, MROCE_OP_READ_REQ, 0, 0);
+    r.va = p->va;
+    r.rkey = p->rkey;
+    r.msg_len = PEER_MEM_LEN;
+    for (uint32_t d = 0; d < 64; d++) { /* DSN and MSN from 0 */
+        r.psn = d;
+        r.dsn = d;
+        r.msn = d;
+        assert_int_equal(peer_feed(p, &r, NULL, 0), 0);
+    }
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_int_equal(peer_cnt(p).drop_dsn_window, 64);
+    /* with the peer's numbers right (what a reader of the CM knows) */
+    r.psn = p->psn[0]++;
+    r.dsn = p->dsn++;
+    r.msn = p->msn[0]++;
+    assert_int_equal(peer_feed(p, &r, NULL, 0), 0);
+    size_t out = 0;
+    int rounds = 0;
+    for (int n = peer_drain(p, NULL, 0); rounds < 50;
+         n = peer_fire_tx(p, 4), rounds++) {
+        assert_int_equal(peer_count(p, MROCE_OP_READ_RESP), 0);
+        for (int i = 0; i < n; i++) {
+            assert_true(p->out[i].len <= MROCE_MAX_HDR_LEN + MROCE_ICRC_LEN);
+            out += p->out[i].len;
+        }
+        if (!n)
+            break;
+    }
+    /* nothing but an ACK of the request and PROBEs until the retry limit */
+    assert_true(out >= 72);
+    print_message("READ_REQ of %u bytes: %zu bytes sent in %d rounds\n",
+                  (unsigned)PEER_MEM_LEN, out, rounds);
+}
+
 /* ---- predictable identities ---- */
+
+/* Every sequence space used to start at 0, so the connection id was the
+ * only secret (issue 15). R-CONN-5, R-SEC-7: each connection draws its
+ * first PSN, DSN and MSN from the CSPRNG, independently of each other and
+ * of its ids -- in a context opened as before with seed 0 or 1 and no
+ * rand hook (the old defaults) -- and the engine's packets start there
+ * (the fixture's context is deterministic, its draws nonzero). */
+static void test_random_starts(void **state)
+{
+    (void)state;
+    uint32_t v[2][4][4];
+    for (uint64_t seed = 0; seed <= 1; seed++) {
+        struct mroce_ctx_attr a = {.seed = seed};
+        a.addr.family = MROCE_AF_INET;
+        struct mroce_ctx *ctx;
+        struct mroce_pd *pd;
+        struct mroce_cq *cq;
+        assert_int_equal(mroce_ctx_open(&a, &ctx), 0);
+        assert_int_equal(mroce_pd_alloc(ctx, &pd), 0);
+        assert_int_equal(mroce_cq_create(ctx, 64, &cq), 0);
+        for (int k = 0; k < 4; k++) {
+            struct mroce_conn_attr ca = {.send_cq = cq, .recv_cq = cq};
+            struct mroce_conn *c;
+            assert_int_equal(mroce_conn_create(pd, &ca, &c), 0);
+            struct mroce_conn_params prm;
+            mroce_conn_get_params(c, &prm);
+            uint32_t *x = v[seed][k];
+            x[0] = prm.init_psn, x[1] = prm.init_dsn, x[2] = prm.init_msn;
+            x[3] = prm.conn_id;
+        }
+        mroce_ctx_close(ctx);
+    }
+    /* 32 draws of 32 bits: a repeat by chance has probability 2^-22 */
+    const uint32_t *f = &v[0][0][0];
+    for (int i = 0; i < 32; i++)
+        for (int j = i + 1; j < 32; j++)
+            assert_int_not_equal(f[i], f[j]);
+    struct peer *p = victim();
+    assert_int_not_equal(p->local.init_psn, 0);
+    assert_int_not_equal(p->local.init_dsn, 0);
+    assert_int_not_equal(p->local.init_msn, 0);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 8), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    const struct mroce_hdr *h = &p->out[0].h;
+    assert_int_equal(h->opcode, MROCE_OP_WRITE);
+    assert_int_equal(h->psn, p->local.init_psn);
+    assert_int_equal(h->dsn, p->local.init_dsn);
+    assert_int_equal(h->msn, p->local.init_msn);
+}
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -446,6 +545,8 @@ int main(void)
         cmocka_unit_test_teardown(test_rnr_huge_delay, teardown),
         cmocka_unit_test_teardown(test_forged_probes, teardown),
         cmocka_unit_test_teardown(test_probe_amplification, teardown),
+        cmocka_unit_test_teardown(test_read_amplification, teardown),
+        cmocka_unit_test_teardown(test_random_starts, teardown),
         cmocka_unit_test_teardown(test_predictable_ids, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
