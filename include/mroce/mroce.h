@@ -657,8 +657,9 @@ struct mroce_conn_counters {
                                  window (R-VAL-5) */
     uint64_t psn_resyncs;     /* a path's PSNs moved past one the peer holds
                                  but we never sent (R-VAL-4) */
-    uint64_t rnr_capped;      /* RNR NACKs asking more than max_rto
-                                 (R-RETRY-4) */
+    uint64_t rnr_capped;      /* RNR NACKs asking more than the peer's
+                                 announced rnr_max or our max_rto: waited
+                                 the smaller (R-RETRY-4) */
     uint64_t drop_ooo;        /* RoCEv2: out-of-order packet (go-back-N) */
     uint64_t repaths;
     uint64_t msgs_tx, msgs_rx;

@@ -469,6 +469,26 @@ static uint8_t comp_nak_status(const struct mroce_conn *c, uint8_t code)
     }
 }
 
+/* R-RETRY-4: the NACK's delay (0: ours), but no longer than the peer
+ * announced it would ask (rnr_max, R-CONN-3) nor than max_rto: a longer
+ * one is capped and counted. */
+static uint64_t comp_rnr_wait(struct mroce_conn *c, uint32_t delay_us)
+{
+    uint64_t cap = c->attr.max_rto_ns;
+    if (!delay_us) /* the NACK asks nothing: our own default */
+        return (uint64_t)ENG_RNR_DELAY_US * 1000 < cap
+                   ? (uint64_t)ENG_RNR_DELAY_US * 1000
+                   : cap;
+    uint64_t peer = (uint64_t)c->peer_rnr_max_us * 1000;
+    if (peer && peer < cap)
+        cap = peer;
+    uint64_t wait = (uint64_t)delay_us * 1000;
+    if (wait <= cap || MROCE_FAULT(c->ctx, RNR_UNCAPPED))
+        return wait;
+    c->cnt.rnr_capped++;
+    return cap;
+}
+
 static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
                      uint32_t delay_us)
 {
@@ -482,12 +502,7 @@ static void comp_rnr(struct mroce_conn *c, struct txp *x, uint64_t now,
         x->tx_count--;
     c->cnt.lost_rnr++;
     x->state = TXP_RNR;
-    /* R-RETRY-4: at most max_rto, whatever the NACK asks */
-    uint64_t wait = (uint64_t)(delay_us ? delay_us : ENG_RNR_DELAY_US) * 1000;
-    if (wait > c->attr.max_rto_ns && !MROCE_FAULT(c->ctx, RNR_UNCAPPED)) {
-        wait = c->attr.max_rto_ns;
-        c->cnt.rnr_capped++;
-    }
+    uint64_t wait = comp_rnr_wait(c, delay_us);
     x->rnr_at = now + (MROCE_FAULT(c->ctx, RNR_NO_WAIT) ? 0 : wait);
     eng_conn_arm(c, x->rnr_at);
     c->n_rnr++;

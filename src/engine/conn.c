@@ -307,6 +307,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->peer_ack_delay_ns =
         r->ack_delay_ns ? r->ack_delay_ns : c->attr.ack_delay_ns;
     c->peer_ack_every = r->ack_every ? r->ack_every : c->attr.ack_every;
+    c->peer_rnr_max_us = r->rnr_max_us;
     c->remote = (struct eng_params){.conn_id = r->conn_id,
                                     .init_psn = r->init_psn,
                                     .init_dsn = r->init_dsn,

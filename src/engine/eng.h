@@ -262,6 +262,8 @@ struct mroce_conn {
      * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
     uint32_t sq_mask, rq_mask;
     uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    uint32_t peer_rnr_max_us;   /* R-RETRY-4: the longest RNR delay the
+                                   peer said it asks for; 0: not said */
     uint32_t peer_ack_every;    /* R-ACK-101: its in-order packets per ACK */
     struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
     struct mroce_conn *next, *prev;                /* ctx list */

@@ -310,6 +310,43 @@ static void test_rnr_huge_delay(void **state)
     assert_int_equal(wc_count(p->scq), 1);
 }
 
+/* R-RETRY-4: the peer announced the longest delay it asks for (rnr_max,
+ * R-CONN-3); an RNR NACK asking more -- a peer out of its own bounds, or
+ * an on-path forger whose NACK matches (R-VAL-6) -- holds the work
+ * request no longer than that (here 200 us instead of 1 ms, and instead
+ * of max_rto's 100 ms for 0xFFFFFFFF), counted `rnr_capped`; one within
+ * it waits what it asks, uncounted. */
+static void test_rnr_beyond_announced(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.remote.init_psn = PEER_PSN0;
+    cfg.remote.init_dsn = PEER_DSN0;
+    cfg.remote.init_msn = PEER_MSN0;
+    cfg.remote.rnr_max_us = 200;
+    struct peer *p = peer_new(&cfg);
+    static const uint32_t ask[] = {1000, 0xFFFFFFFFu, 150};
+    static const uint64_t waits[] = {200 * US, 200 * US, 150 * US};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, (uint64_t)k, 0, 100),
+                         0);
+        assert_int_equal(peer_drain(p, NULL, 0), 1);
+        struct mroce_hdr d = p->out[0].h;
+        uint64_t t0 = p->now;
+        assert_int_equal(peer_nak(p, &d, MROCE_NAK_RNR, ask[k]), 0);
+        assert_int_equal(peer_cnt(p).rnr_capped, k < 2 ? (uint64_t)k + 1 : 2);
+        int sent = 0;
+        while (!sent && p->now < t0 + 200 * MS && peer_fire(p))
+            sent = peer_drain(p, NULL, 0) && peer_find(p, MROCE_OP_WRITE, 0);
+        assert_true(sent);
+        assert_true(p->now >= t0 + waits[k]); /* no earlier than asked */
+        assert_true(p->now < t0 + waits[k] + 10 * US); /* nor much later */
+        peer_ack_all(p);
+        assert_int_equal(wc_count(p->scq), 1);
+    }
+}
+
 /* ---- forged PROBEs ---- */
 
 /* A PROBE per path at a PSN ahead of the path used to move the receiver's
@@ -543,6 +580,7 @@ int main(void)
         cmocka_unit_test_teardown(test_forged_bad_stream, teardown),
         cmocka_unit_test_teardown(test_fatal_nack_sweep, teardown),
         cmocka_unit_test_teardown(test_rnr_huge_delay, teardown),
+        cmocka_unit_test_teardown(test_rnr_beyond_announced, teardown),
         cmocka_unit_test_teardown(test_forged_probes, teardown),
         cmocka_unit_test_teardown(test_probe_amplification, teardown),
         cmocka_unit_test_teardown(test_read_amplification, teardown),
