@@ -585,6 +585,15 @@ int mroce_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
                           size_t len);
 /* The mode set by mroce_conn_set_secret (MROCE_SEC_NONE by default). */
 int mroce_conn_sec_mode(const struct mroce_conn *c);
+/* Bit of a mode in the mask of mroce_ctx_sec_modes. */
+#define MROCE_SEC_BIT(mode) (1 << (mode))
+/* The protection modes the context's connections can apply, as a mask of
+ * MROCE_SEC_BIT(MROCE_SEC_*): MROCE_SEC_NONE always; MROCE_SEC_AUTH and
+ * MROCE_SEC_ENCRYPT with a crypto provider (mroce_ctx_attr.crypto) on a
+ * MetaRoCE context. What a connection manager may offer its peer
+ * (R-CM-9) without trying mroce_conn_set_secret. No errors. Thread-safe
+ * (reads what mroce_ctx_open fixed). */
+int mroce_ctx_sec_modes(const struct mroce_ctx *ctx);
 
 /* Abortive close: flushes every outstanding work request and posted
  * receive with WR_FLUSH_ERR, then sends CLOSE, with a doubling wait, until
@@ -594,6 +603,9 @@ int mroce_conn_disconnect(struct mroce_conn *conn);
 /* Frees the connection; outstanding WRs are dropped without completion. */
 void mroce_conn_destroy(struct mroce_conn *conn);
 int mroce_conn_state(const struct mroce_conn *conn);
+/* The context the connection was created in (through its PD). No errors.
+ * Thread-safe. */
+struct mroce_ctx *mroce_conn_ctx(const struct mroce_conn *conn);
 
 /* ---- Work requests ---- */
 

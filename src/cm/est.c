@@ -35,18 +35,16 @@ static int est_refuse(struct est *e, int err, int reason, const char *why)
     return est_reject(e, err, &v);
 }
 
-/* R-CM-9: the modes this connection's engine can apply. AUTH and ENC
- * need a crypto provider on its context (R-AEAD); mroce_conn_set_secret
- * refuses them (ENOTSUP) without one, so a secure mode is tried with a
- * throw-away secret and set back to NONE: the connection is in INIT, and
- * establish sets the real secret before connecting. */
+/* R-CM-9: the modes this connection's engine can apply (AUTH and ENC
+ * need a crypto provider on its context, R-AEAD-12), as the CM's bits. */
 static uint8_t est_engine_modes(struct mroce_conn *conn)
 {
-    static const uint8_t probe[MROCE_SECRET_LEN];
-    if (mroce_conn_set_secret(conn, MROCE_SEC_AUTH, probe, sizeof(probe)))
-        return MROCE_CM_MODE_NONE;
-    mroce_conn_set_secret(conn, MROCE_SEC_NONE, NULL, 0);
-    return MROCE_CM_MODE_NONE | MROCE_CM_MODE_AUTH | MROCE_CM_MODE_ENC;
+    int m = mroce_ctx_sec_modes(mroce_conn_ctx(conn));
+    return (
+        uint8_t)((m & MROCE_SEC_BIT(MROCE_SEC_NONE) ? MROCE_CM_MODE_NONE : 0) |
+                 (m & MROCE_SEC_BIT(MROCE_SEC_AUTH) ? MROCE_CM_MODE_AUTH : 0) |
+                 (m & MROCE_SEC_BIT(MROCE_SEC_ENCRYPT) ? MROCE_CM_MODE_ENC
+                                                       : 0));
 }
 
 _Static_assert(MROCE_CM_SECRET_LEN == MROCE_SECRET_LEN,

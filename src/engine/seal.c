@@ -258,6 +258,16 @@ int eng_conn_sec_mode(const struct mroce_conn *c)
     return c->aead ? c->aead->mode : MROCE_SEC_NONE;
 }
 
+/* R-AEAD-12: the secure modes need the context's crypto provider, which
+ * eng_conn_set_secret checks the same way (ENOTSUP). */
+int eng_ctx_sec_modes(const struct mroce_ctx *ctx)
+{
+    int m = MROCE_SEC_BIT(MROCE_SEC_NONE);
+    if (ctx->has_crypto)
+        m |= MROCE_SEC_BIT(MROCE_SEC_AUTH) | MROCE_SEC_BIT(MROCE_SEC_ENCRYPT);
+    return m;
+}
+
 void mroce_conn_aead_limit(struct mroce_conn *c, uint64_t key_pkts,
                            uint64_t used)
 {

@@ -24,6 +24,8 @@ struct eng_aead;
 int eng_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
                         size_t len);
 int eng_conn_sec_mode(const struct mroce_conn *c);
+/* mroce_ctx_sec_modes' engine side (same contract). */
+int eng_ctx_sec_modes(const struct mroce_ctx *ctx);
 /* At connect: derives both directions' first keys (R-AEAD-6) from the
  * secret and the two ids, and sets up the n_paths replay windows just
  * before the peer's first PSN (R-AEAD-9). EINVAL if the ids are equal,

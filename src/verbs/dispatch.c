@@ -212,6 +212,11 @@ int mroce_conn_sec_mode(const struct mroce_conn *c)
     return c->roce ? MROCE_SEC_NONE : eng_conn_sec_mode(c);
 }
 
+int mroce_ctx_sec_modes(const struct mroce_ctx *ctx)
+{
+    return ctx->roce ? MROCE_SEC_BIT(MROCE_SEC_NONE) : eng_ctx_sec_modes(ctx);
+}
+
 int mroce_conn_disconnect(struct mroce_conn *c)
 {
     return c->roce ? MROCE_EINVAL : eng_conn_disconnect(c);
@@ -239,6 +244,11 @@ void mroce_conn_destroy(struct mroce_conn *c)
 int mroce_conn_state(const struct mroce_conn *c)
 {
     return c->roce ? roce_conn_state(c->roce) : eng_conn_state(c);
+}
+
+struct mroce_ctx *mroce_conn_ctx(const struct mroce_conn *c)
+{
+    return c->ctx;
 }
 
 static void dispatch_roce_counters(const struct mroce_conn *c,
