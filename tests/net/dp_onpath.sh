@@ -4,6 +4,12 @@
 # reads the UDP data (a capture on the data ports, one packet is
 # enough) during `write_bw --check -D 3 --pace 1`:
 #
+# - mode none, the CM only (the first control): the HELLOs carry the
+#   first sequence numbers in clear (R-CM-14), so whoever reads the CM's
+#   TCP traffic knows where the DSN window starts: a CLOSE naming a DSN
+#   just after the client's first ends the connection at once. The blind
+#   probes (dp_close.sh ...) do not use these numbers; an attacker that
+#   can read the CM is on-path.
 # - mode none (the control): it sends the server a CLOSE naming the
 #   server's own next DSN, read from the latest data packet. R-SEC-1 says
 #   such an attacker can end the connection, and it does: the CLOSE is
@@ -33,13 +39,15 @@ clear_writes() {
         "$TMP/attack.log"
 }
 
-# run MODE [OPTIONS...]: one transfer under the on-path attack.
+# run MODE [OPTIONS...]: one transfer under the on-path attack
+# ($ATTACK_MODE, onpath by default).
 run() {
     local mode=$1 rc
     shift
     rm -f "$TMP/srv.json" "$TMP/cli.json"
     srv_start "$@" || fail "$mode: server did not start"
-    attack_start onpath || fail "$mode: attacker did not start"
+    attack_start ${ATTACK_MODE:-onpath} --delay 0 ||
+        fail "$mode: attacker did not start"
     k0=$(rcvbuf_errors)
     client write_bw -s 64k -D 3 --pace 1 "$@"
     rc=$?
@@ -49,6 +57,16 @@ run() {
     grep -v '^RESULT' "$TMP/attack.log" | tail -n 2
     return $rc
 }
+
+# The first control: the CM's reader closes a plain connection.
+ATTACK_MODE=cmclose run none-cm &&
+    fail "none-cm: the CM reader's CLOSE did not end the connection"
+wait_pid $SRV 20
+grep -qE "failed: .*(CLOSED|CLOSING|ERROR)|REM_OP_ERR" "$TMP/client.log" ||
+    fail "none-cm: the client failed for another reason"
+[ "$(jv "$TMP/srv.json" drop_bad_close)" = 0 ] ||
+    fail "none-cm: the server dropped the CM reader's CLOSE"
+echo "  the CLOSE ended the connection: $(grep -m1 failed: "$TMP/client.log")"
 
 # The control: in mode none the reader's CLOSE is the peer's own.
 run none && fail "none: the reader's CLOSE did not end the connection"
