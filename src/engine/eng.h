@@ -278,7 +278,8 @@ struct mroce_conn {
     uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
 
-    bool close_pending, close_due, close_ack_pending;
+    bool close_pending, close_due;
+    uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
     uint64_t close_at;
     uint8_t close_tries;
 

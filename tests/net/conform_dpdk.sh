@@ -56,7 +56,7 @@ for _ in $(seq 100); do [[ -S "$SOCK" ]] && break; sleep 0.1; done
 [[ -S "$SOCK" ]] || { cat "$TMP/agent.log"; echo "FAIL: the agent did not start"; exit 1; }
 
 # the same known failures as conform_udp.sh (engine bugs, reported)
-XFAIL=(--xfail conn.peer_close --xfail path.repath --xfail cm.header.bye_first)
+XFAIL=(--xfail cm.header.bye_first)
 rc=0
 timeout 280 ip netns exec "$NS_U" "$CONFORM" --target "unix:$SOCK" \
     --ip 10.88.0.2 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
