@@ -235,7 +235,8 @@ static void test_tx_spray(void **state)
         assert_int_equal(o->h.psn, k / 4);
         assert_int_equal(o->h.rkey, 0x5EED);
         assert_true(o->h.va == 0x100000000ull);
-        assert_int_equal(!!(o->h.flags & MROCE_HF_ACKREQ), k == 9);
+        /* R-ACK-1: the last three packets of the message */
+        assert_int_equal(!!(o->h.flags & MROCE_HF_ACKREQ), k >= 7);
         assert_int_equal(o->h.flags & MROCE_HF_RETX, 0);
         assert_int_equal(o->h.payload_len, PEER_MTU);
         assert_memory_equal(o->h.payload, p->mem + k * PEER_MTU, PEER_MTU);
