@@ -10,7 +10,7 @@
 # ciphertext exists only in the frame). A captured encrypted run (--pcap,
 # memif) is decoded with tshark and the Lua dissector: every data packet
 # must be sealed and marked encrypted, none may show a clear payload.
-# Bounded: 60 s per run.
+# Neither side may log a DPDK double free. Bounded: 60 s per run.
 set -euo pipefail
 BUILD="${MROCE_BUILD_DIR:-build}"
 SRC="${MROCE_SOURCE_DIR:-.}"
@@ -76,6 +76,11 @@ run() {
     fi
     for side in cli srv; do
         local f="$TMP/$tag.$side"
+        # DPDK's heap caught a double free (a port stopped while memif's
+        # interrupt thread tore the same port down: docs/dpdk.md, Teardown)
+        if grep -q "Invalid memory" "$f"; then
+            cat "$f"; echo "FAIL: $tag $side: DPDK freed memory twice"; exit 1
+        fi
         grep -q "\"sec_mode\":\"$want\"" "$f" ||
             { cat "$f"; echo "FAIL: $tag $side not in mode $want"; exit 1; }
         local bad sm
