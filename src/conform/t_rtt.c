@@ -44,8 +44,12 @@ static void rtt_first_sample(struct cf_t *t)
     cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 4000000});
     rtt_one(t, 1, 12000000); /* initial_rto 20 ms */
     json_int_t srtt = rtt_info(t, "srtt_ns"), rto = rtt_info(t, "rto_ns");
-    /* the sample also holds both ways' delays, a few ms on a busy host */
-    CF_CHECK(t, srtt >= 12000000 && srtt < 12000000 + 8000000 * t->scale,
+    /* the sample also holds both ways' delays, a few ms on a busy host; and
+     * an IUT that reads its clock before it reads a burst of packets may
+     * time an ACK early by as long as it was descheduled in between */
+    CF_CHECK(t,
+             srtt >= 12000000 - 2000000 * t->scale &&
+                 srtt < 12000000 + 8000000 * t->scale,
              "SRTT %.2f ms after one sample of ~12 ms", srtt / 1e6);
     CF_CHECK(t, rto > 2.9 * srtt && rto < 3.1 * srtt + 10000,
              "RTO %.2f ms, SRTT %.2f ms: expected SRTT + 4 x SRTT/2", rto / 1e6,
@@ -63,7 +67,7 @@ static void rtt_second_sample(struct cf_t *t)
     double s2 = (double)rtt_info(t, "srtt_ns");
     double r2 = 22e6; /* plus the suite's own delay, small */
     double want = 7.0 / 8 * s1 + 1.0 / 8 * r2;
-    CF_CHECK(t, s2 > want - 0.2e6 && s2 < want + 1.5e6 * t->scale,
+    CF_CHECK(t, s2 > want - 1e6 * t->scale && s2 < want + 1.5e6 * t->scale,
              "SRTT %.2f ms after samples %.2f and ~22 ms, expected %.2f ms",
              s2 / 1e6, s1 / 1e6, want / 1e6);
     double var = 3.0 / 4 * (s1 / 2) + 1.0 / 4 * (r2 - s1);
