@@ -73,8 +73,8 @@
 #define NREG 5   /* regions: write/read, send, send_imm, write_imm, done */
 #define DEPTH 16 /* outstanding WRITEs */
 #define DPDK_BATCH 64
-#define LINGER_NS 200000000ull
 #define WAIT_NS 60000000000ull
+#define GONE_NS 10000000000ull /* close_server: the client's exit */
 
 struct opts {
     bool server, loop, pair, verify, no_gso, no_zc;
@@ -375,12 +375,68 @@ static void wait_wc(struct side *s, struct mroce_wc *wc)
             die("no completion", MROCE_ESTATE);
 }
 
-static void linger(struct side *s)
+/* ---- Teardown ----
+ *
+ * Each side leaves only when the other needs nothing more from it, and
+ * never polls a memif port whose peer may be leaving. The client closes
+ * (CLOSE until CLOSE_ACK, R-CONN-8) once its "done" SEND completed, and
+ * exits. The server polls until that CLOSE came (so it acknowledges
+ * "done" however late the client looks), then stops polling and waits
+ * for the client's port to go down before it stops its own. Before,
+ * both polled for a fixed 200 ms and exited: a client descheduled for
+ * longer lost the server before its "done" was acknowledged
+ * (RETRY_EXC_ERR), and whichever side was still polling could be inside
+ * rte_eth_rx_burst while memif's interrupt thread unmapped the rings
+ * under it (docs/dpdk.md, "Teardown"). */
+
+/* Polls until the connection is closed (or broken); the receives the
+ * close flushes complete with WR_FLUSH_ERR and are dropped. */
+static void wait_closed(struct side *s)
 {
     struct mroce_wc wc;
-    uint64_t end = mroce_dp_now_ns() + LINGER_NS;
-    while (mroce_dp_now_ns() < end)
-        poll_one(s, &wc);
+    uint64_t end = mroce_dp_now_ns() + WAIT_NS;
+    for (;;) {
+        int st = mroce_conn_state(s->conn);
+        if (st == MROCE_CONN_CLOSED || st == MROCE_CONN_ERROR)
+            return;
+        if (mroce_dp_now_ns() > end)
+            die("the connection never closed", MROCE_ESTATE);
+        mroce_progress(s->dp);
+        while (mroce_poll_cq(s->cq, 1, &wc) == 1)
+            ;
+    }
+}
+
+static void close_client(struct side *s)
+{
+    if (mroce_conn_disconnect(s->conn) < 0)
+        die("disconnect", MROCE_ESTATE);
+    wait_closed(s);
+}
+
+/* Without polling: until the DPDK port's peer is gone (bounded). */
+static void wait_peer_gone(struct side *s)
+{
+#ifdef MROCE_HAVE_DPDK
+    int port = mroce_dpdk_port_id(s->dp);
+    if (port < 0)
+        return; /* UDP: no shared rings */
+    uint64_t end = mroce_dp_now_ns() + GONE_NS;
+    struct rte_eth_link l = {0};
+    while (mroce_dp_now_ns() < end) {
+        if (rte_eth_link_get_nowait((uint16_t)port, &l) != 0 || !l.link_status)
+            return;
+        usleep(1000);
+    }
+#else
+    (void)s;
+#endif
+}
+
+static void close_server(struct side *s)
+{
+    wait_closed(s);
+    wait_peer_gone(s);
 }
 
 static void pattern(uint8_t *b, size_t n, unsigned k)
@@ -606,7 +662,10 @@ static int run(struct side *s)
         }
         send_done(s);
     }
-    linger(s);
+    if (s->o.server)
+        close_server(s);
+    else
+        close_client(s);
     return ok ? 0 : 1;
 }
 

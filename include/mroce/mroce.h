@@ -133,6 +133,9 @@ struct mroce_crypto {
     int (*hkdf_expand)(void *ud, const uint8_t *prk, size_t prk_len,
                        const uint8_t *info, size_t info_len, uint8_t *out,
                        size_t out_len);
+    /* Bytes one key object holds, for mroce_ctx_state_bytes (0: not
+     * known; the accounting then leaves the key objects out). */
+    size_t key_bytes;
 };
 
 /* ---- Context (one endpoint: an address and a UDP port) ---- */
@@ -345,7 +348,11 @@ struct mroce_state_bytes {
     uint64_t dsn_bytes;  /* DSN rings and retransmit FIFOs */
     uint64_t psn_bytes;  /* PSN rings */
     uint64_t ctx_bytes;  /* the context object and its tables */
-    uint64_t total;      /* the sum of the five above */
+    uint64_t sec_bytes;  /* the secure modes (R-AEAD): per connection its
+                            key schedule, replay windows and the provider's
+                            key objects (mroce_crypto.key_bytes each); the
+                            context's decrypt buffer (mtu) */
+    uint64_t total;      /* the sum of the six above */
 };
 void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
                            struct mroce_state_bytes *out);

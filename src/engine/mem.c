@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/seal.h"
 
 #define MEM_DSN_INIT 64u /* first DSN ring and retransmit FIFO */
 #define MEM_PSN_INIT 8u  /* first PSN ring of a path */
@@ -187,6 +188,7 @@ static void mem_conn_add(const struct mroce_conn *c,
                         (c->retx_mask + 1) * sizeof(uint32_t);
     for (uint32_t p = 0; p < c->n_alloc_paths; p++)
         o->psn_bytes += (c->ptx[p].psn_mask + 1) * mem_psn_slot();
+    o->sec_bytes += eng_seal_bytes(c);
 }
 
 void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
@@ -202,6 +204,8 @@ void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
     out->ctx_bytes = sizeof(*ctx) + eng_sched_bytes(ctx) +
                      ctx->conn_hash_cap * sizeof(*ctx->conn_hash) +
                      dev_table_bytes(&ctx->dev);
+    if (ctx->aead_buf) /* R-AEAD-8: an encrypted payload opens into it */
+        out->sec_bytes += ctx->mtu;
     out->total = out->conn_bytes + out->path_bytes + out->dsn_bytes +
-                 out->psn_bytes + out->ctx_bytes;
+                 out->psn_bytes + out->ctx_bytes + out->sec_bytes;
 }

