@@ -320,7 +320,9 @@ static void put_info(struct side *s)
         die("writing params", MROCE_EINVAL);
 }
 
-static void get_info(struct side *s)
+/* Until the peer's parameter file is there (polling the datapath, if
+ * open, to answer ARP meanwhile). */
+static void read_info(struct side *s)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s.%s", s->o.params,
@@ -332,13 +334,19 @@ static void get_info(struct side *s)
             size_t n = fread(&s->peer, sizeof(s->peer), 1, f);
             fclose(f);
             if (n == 1)
-                break;
+                return;
         }
         if (mroce_dp_now_ns() > end)
             die("no peer parameters", MROCE_ESTATE);
-        mroce_progress(s->dp); /* answer ARP meanwhile */
+        if (s->dp)
+            mroce_progress(s->dp);
         usleep(1000);
     }
+}
+
+static void get_info(struct side *s)
+{
+    read_info(s);
     if (s->peer.sec_mode != s->o.sec_mode)
         die("the peer runs another protection mode", MROCE_EINVAL);
     if (!s->o.server && s->o.sec_mode)
@@ -756,6 +764,13 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     parse(argc, argv, &s.o);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* The server writes its parameters once its port is started. A
+     * memif server refuses a client that connects before (its device is
+     * disabled until rte_eth_dev_start) and the client never retries: the
+     * link stays down and the run fails (RETRY_EXC_ERR, 2 in ~300 loaded
+     * runs). So the client opens its port only then. */
+    if (!s.o.server && !s.o.loop && !s.o.pair)
+        read_info(&s);
     open_dp(&s);
     open_conn(&s);
     int rc = s.o.loop ? run_loop(&s) : s.o.pair ? run_pair(&s) : run(&s);

@@ -640,15 +640,24 @@ static int run(struct opts *o, const struct mroce_sim_comm *comm)
 int main(int argc, char **argv)
 {
     struct opts o = {0};
-    if (argc > 1 && !strcmp(argv[1], "--suite"))
+    if (argc > 1 && !strcmp(argv[1], "--suite")) {
+#ifdef MROCE_HAVE_MPI
+        if (mroce_simmpi_launched()) {
+            fprintf(stderr, "mroce-sim: run a suite without mpirun; --ranks "
+                            "N cuts each of its runs\n");
+            return 2;
+        }
+#endif
         return mroce_sim_suite_main(argc, argv);
+    }
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;
     }
     const struct mroce_sim_comm *comm = NULL;
 #ifdef MROCE_HAVE_MPI
-    /* under mpirun: one rank of a parallel run (src/simmpi) */
+    /* under mpirun: one rank of a parallel run (src/simmpi); a suite forks
+     * its runs and cuts them with --ranks, never under mpirun */
     if (mroce_simmpi_launched() && !(comm = mroce_simmpi_init(&argc, &argv)))
         return 2;
 #endif

@@ -336,7 +336,8 @@ struct mroce_conn {
     struct eng_tent *theap; /* path timer heap (ptimer.c) */
     uint32_t theap_n;
 
-    bool close_pending, close_due, close_ack_pending;
+    bool close_pending, close_due;
+    uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
     uint64_t close_at;
     uint8_t close_tries;
 

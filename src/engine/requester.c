@@ -352,8 +352,8 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     struct mroce_hdr h = {
         .conn = c->remote.conn_id,
         .psn = MROCE_FAULT(c->ctx, CLOSE_PSN_ZERO) ? 0 : c->snd_next};
-    if (c->close_ack_pending) {
-        c->close_ack_pending = false;
+    if (c->close_acks) {
+        c->close_acks--;
         h.opcode = MROCE_OP_CLOSE_ACK;
     } else if (c->close_pending && c->close_due) {
         c->close_due = false;
@@ -379,7 +379,7 @@ int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
     int n = eng_resp_ack_tx(c, now, buf, cap, meta);
-    if (!n && (c->close_ack_pending || c->close_pending))
+    if (!n && (c->close_acks || c->close_pending))
         n = req_close(c, now, buf, meta);
     if (!n)
         n = eng_path_probe_tx(c, now, buf, cap, meta);

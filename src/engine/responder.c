@@ -626,7 +626,10 @@ static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
     if (!resp_close_ok(c, h) ||
         (c->state == MROCE_CONN_CLOSED && MROCE_FAULT(c->ctx, CLOSED_SILENT)))
         return;
-    c->close_ack_pending = true; /* R-CONN-9: answer every CLOSE */
+    /* R-CONN-9: answer every copy, those of one receive burst too (a
+     * CLOSE_ACK is no larger than its CLOSE; 255 owed at most) */
+    if (c->close_acks < UINT8_MAX)
+        c->close_acks++;
     if ((c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING) &&
         !MROCE_FAULT(c->ctx, CLOSE_NO_FLUSH))
         eng_conn_close(c);
