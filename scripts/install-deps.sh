@@ -4,7 +4,7 @@
 # Append packages to PACKAGES below; MROCE_EXTRA_PACKAGES adds more ad hoc.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcmocka-dev clang-format libpcap-dev tshark clang libclang-rt-14-dev gnuplot-nox nftables iproute2 iperf3 dpdk-dev libdpdk-dev jq libssl-dev libipsec-mb-dev python3 libjansson-dev perftest ibverbs-utils libibumad3 libibverbs-dev"
+PACKAGES="build-essential cmake pkg-config libcmocka-dev clang-format libpcap-dev tshark clang libclang-rt-14-dev gnuplot-nox nftables iproute2 iperf3 dpdk-dev libdpdk-dev jq libssl-dev libipsec-mb-dev python3 libjansson-dev perftest ibverbs-utils libibumad3 libibverbs-dev openmpi-bin libopenmpi-dev"
 
 want="$PACKAGES ${MROCE_EXTRA_PACKAGES:-}"
 

@@ -23,15 +23,20 @@
 
 #include <mroce/mroce.h>
 
+#include "sim/comm.h"
 #include "sim/event.h"
 #include "sim/exp.h"
+#include "sim/link.h"
+#ifdef MROCE_HAVE_MPI
+#include "simmpi/comm_mpi.h"
+#endif
 #include "sim/report.h"
 #include "sim/suite.h"
 
 struct opts {
     struct mroce_sim_exp_cfg c;
     const char *json;
-    bool quiet, json_samples;
+    bool quiet, json_samples, partition;
 };
 
 typedef int (*opt_fn)(struct opts *o, const char *v);
@@ -375,6 +380,22 @@ static int o_deadline(struct opts *o, const char *v)
     return 0;
 }
 
+/* Nanoseconds of propagation delay on every link; 0: none. */
+static int o_delay(struct opts *o, const char *v)
+{
+    double ns;
+    if (parse_double(v, &ns) || !(ns >= 0 && ns < 1e9))
+        return -1;
+    uint64_t ps = (uint64_t)(ns * MROCE_SIM_PS_PER_NS + 0.5);
+    o->c.delay_ps = ps ? ps : MROCE_SIM_ZERO_DELAY;
+    return 0;
+}
+
+static int o_ranks(struct opts *o, const char *v)
+{
+    return parse_int(v, 1, 256, &o->c.ranks);
+}
+
 static int o_payload(struct opts *o, const char *v)
 {
     if (strcmp(v, "auto") == 0)
@@ -414,6 +435,8 @@ static const struct {
     {"--oversub", o_oversub, "O: fat-tree leaf oversubscription [1]"},
     {"--link-gbps", o_gbps, "G, every link [400]"},
     {"--mtu", o_mtu, "payload BYTES per packet [4096]"},
+    {"--link-delay-ns", o_delay,
+     "NS of propagation delay on every link, 0: none [1000]"},
     {"--paths", o_paths, "MetaRoCE paths per connection [16]"},
     {"--qps", o_qps, "RoCEv2 QPs per connection [1]"},
     {"--pfc", o_pfc, "on|off [on for rocev2, off for metaroce]"},
@@ -434,6 +457,9 @@ static const struct {
     {"--json", o_json, "FILE ('-' for stdout)"},
     {"--deadline-us", o_deadline, "simulated time limit [2000000]"},
     {"--sample-us", o_sample, "US between time-series samples [1]"},
+    {"--ranks", o_ranks,
+     "N: the fabric cut into N partitions run as N threads (under "
+     "mpirun: as the MPI ranks) with results identical to one [1]"},
     {"--payload", o_payload,
      "auto|real|free: buffers, or payload-free (every byte still "
      "accounted for) [auto: free above 256 MiB of buffers]"},
@@ -454,6 +480,11 @@ static void f_quiet(struct opts *o)
     o->quiet = true;
 }
 
+static void f_partition(struct opts *o)
+{
+    o->partition = true;
+}
+
 /* Options without a value. */
 static const struct {
     const char *name;
@@ -464,6 +495,9 @@ static const struct {
      "incast: one more flow, last host -> host 1 (receiver's leaf)"},
     {"--json-samples", f_json_samples, "the time series in the JSON"},
     {"--quiet", f_quiet, "no progress on stderr"},
+    {"--partition", f_partition,
+     "print how --ranks N (or the MPI ranks) cut the fabric and the "
+     "lookahead, and exit"},
 };
 
 #define N_FLAGS (sizeof(flag_tab) / sizeof(flag_tab[0]))
@@ -548,34 +582,94 @@ static int write_json(const char *path, const struct mroce_sim_exp_result *r,
     return rc;
 }
 
+/* --partition: rank 0 prints the cut for the ranks the run would have. */
+static int show_partition(struct opts *o, const struct mroce_sim_comm *comm)
+{
+    int ranks = comm ? comm->size : o->c.ranks ? o->c.ranks : 1;
+    struct mroce_sim_exp_result r;
+    FILE *f = mroce_sim_comm_rank(comm) == 0 ? stdout : NULL;
+    FILE *null = f ? NULL : fopen("/dev/null", "w");
+    int err = mroce_sim_exp_partition(&o->c, ranks, f ? f : null, &r);
+    if (null)
+        fclose(null);
+    if (err && f)
+        fprintf(stderr, "mroce-sim: %s\n",
+                r.error[0] ? r.error : mroce_strerror(err));
+    mroce_sim_exp_result_free(&r);
+    return err ? 2 : 0;
+}
+
+/* One process, threads (--ranks) or one MPI rank of many: the table, the
+ * JSON and progress come from rank 0 only. */
+static int run(struct opts *o, const struct mroce_sim_comm *comm)
+{
+    bool lead = mroce_sim_comm_rank(comm) == 0;
+    if (comm && o->c.ranks && o->c.ranks != comm->size) {
+        if (lead)
+            fprintf(stderr,
+                    "mroce-sim: --ranks %d but %d MPI ranks (mpirun -np)\n",
+                    o->c.ranks, comm->size);
+        return 2;
+    }
+    if (o->partition)
+        return show_partition(o, comm);
+    o->c.comm = comm;
+    if (!o->quiet && lead)
+        o->c.progress = progress;
+    struct mroce_sim_exp_result r;
+    int err = mroce_sim_exp_run(&o->c, &r);
+    if (err) {
+        if (lead)
+            fprintf(stderr, "mroce-sim: %s\n",
+                    r.error[0] ? r.error : mroce_strerror(err));
+        mroce_sim_exp_result_free(&r);
+        return 2;
+    }
+    int rc = 0;
+    if (lead) {
+        bool json_stdout = o->json && strcmp(o->json, "-") == 0;
+        mroce_sim_report_table(json_stdout ? stderr : stdout, &r);
+        rc = o->json && write_json(o->json, &r, o->json_samples) ? 2 : 0;
+        if (r.flows_failed || r.flows_corrupt)
+            rc = 1;
+    }
+    mroce_sim_exp_result_free(&r);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
-    if (argc > 1 && !strcmp(argv[1], "--suite"))
+    if (argc > 1 && !strcmp(argv[1], "--suite")) {
+#ifdef MROCE_HAVE_MPI
+        if (mroce_simmpi_launched()) {
+            fprintf(stderr, "mroce-sim: run a suite without mpirun; --ranks "
+                            "N cuts each of its runs\n");
+            return 2;
+        }
+#endif
         return mroce_sim_suite_main(argc, argv);
+    }
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;
     }
+    const struct mroce_sim_comm *comm = NULL;
+#ifdef MROCE_HAVE_MPI
+    /* under mpirun: one rank of a parallel run (src/simmpi); a suite forks
+     * its runs and cuts them with --ranks, never under mpirun */
+    if (mroce_simmpi_launched() && !(comm = mroce_simmpi_init(&argc, &argv)))
+        return 2;
+#endif
+    int rc = 2;
     if (parse_args(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
+        if (mroce_sim_comm_rank(comm) == 0)
+            usage(stderr);
+    } else {
+        rc = run(&o, comm);
     }
-    if (!o.quiet)
-        o.c.progress = progress;
-    struct mroce_sim_exp_result r;
-    int err = mroce_sim_exp_run(&o.c, &r);
-    if (err) {
-        fprintf(stderr, "mroce-sim: %s\n",
-                r.error[0] ? r.error : mroce_strerror(err));
-        mroce_sim_exp_result_free(&r);
-        return 2;
-    }
-    bool json_stdout = o.json && strcmp(o.json, "-") == 0;
-    mroce_sim_report_table(json_stdout ? stderr : stdout, &r);
-    int rc = o.json && write_json(o.json, &r, o.json_samples) ? 2 : 0;
-    if (r.flows_failed || r.flows_corrupt)
-        rc = 1;
-    mroce_sim_exp_result_free(&r);
+#ifdef MROCE_HAVE_MPI
+    mroce_simmpi_finalize(comm);
+#endif
     return rc;
 }

@@ -1,6 +1,6 @@
 /* The event list; see event.h for the model.
  *
- * A calendar queue (Brown 1988) in three parts, ordered by (time, seq):
+ * A calendar queue (Brown 1988) in three parts, ordered by (time, ord):
  *
  *   bottom  the events of the current tick (and any earlier one), sorted;
  *           pops take its head;
@@ -23,12 +23,12 @@
  * to hold about 4 of them and W to twice the events pending (ev_resize).
  * A change rebuilds the wheel (O(events in it)).
  *
- * Ties: every node carries its insertion sequence and the bottom is
- * sorted on (time, seq), so equal times pop in insertion order whatever
- * path the nodes took.
+ * Ties: every node carries its order key (event.h: the scheduling LP and
+ * that LP's sequence number) and the bottom is sorted on (time, ord), so
+ * equal times pop in the same order whatever path the nodes took.
  *
  * Cancellation is lazy: it frees the slot at once and leaves the node; a
- * node whose sequence no longer matches its slot's is dropped when it
+ * node whose key no longer matches its slot's is dropped when it
  * reaches the bottom's head or the heap's top. Hosts cancel only when an
  * engine's deadline moves earlier. */
 #include "sim/event.h"
@@ -37,16 +37,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A node's key packs the insertion sequence (high 40 bits) with the slot
- * index of a cancellable event (low 24 bits). Limits: 2^24 - 1
- * cancellable events pending, 2^40 events scheduled over a list's life (a
- * week of wall time at 2 M events/s). */
+/* A node holds the time, the order key (LP << MROCE_SIM_EV_SEQ_BITS |
+ * that LP's sequence number), the handler and, for a cancellable event,
+ * its slot index. Limits: 2^24 - 1 cancellable events pending, 2^20 LPs,
+ * 2^44 events scheduled by one LP over a list's life. */
 #define EV_SLOT_BITS 24
-#define EV_SLOT_MASK ((1u << EV_SLOT_BITS) - 1)
-#define EV_NO_SLOT EV_SLOT_MASK
+#define EV_NO_SLOT UINT32_MAX
 #define EV_MAX_SLOTS ((1u << EV_SLOT_BITS) - 1)
+#define EV_SEQ_MASK ((UINT64_C(1) << MROCE_SIM_EV_SEQ_BITS) - 1)
 #define EV_DEFAULT_HINT 1024
-#define EV_NO_SEQ UINT64_MAX
+#define EV_NO_ORD UINT64_MAX
 #define EV_ARITY 4
 #define EV_MIN_WHEEL 1024u
 #define EV_MAX_WHEEL (1u << 22)
@@ -62,14 +62,16 @@
  * they are still pending. */
 struct ev_node {
     uint64_t time;
-    uint64_t key; /* seq << EV_SLOT_BITS | slot (EV_NO_SLOT: none) */
+    uint64_t ord; /* lp << MROCE_SIM_EV_SEQ_BITS | seq */
     mroce_sim_ev_fn fn;
     void *obj;
     uint64_t arg;
+    uint32_t slot;   /* EV_NO_SLOT: not cancellable */
+    uint32_t run_lp; /* the LP its handler runs as */
 };
 
 struct ev_slot {
-    uint64_t seq;  /* of the pending event, EV_NO_SEQ when free */
+    uint64_t ord;  /* of the pending event, EV_NO_ORD when free */
     uint32_t next; /* next free slot */
     uint32_t gen;  /* bumped when the slot is freed: stale handles miss */
 };
@@ -95,25 +97,28 @@ struct mroce_sim_evlist {
     uint32_t ep_pops, ep_inserts, ep_far, ep_len;
     uint64_t ep_t0; /* time of the epoch's first pop */
     struct ev_slot *slots;
-    uint32_t live;  /* pending events */
-    uint32_t cap;   /* of slots */
-    uint32_t free;  /* head of the free slot list, cap if empty */
-    uint64_t seq;   /* next insertion number */
-    uint64_t now;   /* current time */
-    uint64_t count; /* events run */
+    uint32_t live;    /* pending events */
+    uint32_t cap;     /* of slots */
+    uint32_t free;    /* head of the free slot list, cap if empty */
+    uint64_t *lp_seq; /* [n_lps]: next sequence number of each LP */
+    uint32_t n_lps;
+    uint32_t lp;     /* the context: LP of the running event, or the
+                        driver's choice between runs */
+    uint64_t now;    /* current time */
+    uint64_t count;  /* events run */
+    uint64_t count0; /* of which as LP 0 */
     bool stop;
 };
 
 static inline bool ev_less(const struct ev_node *a, const struct ev_node *b)
 {
-    return a->time < b->time || (a->time == b->time && a->key < b->key);
+    return a->time < b->time || (a->time == b->time && a->ord < b->ord);
 }
 
 static inline bool ev_stale(const struct mroce_sim_evlist *l,
                             const struct ev_node *nd)
 {
-    uint32_t s = (uint32_t)(nd->key & EV_SLOT_MASK);
-    return s != EV_NO_SLOT && l->slots[s].seq != nd->key >> EV_SLOT_BITS;
+    return nd->slot != EV_NO_SLOT && l->slots[nd->slot].ord != nd->ord;
 }
 
 /* ---- Vectors ---- */
@@ -161,7 +166,7 @@ static void ev_sort_small(struct ev_node *a, uint32_t n)
 /* Quicksort for the big buckets of synchronized bursts (thousands of
  * hosts starting at once): median of three, the smaller side recursed,
  * no allocation (glibc's qsort mallocs for its merge sort). Keys are
- * unique (the sequence), so the order is total. */
+ * unique (an LP and its sequence), so the order is total. */
 static void ev_sort(struct ev_node *a, uint32_t n)
 {
     while (n > 32) {
@@ -538,7 +543,7 @@ static void ev_init_slots(struct ev_slot *s, uint32_t from, uint32_t to)
     for (uint32_t i = from; i < to; i++) {
         s[i].next = i + 1;
         s[i].gen = 1;
-        s[i].seq = EV_NO_SEQ;
+        s[i].ord = EV_NO_ORD;
     }
 }
 
@@ -560,7 +565,7 @@ static bool ev_grow_slots(struct mroce_sim_evlist *l)
 static void ev_slot_free(struct mroce_sim_evlist *l, uint32_t s)
 {
     struct ev_slot *sl = &l->slots[s];
-    sl->seq = EV_NO_SEQ;
+    sl->ord = EV_NO_ORD;
     if (++sl->gen == 0) /* keep handles nonzero */
         sl->gen = 1;
     sl->next = l->free;
@@ -582,7 +587,8 @@ struct mroce_sim_evlist *mroce_sim_ev_create(size_t hint)
     l->shift = EV_SHIFT0;
     l->ep_len = EV_EPOCH0;
     l->slots = malloc(l->cap * sizeof(*l->slots));
-    if (!l->slots || !ev_alloc_wheel(l, EV_MIN_WHEEL)) {
+    if (!l->slots || !ev_alloc_wheel(l, EV_MIN_WHEEL) ||
+        !mroce_sim_ev_set_lps(l, 1)) {
         mroce_sim_ev_destroy(l);
         return NULL;
     }
@@ -598,6 +604,7 @@ void mroce_sim_ev_destroy(struct mroce_sim_evlist *l)
     free(l->bot.v);
     free(l->heap);
     free(l->slots);
+    free(l->lp_seq);
     free(l);
 }
 
@@ -621,20 +628,58 @@ void mroce_sim_ev_stop(struct mroce_sim_evlist *l)
     l->stop = true;
 }
 
-bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
-                       mroce_sim_ev_fn fn, void *obj, uint64_t arg)
+/* The context LP's next order key; that LP's counter advances. */
+static inline uint64_t ev_next_ord(struct mroce_sim_evlist *l)
+{
+    assert(l->lp_seq[l->lp] <= EV_SEQ_MASK);
+    return (uint64_t)l->lp << MROCE_SIM_EV_SEQ_BITS | l->lp_seq[l->lp]++;
+}
+
+/* Inserts an event without a slot. */
+static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
+                               mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                               uint64_t ord, uint32_t run_lp)
 {
     struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
-                         .key = l->seq << EV_SLOT_BITS | EV_NO_SLOT,
+                         .ord = ord,
                          .fn = fn,
                          .obj = obj,
-                         .arg = arg};
+                         .arg = arg,
+                         .slot = EV_NO_SLOT,
+                         .run_lp = run_lp};
     if (!ev_insert(l, nd))
         return false;
-    l->seq++;
     l->ep_inserts++;
     l->live++;
     return true;
+}
+
+bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
+                       mroce_sim_ev_fn fn, void *obj, uint64_t arg)
+{
+    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), l->lp);
+}
+
+bool mroce_sim_ev_post_to(struct mroce_sim_evlist *l, uint64_t t_ps,
+                          mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                          uint32_t run_lp)
+{
+    assert(run_lp < l->n_lps);
+    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), run_lp);
+}
+
+uint64_t mroce_sim_ev_take_key(struct mroce_sim_evlist *l)
+{
+    return ev_next_ord(l);
+}
+
+bool mroce_sim_ev_post_key(struct mroce_sim_evlist *l, uint64_t t_ps,
+                           mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                           uint64_t key, uint32_t run_lp)
+{
+    if (key == EV_NO_ORD || run_lp >= l->n_lps)
+        return false;
+    return ev_post_ord(l, t_ps, fn, obj, arg, key, run_lp);
 }
 
 mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
@@ -642,21 +687,61 @@ mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
 {
     if (l->free >= l->cap && !ev_grow_slots(l))
         return 0;
-    assert(l->seq < (1ull << (64 - EV_SLOT_BITS)));
     uint32_t s = l->free;
+    uint64_t ord = ev_next_ord(l);
     struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
-                         .key = l->seq << EV_SLOT_BITS | s,
+                         .ord = ord,
                          .fn = fn,
                          .obj = obj,
-                         .arg = arg};
+                         .arg = arg,
+                         .slot = s,
+                         .run_lp = l->lp};
     if (!ev_insert(l, nd))
         return 0;
     l->ep_inserts++;
     struct ev_slot *sl = &l->slots[s];
     l->free = sl->next;
-    sl->seq = l->seq++;
+    sl->ord = ord;
     l->live++;
     return (uint64_t)sl->gen << 32 | s;
+}
+
+bool mroce_sim_ev_set_lps(struct mroce_sim_evlist *l, uint32_t n)
+{
+    if (n <= l->n_lps)
+        return true;
+    if (n > MROCE_SIM_EV_MAX_LPS)
+        return false;
+    uint64_t *p = realloc(l->lp_seq, (size_t)n * sizeof(*p));
+    if (!p)
+        return false;
+    memset(p + l->n_lps, 0, (size_t)(n - l->n_lps) * sizeof(*p));
+    l->lp_seq = p;
+    l->n_lps = n;
+    return true;
+}
+
+uint32_t mroce_sim_ev_n_lps(const struct mroce_sim_evlist *l)
+{
+    return l->n_lps;
+}
+
+uint32_t mroce_sim_ev_set_lp(struct mroce_sim_evlist *l, uint32_t lp)
+{
+    uint32_t prev = l->lp;
+    assert(lp < l->n_lps);
+    l->lp = lp;
+    return prev;
+}
+
+uint32_t mroce_sim_ev_lp(const struct mroce_sim_evlist *l)
+{
+    return l->lp;
+}
+
+uint64_t mroce_sim_ev_count_lp0(const struct mroce_sim_evlist *l)
+{
+    return l->count0;
 }
 
 mroce_sim_ev_handle mroce_sim_ev_after(struct mroce_sim_evlist *l,
@@ -674,7 +759,7 @@ bool mroce_sim_ev_cancel(struct mroce_sim_evlist *l, mroce_sim_ev_handle h)
     uint32_t s = (uint32_t)h;
     uint32_t gen = (uint32_t)(h >> 32);
     if (h == 0 || s >= l->cap || l->slots[s].gen != gen ||
-        l->slots[s].seq == EV_NO_SEQ)
+        l->slots[s].ord == EV_NO_ORD)
         return false;
     ev_slot_free(l, s); /* its node is now stale */
     l->live--;
@@ -719,13 +804,14 @@ uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l)
 /* Runs the bottom's head, which is live and due. */
 static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
 {
-    uint32_t s = (uint32_t)(nd.key & EV_SLOT_MASK);
-    if (s != EV_NO_SLOT)
-        ev_slot_free(l, s);
+    if (nd.slot != EV_NO_SLOT)
+        ev_slot_free(l, nd.slot);
     l->live--;
     l->now = nd.time;
     l->count++;
+    l->count0 += nd.run_lp == 0;
     l->ep_pops++;
+    l->lp = nd.run_lp;
     nd.fn(nd.obj, nd.arg, nd.time);
 }
 
@@ -733,7 +819,9 @@ bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
 {
     if (!ev_settle(l, MROCE_SIM_NEVER))
         return false;
+    uint32_t lp = l->lp;
     ev_fire(l, l->bot.v[l->bot_head++]);
+    l->lp = lp;
     return true;
 }
 
@@ -742,6 +830,7 @@ bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
 uint64_t mroce_sim_ev_run(struct mroce_sim_evlist *l, uint64_t until_ps)
 {
     uint64_t start = l->count;
+    uint32_t lp = l->lp;
     l->stop = false;
     while (!l->stop) {
         if (l->bot_head == l->bot.n) {
@@ -759,5 +848,6 @@ uint64_t mroce_sim_ev_run(struct mroce_sim_evlist *l, uint64_t until_ps)
     }
     if (!l->stop && until_ps > l->now && until_ps != MROCE_SIM_NEVER)
         l->now = until_ps;
+    l->lp = lp;
     return l->count - start;
 }

@@ -96,6 +96,7 @@ void mroce_sim_exp_cfg_resolve(const struct mroce_sim_exp_cfg *in,
     o->spines = EXP_DEF(o->spines, o->hosts_per_leaf);
     o->planes = EXP_DEF(o->planes, 1);
     o->link_bps = EXP_DEF(o->link_bps, MROCE_SIM_LINK_BPS);
+    o->delay_ps = EXP_DEF(o->delay_ps, MROCE_SIM_LINK_DELAY_PS);
     o->mtu = EXP_DEF(o->mtu, MROCE_SIM_MTU_PAYLOAD);
     o->paths = EXP_DEF(o->paths, 16); /* mroce_conn_attr.n_paths */
     o->qps = EXP_DEF(o->qps, 1);
@@ -260,6 +261,7 @@ int exp_topo(struct exp *x)
         .core_per_agg = c->fat_k / 2,
         .planes = c->planes,
         .link_bps = c->link_bps,
+        .delay_ps = c->delay_ps,
         .mtu = c->mtu,
         .seed = c->seed,
         .reroute_ps = c->reroute_ps,
@@ -336,10 +338,11 @@ int exp_faults(struct exp *x)
     return exp_loss(x);
 }
 
-/* Host 0's cable in every plane, both directions, in one capture. */
+/* Host 0's cable in every plane, both directions, in one capture (by
+ * the rank that simulates host 0). */
 int exp_trace(struct exp *x)
 {
-    if (!x->c.pcap)
+    if (!x->c.pcap || !exp_local(x, 0))
         return 0;
     int err = mroce_sim_trace_open(x->c.pcap, &x->trace);
     if (err)
@@ -600,6 +603,8 @@ static int exp_eps(struct exp *x)
         if (!e->rx)
             return exp_fail(x, MROCE_ENOMEM, "out of memory");
         e->n_rx = 0;
+        if (!exp_local(x, h))
+            continue; /* another rank's engine */
         int err = exp_ep_open(x, e);
         if (err)
             return err;
@@ -639,26 +644,38 @@ static int exp_pattern(struct exp *x)
  * Sources: real mode, a window of the pattern; payload-free, a region
  * whose labels name flow idx. The victim writes its destination `rounds`
  * times over. */
-static int exp_bufs(struct exp *x, struct exp_flow *f, int idx)
+static int exp_dst_buf(struct exp *x, struct exp_flow *f, int idx)
 {
     unsigned rw = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE;
-    bool free_mode = mroce_sim_vmem_mode(x->vm) == MROCE_SIM_VMEM_FREE;
     f->dv = mroce_sim_vbuf_new(x->vm, x->c.size, false, (uint64_t)idx,
                                f->pub->dst, f->rx);
-    if (free_mode)
-        f->sv = mroce_sim_vbuf_new(x->vm, x->c.size, true, (uint64_t)idx,
-                                   f->pub->src, NULL);
-    if (!f->dv || (free_mode && !f->sv))
+    if (!f->dv)
         return exp_fail(x, MROCE_ENOMEM, "cannot allocate %llu bytes",
                         (unsigned long long)x->c.size);
     mroce_sim_vbuf_set_expect(f->dv, (uint8_t)(f->n_msgs / x->n_msgs));
     f->dbuf = mroce_sim_vbuf_addr(f->dv);
     int err = mroce_sim_vbuf_reg(f->dv, f->dst->pd, rw, &f->dmr);
-    if (!err && free_mode) {
+    if (err)
+        return exp_fail(x, err, "cannot register %llu bytes: %s",
+                        (unsigned long long)x->c.size, mroce_strerror(err));
+    f->raddr = (uint64_t)(uintptr_t)f->dbuf;
+    f->rkey = mroce_mr_rkey(f->dmr);
+    return 0;
+}
+
+static int exp_src_buf(struct exp *x, struct exp_flow *f, int idx)
+{
+    int err;
+    if (mroce_sim_vmem_mode(x->vm) == MROCE_SIM_VMEM_FREE) {
+        f->sv = mroce_sim_vbuf_new(x->vm, x->c.size, true, (uint64_t)idx,
+                                   f->pub->src, NULL);
+        if (!f->sv)
+            return exp_fail(x, MROCE_ENOMEM, "cannot allocate %llu bytes",
+                            (unsigned long long)x->c.size);
         f->sbuf = mroce_sim_vbuf_addr(f->sv);
         err = mroce_sim_vbuf_reg(f->sv, f->src->pd, MROCE_ACCESS_LOCAL_WRITE,
                                  &f->smr);
-    } else if (!err) {
+    } else {
         f->sbuf = x->pattern + (uint64_t)EXP_SRC_STRIDE * idx;
         err = mroce_reg_mr(f->src->pd, f->sbuf, x->c.size,
                            MROCE_ACCESS_LOCAL_WRITE, &f->smr);
@@ -683,13 +700,14 @@ static int exp_conn(struct exp *x, struct exp_ep *e, uint32_t n_msgs,
     return mroce_conn_create(e->pd, &ca, out);
 }
 
-/* One receive per stream for its closing WRITE_IMM, then both ends. */
-static int exp_connect(struct exp *x, struct exp_flow *f, int idx)
+/* The destination end: its buffer, its connection and one receive per
+ * stream for its closing WRITE_IMM. */
+static int exp_dst_open(struct exp *x, struct exp_flow *f, int idx)
 {
-    struct mroce_conn_params ps, pr;
-    mroce_conn_get_params(f->sc, &ps);
-    mroce_conn_get_params(f->rc, &pr);
-    int err = 0;
+    int err = exp_dst_buf(x, f, idx);
+    if (err)
+        return err;
+    err = exp_conn(x, f->dst, f->n_msgs, &f->rc);
     for (uint16_t s = 0; !err && s < x->n_streams; s++) {
         struct mroce_recv_wr rw = {
             .wr_id = (uint64_t)idx << 32 | EXP_RECV_TAG,
@@ -699,23 +717,42 @@ static int exp_connect(struct exp *x, struct exp_flow *f, int idx)
         err = mroce_post_recv(f->rc, &rw);
     }
     if (!err)
-        err = mroce_conn_connect(f->sc, &pr);
-    if (!err)
-        err = mroce_conn_connect(f->rc, &ps);
-    return err ? err : exp_rx_init(f->rx, f->rc);
+        mroce_conn_get_params(f->rc, &f->rp);
+    return err;
 }
 
+/* The ends this rank holds, made and described (f->sp, f->rp, raddr,
+ * rkey) for the other end; connected by exp_flow_connect once the
+ * other rank's halves are known (exp_par_flows). */
 static int exp_flow_open(struct exp *x, int idx)
 {
     struct exp_flow *f = &x->fl[idx];
-    int err = exp_bufs(x, f, idx);
-    if (err)
-        return err;
-    err = exp_conn(x, f->src, f->n_msgs, &f->sc);
-    if (!err)
-        err = exp_conn(x, f->dst, f->n_msgs, &f->rc);
-    if (!err)
-        err = exp_connect(x, f, idx);
+    int err = 0;
+    if (exp_local(x, f->pub->dst))
+        err = exp_dst_open(x, f, idx);
+    if (!err && exp_local(x, f->pub->src)) {
+        err = exp_src_buf(x, f, idx);
+        if (!err)
+            err = exp_conn(x, f->src, f->n_msgs, &f->sc);
+        if (!err)
+            mroce_conn_get_params(f->sc, &f->sp);
+    }
+    if (err && !x->res->error[0])
+        return exp_fail(x, err, "connection %d -> %d: %s", f->pub->src,
+                        f->pub->dst, mroce_strerror(err));
+    return err;
+}
+
+static int exp_flow_connect(struct exp *x, int idx)
+{
+    struct exp_flow *f = &x->fl[idx];
+    int err = 0;
+    if (f->sc)
+        err = mroce_conn_connect(f->sc, &f->rp);
+    if (!err && f->rc)
+        err = mroce_conn_connect(f->rc, &f->sp);
+    if (!err && f->rc)
+        err = exp_rx_init(f->rx, f->rc);
     if (err)
         return exp_fail(x, err, "connection %d -> %d: %s", f->pub->src,
                         f->pub->dst, mroce_strerror(err));
@@ -728,7 +765,7 @@ static int exp_flow_open(struct exp *x, int idx)
 static int exp_post(struct exp *x, int idx)
 {
     struct exp_flow *f = &x->fl[idx];
-    for (uint32_t m = 0; m < f->n_msgs; m++) {
+    for (uint32_t m = 0; f->sc && m < f->n_msgs; m++) {
         uint64_t off = (uint64_t)(m % x->n_msgs) * x->msg;
         uint64_t len = x->c.size - off;
         len = len > x->msg ? x->msg : len;
@@ -737,8 +774,8 @@ static int exp_post(struct exp *x, int idx)
             .stream = (uint16_t)(m % x->n_streams),
             .sge = {(uint64_t)(uintptr_t)(f->sbuf + off), (uint32_t)len,
                     mroce_mr_lkey(f->smr)},
-            .remote_addr = (uint64_t)(uintptr_t)(f->dbuf + off),
-            .rkey = mroce_mr_rkey(f->dmr),
+            .remote_addr = f->raddr + off,
+            .rkey = f->rkey,
             .imm = (uint32_t)idx,
         };
         bool last = m + x->n_streams >= f->n_msgs;
@@ -766,8 +803,8 @@ static void exp_on_wc(struct exp *x, const struct mroce_wc *wc, uint64_t now)
     if (++f->n_wc < f->n_msgs)
         return;
     f->pub->settle_ps = now;
-    if (++x->n_settled == x->n_flows)
-        mroce_sim_ev_stop(x->ev);
+    x->settle_ps = now > x->settle_ps ? now : x->settle_ps;
+    x->n_settled++; /* the run stops when all ranks' add up (exp_par_run) */
 }
 
 /* Right after every packet and timer, so completion times are exact to
@@ -843,42 +880,57 @@ int exp_attach(struct exp *x, const struct mroce_ep_ops *ops)
 
 /* ---- Running ---- */
 
-void exp_progress(struct exp *x, double t0, double *last)
+/* On rank 0 (the only one with a progress callback): where all ranks
+ * are, from the last reduction. */
+static void exp_progress(struct exp *x, double t0, double *last)
 {
     double now = exp_wall();
     if (!x->c.progress || now - *last < x->c.progress_every_s)
         return;
     *last = now;
     struct mroce_sim_exp_progress p = {
-        .now_ps = mroce_sim_ev_now(x->ev),
-        .events = mroce_sim_ev_count(x->ev),
+        .now_ps = x->now,
+        .events = x->g.events,
         .wall_s = now - t0,
-        .flows_settled = x->n_settled,
+        .flows_settled = (int)x->g.settled,
         .flows = x->n_flows,
     };
     x->c.progress(x->c.progress_ud, &p);
 }
 
-bool exp_over_budget(struct exp *x, double t0)
+/* Whether this rank is past the soft deadline and out of its wall
+ * budget (rank 0 decides for all: wall time differs between ranks). */
+static bool exp_budget_spent(struct exp *x, double t0)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
-    if (!c->soft_deadline_ps || mroce_sim_ev_now(x->ev) < c->soft_deadline_ps ||
-        exp_wall() - t0 < c->wall_budget_s)
-        return false;
-    x->res->wall_cut = true;
-    return true;
+    return x->rank == 0 && c->soft_deadline_ps &&
+           x->now >= c->soft_deadline_ps && exp_wall() - t0 >= c->wall_budget_s;
 }
 
-static bool exp_in_flight(struct exp *x)
+int exp_slice_end(struct exp *x, double t0, double *last, bool *over)
 {
-    struct mroce_sim_pool_counters pc;
-    mroce_sim_pool_get_counters(mroce_sim_topo_pool(x->t), &pc);
-    return pc.in_flight > 0;
+    x->g.over_budget = exp_budget_spent(x, t0);
+    int err = exp_par_glob(x);
+    if (err)
+        return exp_fail(x, err, "parallel run: %s", mroce_strerror(err));
+    exp_progress(x, t0, last);
+    *over = x->g.over_budget != 0;
+    if (*over)
+        x->res->wall_cut = true;
+    return 0;
+}
+
+static int exp_run_err(struct exp *x, int err)
+{
+    return exp_fail(x, err, "parallel run: %s", mroce_strerror(err));
 }
 
 /* Until every flow settled or the deadline; then, if all settled, until
  * the fabric is empty (bounded), so the conservation count ends with
- * nothing alive. A run cut by the deadline stops there. */
+ * nothing alive. A run cut by the deadline stops there. Every test is on
+ * all ranks' state at a slice or drain step boundary, or, for the flows
+ * settled, at the end of a window: the run then goes on from the last
+ * settle time, which no rank has run a drain step past. */
 static int exp_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
@@ -886,27 +938,36 @@ static int exp_loop(struct exp *x)
     int err = exp_meter_start(x);
     if (!err)
         err = exp_conv_start(x);
+    if (!err)
+        err = exp_par_glob(x);
     if (err)
         return err;
     mroce_sim_perfctr_start(&x->pc);
-    while (x->n_settled < x->n_flows && mroce_sim_ev_now(x->ev) < dl &&
-           exp_meter_busy(x)) {
-        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
-        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
-        exp_progress(x, t0, &last);
-        if (exp_over_budget(x, t0))
-            break;
+    bool over = false;
+    while (!err && x->g.settled < (uint64_t)x->n_flows && x->now < dl &&
+           x->g.busy && !over) {
+        uint64_t until = x->now + EXP_SLICE_PS;
+        int rc = exp_par_run(x, until < dl ? until : dl, true, false);
+        if (rc < 0)
+            return exp_run_err(x, rc);
+        if (rc == 1)
+            x->now = x->g.settle_ps;
+        err = exp_slice_end(x, t0, &last, &over);
     }
-    x->res->end_ps = mroce_sim_ev_now(x->ev);
+    x->res->end_ps = x->now;
     uint64_t stop = x->res->end_ps + EXP_DRAIN_PS;
-    while (x->n_settled == x->n_flows && exp_in_flight(x) &&
-           mroce_sim_ev_now(x->ev) < stop)
-        mroce_sim_ev_run(x->ev, mroce_sim_ev_now(x->ev) + EXP_DRAIN_STEP_PS);
+    bool drain = !err && x->g.settled == (uint64_t)x->n_flows;
+    while (drain && x->now < stop) {
+        int rc = exp_par_run(x, x->now + EXP_DRAIN_STEP_PS, false, false);
+        if (rc < 0)
+            return exp_run_err(x, rc);
+        if ((err = exp_par_glob(x)) != 0)
+            return exp_run_err(x, err);
+        drain = x->g.in_flight > 0;
+    }
     mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s = exp_wall() - t0;
-    exp_meter_finish(x);
-    exp_conv_finish(x);
-    return 0;
+    return exp_meter_finish(x);
 }
 
 /* ---- Results ---- */
@@ -936,26 +997,42 @@ static bool exp_flow_data_ok(struct exp *x, struct exp_flow *f)
     if (mroce_sim_vbuf_check_count(f->dv, 0, x->c.size, rounds, rounds) >= 0)
         return false;
     if (mroce_sim_vmem_mode(x->vm) == MROCE_SIM_VMEM_REAL)
-        return memcmp(f->sbuf, f->dbuf, x->c.size) == 0;
+        return memcmp(x->pattern + (uint64_t)EXP_SRC_STRIDE * (f - x->fl),
+                      f->dbuf, x->c.size) == 0;
     return mroce_sim_vbuf_check_labels(f->dv, 0, x->c.size, exp_flow_label, f) <
            0;
+}
+
+/* What this rank's end of the flow knows: the source's counters, the
+ * destination's data (exp_par_merge brings both ends to rank 0). */
+static void exp_flow_local(struct exp *x, struct exp_flow *f)
+{
+    struct mroce_sim_exp_flow *p = f->pub;
+    if (f->sc) {
+        struct mroce_conn_counters cc;
+        mroce_conn_get_counters(f->sc, &cc);
+        p->retx_pkts = cc.retx_pkts;
+        p->data_pkts = cc.tx_data_pkts;
+        p->timeouts = cc.rto_events;
+        exp_add_lost(&f->lost, &cc);
+    }
+    if (f->dv)
+        p->data_ok = exp_flow_data_ok(x, f);
 }
 
 static void exp_flow_result(struct exp *x, struct exp_flow *f)
 {
     struct mroce_sim_exp_flow *p = f->pub;
-    struct mroce_conn_counters cc;
-    mroce_conn_get_counters(f->sc, &cc);
-    p->retx_pkts = cc.retx_pkts;
-    p->data_pkts = cc.tx_data_pkts;
-    p->timeouts = cc.rto_events;
     p->completed = f->n_wc == f->n_msgs && !p->status && p->fct_ps;
-    p->data_ok = exp_flow_data_ok(x, f);
     struct mroce_sim_exp_result *r = x->res;
     r->data_pkts += p->data_pkts;
     r->retx_pkts += p->retx_pkts;
     r->timeouts += p->timeouts;
-    exp_add_lost(&r->lost_by, &cc);
+    r->lost_by.sack += f->lost.sack;
+    r->lost_by.rack += f->lost.rack;
+    r->lost_by.pto += f->lost.pto;
+    r->lost_by.rto += f->lost.rto;
+    r->lost_by.rnr += f->lost.rnr;
     r->flows_completed += p->completed;
     r->flows_failed += !p->completed;
     r->flows_corrupt += p->completed && !p->data_ok;
@@ -994,7 +1071,7 @@ static int exp_stats(struct exp *x)
 
 /* Issue 5 asks what the engines keep per connection and per path: the
  * sum over the hosts of what each context reports. */
-static void exp_engine_bytes(struct exp *x)
+void exp_engine_bytes(struct exp *x)
 {
     struct mroce_state_bytes *t = &x->res->engine;
     memset(t, 0, sizeof(*t));
@@ -1014,6 +1091,7 @@ static void exp_engine_bytes(struct exp *x)
         t->dsn_bytes += b.dsn_bytes;
         t->psn_bytes += b.psn_bytes;
         t->ctx_bytes += b.ctx_bytes;
+        t->sec_bytes += b.sec_bytes;
         t->total += b.total;
     }
 }
@@ -1054,36 +1132,46 @@ void exp_fabric(struct exp *x)
         r->where_max_qbytes[i] = tc.kind_max_qbytes[kinds[i]];
     }
     exp_plane_bytes(x);
-    r->events = tc.events - x->m.ticks; /* the fabric's, not the sampler's */
+    r->events = x->mg.events; /* the fabric's, not the sampler's */
     r->ooo_pkts = x->m.ooo;
     r->ideal_ps = exp_ideal(x, x->c.size, 0, x->c.hosts - 1);
     if (r->wall_s > 0) {
         r->events_per_s = (double)r->events / r->wall_s;
         r->pkts_per_s = (double)r->pkts.injected / r->wall_s;
     }
-    r->insns = mroce_sim_perfctr_read(&x->pc);
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0)
-        r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
-    exp_engine_bytes(x);
+    r->insns = x->mg.insns;
+    r->peak_rss_mb = x->mg.peak_rss_mb;
+    r->engine = x->mg.engine;
     if (x->vm) {
-        mroce_sim_vmem_get_counters(x->vm, &r->vmem);
-        r->buffer_bytes = mroce_sim_vmem_bytes(x->vm);
+        r->vmem = x->mg.vmem;
+        r->buffer_bytes = x->mg.vmem_bytes;
         if (x->pattern)
             r->buffer_bytes +=
                 x->c.size + (uint64_t)EXP_SRC_STRIDE * x->n_flows;
     }
 }
 
+/* Every rank's part goes to rank 0, which computes the results; the
+ * other ranks are done (their result says only how they ran). */
 static int exp_results(struct exp *x)
 {
+    for (int i = 0; i < x->n_flows; i++)
+        exp_flow_local(x, &x->fl[i]);
+    int err = exp_par_merge(x);
+    if (err)
+        return exp_fail(x, err, "merging the ranks' results: %s",
+                        mroce_strerror(err));
+    exp_conv_finish(x);
+    if (x->rank != 0)
+        return 0;
+    exp_meter_result(x);
     for (int i = 0; i < x->n_flows; i++)
         exp_flow_result(x, &x->fl[i]);
     exp_fabric(x);
     struct mroce_sim_exp_result *r = x->res;
     r->fraction_of_ideal =
         r->jct_ps && !r->flows_failed ? (double)r->ideal_ps / r->jct_ps : 0;
-    int err = exp_stats(x);
+    err = exp_stats(x);
     return err ? err : exp_metrics(x);
 }
 
@@ -1097,6 +1185,8 @@ static int exp_setup(struct exp *x)
         err = exp_topo(x);
     }
     if (!err)
+        err = exp_par_start(x);
+    if (!err)
         err = exp_flows(x);
     if (!err)
         err = exp_eps(x);
@@ -1109,6 +1199,9 @@ static int exp_setup(struct exp *x)
         err = exp_pattern(x);
     for (int i = 0; !err && i < x->n_flows; i++)
         err = exp_flow_open(x, i);
+    err = exp_par_flows(x, err); /* every rank, failed or not */
+    for (int i = 0; !err && i < x->n_flows; i++)
+        err = exp_flow_connect(x, i);
     if (!err)
         err = exp_faults(x);
     if (!err)
@@ -1121,6 +1214,7 @@ static int exp_setup(struct exp *x)
 /* Frees everything; returns nonzero if the trace lost frames. */
 static int exp_teardown(struct exp *x)
 {
+    exp_par_stop(x);              /* unhooks the topology's cut links */
     mroce_sim_topo_destroy(x->t); /* hosts first: they drive the engines */
     int err = 0;
     if (x->trace) {
@@ -1140,6 +1234,8 @@ static int exp_teardown(struct exp *x)
     exp_coll_free(x);
     mroce_sim_vmem_destroy(x->vm); /* after the engines: regions first */
     free(x->m.s);
+    free(x->m.sb);
+    free(x->m.svb);
     free(x->m.last_rx);
     free(x->eps);
     free(x->fl);
@@ -1147,17 +1243,27 @@ static int exp_teardown(struct exp *x)
     return err;
 }
 
-int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
-                      struct mroce_sim_exp_result *res)
+/* One rank's run (comm NULL: the only one). Every step that needs the
+ * other ranks is taken by all of them, failed or not, so a failure on
+ * one rank ends all of them instead of leaving them waiting. */
+static int exp_run_rank(const struct mroce_sim_exp_cfg *cfg,
+                        const struct mroce_sim_comm *comm,
+                        struct mroce_sim_exp_result *res)
 {
     memset(res, 0, sizeof(*res));
-    struct exp x = {.res = res};
+    struct exp x = {.res = res,
+                    .part_comm = comm,
+                    .rank = mroce_sim_comm_rank(comm),
+                    .ranks = mroce_sim_comm_size(comm)};
     mroce_sim_perfctr_open(&x.pc);
     mroce_sim_exp_cfg_resolve(cfg, &x.c);
     res->cfg = x.c;
+    if (x.rank != 0)
+        x.c.progress = NULL; /* rank 0 reports for all */
     double t0 = exp_wall();
     bool coll = exp_is_coll(x.c.workload);
     int err = coll ? exp_coll_setup(&x) : exp_setup(&x);
+    err = exp_par_agree(&x, err);
     res->setup_s = exp_wall() - t0;
     if (!err && coll)
         err = exp_coll_run(&x);
@@ -1170,6 +1276,57 @@ int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
     return err ? err : terr;
 }
 
+struct exp_thr {
+    const struct mroce_sim_exp_cfg *cfg;
+    struct mroce_sim_exp_result *res; /* [ranks] */
+    int *err;
+};
+
+static void exp_thr_rank(const struct mroce_sim_comm *c, void *arg)
+{
+    struct exp_thr *t = arg;
+    t->err[c->rank] = exp_run_rank(t->cfg, c, &t->res[c->rank]);
+}
+
+/* cfg->ranks ranks as threads of this process; rank 0's result. */
+static int exp_run_threads(const struct mroce_sim_exp_cfg *cfg,
+                           struct mroce_sim_exp_result *res)
+{
+    int n = cfg->ranks;
+    memset(res, 0, sizeof(*res));
+    struct exp_thr t = {cfg, calloc((size_t)n, sizeof(*t.res)),
+                        calloc((size_t)n, sizeof(int))};
+    int err = t.res && t.err ? mroce_sim_comm_threads_run(n, exp_thr_rank, &t)
+                             : MROCE_ENOMEM;
+    if (err) {
+        snprintf(res->error, sizeof(res->error),
+                 "cannot start %d ranks as threads: %s", n,
+                 mroce_strerror(err));
+        mroce_sim_exp_cfg_resolve(cfg, &res->cfg);
+    } else {
+        *res = t.res[0];
+        err = t.err[0];
+        for (int i = 1; i < n; i++) {
+            if (!err && t.err[i]) { /* rank 0 followed another's failure */
+                err = t.err[i];
+                memcpy(res->error, t.res[i].error, sizeof(res->error));
+            }
+            mroce_sim_exp_result_free(&t.res[i]);
+        }
+    }
+    free(t.res);
+    free(t.err);
+    return err;
+}
+
+int mroce_sim_exp_run(const struct mroce_sim_exp_cfg *cfg,
+                      struct mroce_sim_exp_result *res)
+{
+    if (!cfg->comm && cfg->ranks > 1)
+        return exp_run_threads(cfg, res);
+    return exp_run_rank(cfg, cfg->comm, res);
+}
+
 void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res)
 {
     free(res->flows);
@@ -1178,4 +1335,8 @@ void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res)
     free(res->samples);
     res->samples = NULL;
     res->n_samples = 0;
+    free(res->rank_events);
+    res->rank_events = NULL;
+    free(res->rank_sync_s);
+    res->rank_sync_s = NULL;
 }

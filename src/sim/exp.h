@@ -30,7 +30,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "sim/comm.h"
 #include "sim/pkt.h"
 #include "sim/vmem.h"
 
@@ -127,6 +129,8 @@ struct mroce_sim_exp_cfg {
                            hosts_per_leaf and spines follow from k [0] */
     int oversub;        /* fat-tree: hosts per leaf = oversub x k/2 [1] */
     uint64_t link_bps;  /* every link [400G] */
+    uint64_t delay_ps;  /* every link's propagation delay [1 us];
+                           MROCE_SIM_ZERO_DELAY (sim/link.h): none */
     uint32_t mtu;       /* payload bytes per packet [4096] */
     int paths;          /* MetaRoCE paths per connection [engine: 16] */
     int qps;            /* RoCEv2 QPs per connection [1] */
@@ -173,8 +177,15 @@ struct mroce_sim_exp_cfg {
     int place_fault;    /* tests: MROCE_SIM_VMEM_FAULT_* on placement
                            number place_fault_at (sim/vmem.h) [none] */
     uint64_t place_fault_at;
+    /* A parallel run (docs/sim.md "Parallel runs"): comm, if set, is this
+     * process's rank of a communicator (sim/comm.h; MPI: src/simmpi) and
+     * every rank runs the same configuration; otherwise `ranks` > 1 runs
+     * that many ranks as threads here. The result is rank 0's and equal
+     * to one rank's but for the fields that say how it ran. [1 rank] */
+    const struct mroce_sim_comm *comm;
+    int ranks;
     /* Called from the run loop at most every progress_every_s of wall
-     * time (if set) [0.25 s]. */
+     * time (if set) [0.25 s]; on rank 0 only. */
     void (*progress)(void *ud, const struct mroce_sim_exp_progress *p);
     void *progress_ud;
     double progress_every_s;
@@ -275,6 +286,21 @@ struct mroce_sim_exp_result {
     struct mroce_sim_exp_sample *samples; /* owned */
     /* wall clock: the only fields that differ between identical runs */
     double setup_s, wall_s, events_per_s, pkts_per_s, peak_rss_mb;
+    /* How the run was split over ranks (cfg.ranks, cfg.comm; docs/sim.md
+     * "Parallel runs"). Like the wall-clock fields these differ between
+     * runs of one scenario on different numbers of ranks; nothing else
+     * does. */
+    int ranks;
+    uint64_t *rank_events; /* [ranks], owned: events each rank ran (LP
+                              0's counted on rank 0); they sum to events */
+    double *rank_sync_s;   /* [ranks], owned: wall time each rank spent
+                              exchanging and waiting at window ends */
+    double sync_wait_s;    /* their mean */
+    uint64_t cut_msgs;     /* frames and PFC signals across the cut */
+    uint64_t cut_bytes;    /* their bytes in the messages */
+    uint64_t windows;      /* synchronisation steps */
+    uint64_t lookahead_ps; /* the cut's; MROCE_SIM_NEVER with one rank */
+    uint64_t window_ps;    /* min(lookahead, 1 us) */
     /* instructions the run loops retired (perf_event_open, sim/perfctr.h),
      * -1 where the machine has no counter */
     int64_t insns;
@@ -287,6 +313,15 @@ struct mroce_sim_exp_result {
     uint64_t granule, buffer_bytes;
     struct mroce_sim_vmem_counters vmem;
 };
+
+/* Prints how `ranks` ranks split the scenario's fabric (sim/part.h: per
+ * rank its hosts, switches and cut links sent on; the cut and its
+ * lookahead) without running it. Returns 0, or MROCE_EINVAL with
+ * res->error set (a bad configuration, or one that cannot be
+ * partitioned: more ranks than leaf groups, no lookahead), ENOMEM. res
+ * holds nothing else; release it with mroce_sim_exp_result_free. */
+int mroce_sim_exp_partition(const struct mroce_sim_exp_cfg *cfg, int ranks,
+                            FILE *f, struct mroce_sim_exp_result *res);
 
 /* Runs the scenario. Returns 0 if it ran (flows may still have failed:
  * see flows_failed/flows_corrupt), or MROCE_EINVAL with res->error set

@@ -60,6 +60,9 @@ static int exp_rank_bufs(struct exp *x, int r)
     return 0;
 }
 
+/* Host r's engine and buffers if this rank simulates it; else the
+ * communicator's rank r is remote (its buffers' descriptors come with
+ * exp_par_coll). */
 static int exp_rank_open(struct exp *x, int r)
 {
     struct mroce_coll_comm *c = x->comm;
@@ -67,6 +70,11 @@ static int exp_rank_open(struct exp *x, int r)
     struct exp_ep *e = &x->eps[r];
     e->x = x;
     e->host = r;
+    mroce_sim_topo_host_addr(x->t, r, &k->addr);
+    if (!exp_local(x, r)) {
+        k->remote = 1;
+        return 0;
+    }
     e->cq_depth = (uint32_t)(c->n - 1) * c->n_channels * 2 * EXP_COLL_QD + 64;
     int err = exp_ep_open(x, e);
     if (err)
@@ -74,7 +82,6 @@ static int exp_rank_open(struct exp *x, int r)
     k->ctx = e->ctx;
     k->pd = e->pd;
     k->cq = e->cq;
-    mroce_sim_topo_host_addr(x->t, r, &k->addr);
     err = exp_rank_bufs(x, r);
     return err ? exp_fail(x, err, "rank %d buffers: %s", r, mroce_strerror(err))
                : 0;
@@ -92,12 +99,15 @@ static uint32_t exp_coll_qd(const struct exp *x)
     return d < EXP_COLL_QD_MIN ? EXP_COLL_QD_MIN : d;
 }
 
+/* The ends of the connection a - b on this rank's hosts. */
 static int exp_pair(struct exp *x, int a, int b)
 {
     struct mroce_coll_rank *rk = x->comm->rank;
     int ends[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         struct mroce_coll_rank *k = &rk[ends[i]];
+        if (k->remote)
+            continue;
         struct mroce_conn_attr at = {.send_cq = k->cq,
                                      .recv_cq = k->cq,
                                      .n_streams = x->comm->n_channels,
@@ -110,11 +120,23 @@ static int exp_pair(struct exp *x, int a, int b)
         if (err)
             return err;
     }
-    struct mroce_conn_params pa, pb;
-    mroce_conn_get_params(rk[a].conn[b], &pa);
-    mroce_conn_get_params(rk[b].conn[a], &pb);
-    int err = mroce_conn_connect(rk[a].conn[b], &pb);
-    return err ? err : mroce_conn_connect(rk[b].conn[a], &pa);
+    return 0;
+}
+
+/* me's end of me - peer, connected to the peer's half: from its
+ * connection, or from the exchange when another rank holds it. */
+static int exp_pair_connect(struct exp *x, int me, int peer)
+{
+    struct mroce_coll_rank *rk = x->comm->rank;
+    if (rk[me].remote)
+        return 0;
+    struct mroce_conn_params p;
+    const struct mroce_conn_params *pp = &p;
+    if (!rk[peer].remote)
+        mroce_conn_get_params(rk[peer].conn[me], &p);
+    else if (!(pp = exp_par_coll_peer(x, me, peer)))
+        return MROCE_EPROTO; /* the exchange brought none */
+    return mroce_conn_connect(rk[me].conn[peer], pp);
 }
 
 /* S as the collective uses it: all-reduce floats a multiple of N;
@@ -141,6 +163,8 @@ static int exp_coll_rx_records(struct exp *x)
     int n = x->c.hosts;
     for (int r = 0; r < n; r++) {
         struct exp_ep *e = &x->eps[r];
+        if (!exp_local(x, r))
+            continue;
         e->rx = calloc((size_t)n, sizeof(*e->rx));
         if (!e->rx)
             return exp_fail(x, MROCE_ENOMEM, "out of memory");
@@ -174,7 +198,9 @@ static bool exp_coll_needs(const struct exp *x, int a, int b)
  * a different peer, and every step of it is a permutation. Set up in peer
  * order, every host sent its first packets to the same host: a
  * synchronized incast at the start of each all-to-all. */
-static int exp_connect_all(struct exp *x)
+/* In that order: every connection's ends made (connect false), then,
+ * once their halves crossed between ranks, connected (connect true). */
+static int exp_connect_all(struct exp *x, bool connect)
 {
     int n = x->c.hosts;
     for (int d = 1; d <= n / 2; d++)
@@ -184,7 +210,9 @@ static int exp_connect_all(struct exp *x)
                 continue; /* the pair (b, a) is the same one */
             if (!exp_coll_needs(x, a < b ? a : b, a < b ? b : a))
                 continue;
-            int err = exp_pair(x, a, b);
+            int err = connect ? exp_pair_connect(x, a, b) : exp_pair(x, a, b);
+            if (!err && connect)
+                err = exp_pair_connect(x, b, a);
             if (err)
                 return exp_fail(x, err, "connection %d - %d: %s", a, b,
                                 mroce_strerror(err));
@@ -215,21 +243,23 @@ static int exp_comm(struct exp *x)
     x->eps = calloc((size_t)n, sizeof(*x->eps));
     if (!x->comm || !x->eps ||
         !(x->comm->rank = calloc((size_t)n, sizeof(*x->comm->rank))))
-        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+        return exp_par_coll(x, exp_fail(x, MROCE_ENOMEM, "out of memory"));
     x->comm->n = n;
     x->comm->n_channels = (uint16_t)x->c.channels;
     x->comm->buf_bytes = x->res->coll_bytes;
     x->cbuf = calloc((size_t)n * MROCE_COLL_N_BUFS, sizeof(*x->cbuf));
     if (!x->cbuf)
-        return exp_fail(x, MROCE_ENOMEM, "out of memory");
+        return exp_par_coll(x, exp_fail(x, MROCE_ENOMEM, "out of memory"));
     x->cmem = (struct mroce_coll_mem){exp_coll_copy, exp_coll_sum, x};
     x->comm->mem = &x->cmem;
-    for (int r = 0; r < n; r++) {
-        int err = exp_rank_open(x, r);
-        if (err)
-            return err;
-    }
-    int err = exp_connect_all(x);
+    int err = 0;
+    for (int r = 0; !err && r < n; r++)
+        err = exp_rank_open(x, r);
+    if (!err)
+        err = exp_connect_all(x, false);
+    err = exp_par_coll(x, err); /* every rank, failed or not */
+    if (!err)
+        err = exp_connect_all(x, true);
     return err ? err : exp_coll_rx_records(x);
 }
 
@@ -249,10 +279,13 @@ static int exp_coll_progress(struct exp *x, int r)
 }
 
 /* Called right after host r's engine took a packet or a timer (r < 0:
- * the periodic sweep, every rank): that engine is the only one whose
- * completions can have changed, so only its rank is polled (polling all
- * 64 was 28% of a 64-host all-reduce's time, perf); what it posts is on
- * that host, which pulls it straight after the callback. */
+ * the periodic sweep, every local rank): that engine is the only one
+ * whose completions can have changed, so only its rank is polled
+ * (polling all 64 was 28% of a 64-host all-reduce's time, perf); what it
+ * posts is on that host, which pulls it straight after the callback.
+ * When this partition's part of the collective ends, the time is noted;
+ * the run ends once every partition's has (exp_par_run), one quantum
+ * later (exp_coll_loop). */
 static void exp_coll_step(struct exp *x, int r)
 {
     if (!x->coll_active)
@@ -263,7 +296,8 @@ static void exp_coll_step(struct exp *x, int r)
     x->coll_active = false;
     x->coll_err = rc < 0 ? rc : 0;
     x->coll_done_ps = mroce_sim_ev_now(x->ev);
-    mroce_sim_ev_stop(x->ev);
+    if (rc < 0)
+        x->coll_fail_ps = x->coll_done_ps;
 }
 
 static int exp_coll_rx(void *ep, uint64_t now,
@@ -295,7 +329,8 @@ static const struct mroce_ep_ops exp_coll_ops = {
 static void exp_kick_all(struct exp *x)
 {
     for (int h = 0; h < x->c.hosts; h++)
-        mroce_sim_host_kick(mroce_sim_topo_host(x->t, h));
+        if (exp_local(x, h))
+            mroce_sim_host_kick(mroce_sim_topo_host(x->t, h));
 }
 
 static int exp_allreduce_start(struct exp *x)
@@ -320,8 +355,9 @@ static void exp_coll_epoch(struct exp *x)
 {
     bool clear = x->res->iters_done > 0;
     for (size_t i = 0; i < (size_t)x->comm->n * MROCE_COLL_N_BUFS; i++)
-        mroce_sim_vbuf_epoch(x->cbuf[i],
-                             clear && i % MROCE_COLL_N_BUFS != MROCE_COLL_SBUF);
+        if (x->cbuf[i]) /* this rank's hosts' */
+            mroce_sim_vbuf_epoch(x->cbuf[i], clear && i % MROCE_COLL_N_BUFS !=
+                                                          MROCE_COLL_SBUF);
 }
 
 static int exp_alltoall_start(struct exp *x)
@@ -356,32 +392,50 @@ static int exp_coll_start(struct exp *x)
         return exp_fail(x, err, "collective start: %s", mroce_strerror(err));
     x->coll_active = true;
     x->coll_err = 0;
-    x->coll_t0_ps = mroce_sim_ev_now(x->ev);
+    x->coll_done_ps = 0;
+    x->coll_fail_ps = MROCE_SIM_NEVER;
+    x->g.coll_done = 0;
+    x->g.coll_fail_ps = MROCE_SIM_NEVER;
+    x->coll_t0_ps = x->now;
     exp_kick_all(x);
     return 0;
 }
 
-/* Until the collective is done or the deadline; every slice, a sweep
- * (progress, kick every host) in case a completion appeared outside
- * rx/timer callbacks. */
-static void exp_coll_loop(struct exp *x)
+/* Until the collective is done (on every rank; or failed on one) or the
+ * deadline; every slice, a sweep (progress, kick every host) in case a
+ * completion appeared outside rx/timer callbacks. The end is acted on
+ * one quantum after it happened (EXP_QUANTUM_PS): the next iteration
+ * starts and the counters are read there, a boundary no rank has run
+ * past. */
+static int exp_coll_loop(struct exp *x)
 {
     double t0 = exp_wall(), last = t0;
     uint64_t dl = x->c.deadline_ps;
     mroce_sim_perfctr_start(&x->pc);
-    while (x->coll_active && mroce_sim_ev_now(x->ev) < dl) {
-        uint64_t until = mroce_sim_ev_now(x->ev) + EXP_SLICE_PS;
-        mroce_sim_ev_run(x->ev, until < dl ? until : dl);
-        if (!x->coll_active)
+    int err = 0;
+    bool over = false;
+    while (!err && !over && x->now < dl) {
+        uint64_t until = x->now + EXP_SLICE_PS;
+        int rc = exp_par_run(x, until < dl ? until : dl, false, true);
+        if (rc == 1) {
+            uint64_t end = x->g.coll_fail_ps < MROCE_SIM_NEVER
+                               ? x->g.coll_fail_ps
+                               : x->g.coll_done_ps;
+            rc = exp_par_run(x, end + EXP_QUANTUM_PS, false, false);
+            if (rc == 0)
+                break;
+        }
+        if (rc < 0)
+            err = exp_fail(x, rc, "parallel run: %s", mroce_strerror(rc));
+        if (err)
             break;
         exp_coll_step(x, -1);
         exp_kick_all(x);
-        exp_progress(x, t0, &last);
-        if (exp_over_budget(x, t0))
-            break;
+        err = exp_slice_end(x, t0, &last, &over);
     }
     mroce_sim_perfctr_stop(&x->pc);
     x->res->wall_s += exp_wall() - t0;
+    return err;
 }
 
 /* What granule g of a block should hold in payload-free mode: the sum
@@ -423,6 +477,8 @@ static long exp_coll_check_labels(struct exp *x)
     for (uint64_t q = 0; q < n && bad < 0; q++) {
         const struct mroce_sim_vbuf *rb =
             x->cbuf[q * MROCE_COLL_N_BUFS + MROCE_COLL_RBUF];
+        if (!rb)
+            continue; /* another rank's host */
         if (sum) {
             struct exp_want w = {x, 0, 0, sum};
             bad =
@@ -447,6 +503,8 @@ static long exp_coll_check(struct exp *x)
     struct mroce_coll_comm *cm = x->comm;
     uint64_t s = x->res->coll_bytes, n = (uint64_t)cm->n;
     for (size_t i = 0; i < n * MROCE_COLL_N_BUFS; i++) {
+        if (!x->cbuf[i])
+            continue; /* another rank's host */
         int64_t bad = mroce_sim_vbuf_check_count(x->cbuf[i], 0, s, 0, 1);
         if (bad >= 0)
             return (long)bad;
@@ -472,39 +530,49 @@ static void exp_coll_release(struct exp *x)
 
 /* Frees the collective, verifies its result; returns its JCT, 0 if it
  * failed. */
-static uint64_t exp_coll_finish(struct exp *x)
+static uint64_t exp_coll_finish(struct exp *x, int *err)
 {
-    bool ok = !x->coll_active && !x->coll_err;
-    long bad = ok ? exp_coll_check(x) : -1;
+    bool ok = x->g.coll_done == (uint64_t)x->ranks &&
+              x->g.coll_fail_ps == MROCE_SIM_NEVER;
+    uint64_t bad = ok && exp_coll_check(x) >= 0; /* this rank's hosts */
+    *err = exp_par_reduce(x, &bad, 0, 1);
     exp_coll_release(x);
     x->coll_active = false;
     x->res->flows_failed += !ok;
-    x->res->flows_corrupt += ok && bad >= 0;
-    if (!ok || bad >= 0)
+    x->res->flows_corrupt += ok && bad;
+    if (!ok || bad || *err)
         return 0;
     x->res->flows_completed++;
-    uint64_t jct = x->coll_done_ps - x->coll_t0_ps;
+    uint64_t jct = x->g.coll_done_ps - x->coll_t0_ps;
     return jct ? jct : 1;
 }
 
 /* ---- Results ---- */
 
-static void exp_coll_counters(struct exp *x)
+/* Summed over this rank's connections, then over the ranks. */
+static int exp_coll_counters(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
-    r->data_pkts = r->retx_pkts = r->timeouts = 0;
-    r->lost_by = (struct mroce_sim_exp_lost){0};
+    struct mroce_sim_exp_lost l = {0};
+    uint64_t v[8] = {0};
     for (int a = 0; a < x->comm->n; a++)
         for (int b = 0; b < x->comm->n; b++) {
             struct mroce_conn_counters cc;
             if (!x->comm->rank[a].conn || !x->comm->rank[a].conn[b])
                 continue;
             mroce_conn_get_counters(x->comm->rank[a].conn[b], &cc);
-            r->data_pkts += cc.tx_data_pkts;
-            r->retx_pkts += cc.retx_pkts;
-            r->timeouts += cc.rto_events;
-            exp_add_lost(&r->lost_by, &cc);
+            v[0] += cc.tx_data_pkts;
+            v[1] += cc.retx_pkts;
+            v[2] += cc.rto_events;
+            exp_add_lost(&l, &cc);
         }
+    v[3] = l.sack, v[4] = l.rack, v[5] = l.pto, v[6] = l.rto, v[7] = l.rnr;
+    int err = exp_par_reduce(x, v, 8, 0);
+    r->data_pkts = v[0];
+    r->retx_pkts = v[1];
+    r->timeouts = v[2];
+    r->lost_by = (struct mroce_sim_exp_lost){v[3], v[4], v[5], v[6], v[7]};
+    return err;
 }
 
 /* alpha: one MTU packet's ideal from a rank to its ring successor minus
@@ -615,24 +683,31 @@ int exp_coll_run(struct exp *x)
     if (err)
         return err;
     for (int i = 0; i < x->c.iters; i++) {
-        err = exp_coll_start(x);
-        if (err)
-            return err;
-        exp_coll_loop(x);
-        uint64_t jct = exp_coll_finish(x);
+        err = exp_par_agree(x, exp_coll_start(x));
+        if (!err)
+            err = exp_coll_loop(x);
+        uint64_t jct = err ? 0 : exp_coll_finish(x, &err);
         if (!jct)
             break;
         sum += jct;
         r->jct_max_ps = jct > r->jct_max_ps ? jct : r->jct_max_ps;
         x->n_settled = ++r->iters_done;
     }
-    r->end_ps = mroce_sim_ev_now(x->ev);
+    if (err)
+        return err;
+    r->end_ps = x->now;
     r->coll_verified = r->iters_done == x->c.iters;
     r->jct_ps = r->iters_done ? sum / (uint64_t)r->iters_done : 0;
-    exp_meter_finish(x);
+    err = exp_meter_finish(x);
+    if (!err)
+        err = exp_par_merge(x);
+    if (!err)
+        err = exp_coll_counters(x);
     exp_conv_finish(x); /* not an incast: the values say none */
+    if (err || x->rank != 0)
+        return err;
+    exp_meter_result(x);
     exp_fabric(x);
-    exp_coll_counters(x);
     exp_coll_ideal(x);
     return exp_metrics(x);
 }
@@ -687,11 +762,12 @@ int exp_coll_setup(struct exp *x)
     exp_coll_sizes(x);
     err = exp_topo(x);
     if (!err)
+        err = exp_par_start(x);
+    if (!err)
         err = exp_vmem(
             x, MROCE_COLL_N_BUFS * x->res->coll_bytes * (uint64_t)x->c.hosts,
             exp_coll_granule(x));
-    if (!err)
-        err = exp_comm(x);
+    err = err ? exp_par_coll(x, err) : exp_comm(x);
     if (!err)
         exp_coll_fill(x);
     if (!err)
@@ -705,6 +781,7 @@ int exp_coll_setup(struct exp *x)
 void exp_coll_free(struct exp *x)
 {
     exp_coll_release(x);
+    exp_par_coll_free(x);
     for (int r = 0; x->comm && x->comm->rank && r < x->comm->n; r++) {
         struct mroce_coll_rank *k = &x->comm->rank[r];
         k->ctx = NULL;                         /* closed, as host r's engine */

@@ -209,15 +209,13 @@ static double exp_gbps(uint64_t bytes, uint64_t ps)
 }
 
 /* Pairs of samples become one over twice the interval (the later one's
- * queue readings: they are instants). */
+ * queue readings: they are instants; the bytes of both). */
 static void exp_meter_halve(struct exp_meter *m)
 {
     for (int k = 0; 2 * k + 1 < m->n; k++) {
-        const struct mroce_sim_exp_sample *a = &m->s[2 * k], *b = a + 1;
-        struct mroce_sim_exp_sample s = *b;
-        s.gbps = (a->gbps + b->gbps) / 2;
-        s.victim_gbps = (a->victim_gbps + b->victim_gbps) / 2;
-        m->s[k] = s;
+        m->s[k] = m->s[2 * k + 1];
+        m->sb[k] = m->sb[2 * k] + m->sb[2 * k + 1];
+        m->svb[k] = m->svb[2 * k] + m->svb[2 * k + 1];
     }
     m->n /= 2;
     m->interval *= 2;
@@ -232,9 +230,15 @@ static bool exp_meter_room(struct exp_meter *m)
     int cap = m->cap ? 2 * m->cap : 1024;
     cap = cap < MROCE_SIM_EXP_MAX_SAMPLES ? cap : MROCE_SIM_EXP_MAX_SAMPLES;
     struct mroce_sim_exp_sample *s = realloc(m->s, (size_t)cap * sizeof(*s));
-    if (!s)
+    if (s)
+        m->s = s;
+    uint64_t *b = s ? realloc(m->sb, (size_t)cap * sizeof(*b)) : NULL;
+    if (b)
+        m->sb = b;
+    uint64_t *vb = b ? realloc(m->svb, (size_t)cap * sizeof(*vb)) : NULL;
+    if (!vb)
         return false;
-    m->s = s;
+    m->svb = vb;
     m->cap = cap;
     return true;
 }
@@ -245,11 +249,11 @@ static void exp_meter_push(struct exp *x, uint64_t t)
     struct exp_meter *m = &x->m;
     if (!exp_meter_room(m))
         return; /* out of memory: the series stops, the run goes on */
-    struct mroce_sim_exp_sample *s = &m->s[m->n++];
+    struct mroce_sim_exp_sample *s = &m->s[m->n];
     memset(s, 0, sizeof(*s));
     s->t_ps = t;
-    s->gbps = exp_gbps(m->placed - m->last_placed, t - m->last_t);
-    s->victim_gbps = exp_gbps(m->victim_placed - m->last_victim, t - m->last_t);
+    m->sb[m->n] = m->placed - m->last_placed;
+    m->svb[m->n++] = m->victim_placed - m->last_victim;
     exp_queues(x, s);
     exp_conv_tick(x, t);
     m->last_t = t;
@@ -286,7 +290,7 @@ int exp_meter_start(struct exp *x)
 {
     struct exp_meter *m = &x->m;
     m->interval = x->c.sample_ps;
-    m->last_t = mroce_sim_ev_now(x->ev);
+    m->last_t = m->t0 = mroce_sim_ev_now(x->ev);
     m->last_rx = calloc((size_t)x->c.hosts, sizeof(*m->last_rx));
     if (m->last_rx)
         exp_meter_arm(x);
@@ -298,13 +302,17 @@ size_t exp_meter_busy(const struct exp *x)
     return mroce_sim_ev_pending(x->ev) - (x->m.armed ? 1 : 0);
 }
 
-/* Bytes placed after the last sample belong to the interval that was
- * running when the run stopped; its queues are read at the stop. */
-void exp_meter_finish(struct exp *x)
+/* Bytes placed after the last sample (on any rank) belong to the
+ * interval that was running when the run stopped; its queues are read at
+ * the stop. */
+int exp_meter_finish(struct exp *x)
 {
     struct exp_meter *m = &x->m;
     struct mroce_sim_exp_result *r = x->res;
-    if (m->placed > m->last_placed || m->victim_placed > m->last_victim) {
+    uint64_t late =
+        m->placed - m->last_placed + m->victim_placed - m->last_victim;
+    int err = exp_par_reduce(x, &late, 1, 0);
+    if (!err && late) {
         if (m->n == MROCE_SIM_EXP_MAX_SAMPLES)
             exp_meter_halve(m);
         exp_meter_push(x, m->last_t + m->interval);
@@ -312,6 +320,19 @@ void exp_meter_finish(struct exp *x)
     r->samples = m->s;
     r->n_samples = m->n;
     m->s = NULL;
+    return err;
+}
+
+void exp_meter_result(struct exp *x)
+{
+    struct exp_meter *m = &x->m;
+    struct mroce_sim_exp_result *r = x->res;
+    for (int i = 0; i < r->n_samples; i++) {
+        struct mroce_sim_exp_sample *s = &r->samples[i];
+        uint64_t span = s->t_ps - (i ? r->samples[i - 1].t_ps : m->t0);
+        s->gbps = exp_gbps(m->sb[i], span);
+        s->victim_gbps = exp_gbps(m->svb[i], span);
+    }
     r->rx_data_pkts = m->rx_data;
     r->eta_measured = m->rx_wire ? (double)m->placed / (double)m->rx_wire : 0;
     r->rx_ce_pkts = m->rx_ce;

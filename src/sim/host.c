@@ -251,7 +251,9 @@ int mroce_sim_host_attach(struct mroce_sim_host *h,
 
 void mroce_sim_host_kick(struct mroce_sim_host *h)
 {
+    uint32_t ctx = mroce_sim_ev_set_lp(h->ev, h->cfg.lp);
     mroce_sim_ev_post(h->ev, mroce_sim_ev_now(h->ev), host_kick_ev, h, 0);
+    mroce_sim_ev_set_lp(h->ev, ctx);
 }
 
 void mroce_sim_host_get_counters(const struct mroce_sim_host *h,

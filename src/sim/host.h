@@ -54,6 +54,7 @@ typedef int (*mroce_sim_classify_fn)(void *ud,
 /* Zero fields take the default in brackets. */
 struct mroce_sim_host_cfg {
     int id;                       /* host index, pkt->src_host */
+    uint32_t lp;                  /* the LP it belongs to (event.h) [0] */
     struct mroce_sim_nic_cfg nic; /* see nic.h */
     mroce_sim_resolve_fn resolve; /* required */
     void *resolve_ud;
@@ -93,7 +94,8 @@ int mroce_sim_host_attach(struct mroce_sim_host *h,
                           const struct mroce_ep_ops *ops, void *ep);
 
 /* Schedules an interaction at the list's now: call after posting work
- * to the endpoint from outside the event loop. */
+ * to the endpoint from outside the event loop. It is the host's LP
+ * (cfg.lp) that schedules it, whatever the list's context. */
 void mroce_sim_host_kick(struct mroce_sim_host *h);
 
 void mroce_sim_host_get_counters(const struct mroce_sim_host *h,

@@ -2,6 +2,7 @@
 #include "sim/link.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/defaults.h"
 #include "sim/rng.h"
@@ -19,6 +20,8 @@ struct mroce_sim_link {
     bool up;
     double loss;
     struct mroce_sim_rng rng;
+    uint32_t src_lp, dst_lp;
+    struct mroce_sim_link_remote remote; /* cut by a partition */
     mroce_sim_link_tap tap;
     void *tap_ud;
     struct mroce_sim_link_counters c;
@@ -35,6 +38,8 @@ struct mroce_sim_link *mroce_sim_link_create(struct mroce_sim_evlist *ev,
         d.rate_bps = MROCE_SIM_LINK_BPS;
     if (d.delay_ps == 0)
         d.delay_ps = MROCE_SIM_LINK_DELAY_PS;
+    else if (d.delay_ps == MROCE_SIM_ZERO_DELAY)
+        d.delay_ps = 0;
     if (!ev || !pool || d.loss < 0.0 || d.loss > 1.0)
         return NULL;
     struct mroce_sim_link *l = calloc(1, sizeof(*l));
@@ -68,6 +73,20 @@ void mroce_sim_link_set_src(struct mroce_sim_link *l,
     l->src = *src;
 }
 
+void mroce_sim_link_set_lps(struct mroce_sim_link *l, uint32_t src_lp,
+                            uint32_t dst_lp)
+{
+    l->src_lp = src_lp;
+    l->dst_lp = dst_lp;
+}
+
+void mroce_sim_link_get_lps(const struct mroce_sim_link *l, uint32_t *src_lp,
+                            uint32_t *dst_lp)
+{
+    *src_lp = l->src_lp;
+    *dst_lp = l->dst_lp;
+}
+
 uint64_t mroce_sim_link_ser_ps(const struct mroce_sim_link *l,
                                uint32_t wire_bytes)
 {
@@ -96,6 +115,34 @@ static void link_arrive(void *obj, uint64_t arg, uint64_t now)
     l->dst.recv(l->dst.obj, l->dst.port, p, now);
 }
 
+/* The frame's arrival: here, or on the rank that holds the far end. */
+static void link_schedule(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
+                          uint64_t t)
+{
+    if (!l->remote.arrive) {
+        mroce_sim_ev_post_to(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
+                             l->dst_lp);
+        return;
+    }
+    l->remote.arrive(l->remote.ud, l, p, t, mroce_sim_ev_take_key(l->ev));
+    mroce_sim_pkt_export(l->pool, p);
+}
+
+bool mroce_sim_link_arrive_at(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
+                              uint64_t t_ps, uint64_t key)
+{
+    return mroce_sim_ev_post_key(l->ev, t_ps, link_arrive, l,
+                                 (uint64_t)(uintptr_t)p, key, l->dst_lp);
+}
+
+void mroce_sim_link_set_remote(struct mroce_sim_link *l,
+                               const struct mroce_sim_link_remote *r)
+{
+    memset(&l->remote, 0, sizeof(l->remote));
+    if (r)
+        l->remote = *r;
+}
+
 uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
                              uint64_t now_ps)
 {
@@ -116,8 +163,7 @@ uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
     } else {
         p->epoch = l->downs;
         l->c.in_flight++;
-        mroce_sim_ev_post(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
-                          (uint64_t)(uintptr_t)p);
+        link_schedule(l, p, l->busy_until + l->delay_ps);
     }
     return l->busy_until;
 }
@@ -140,8 +186,22 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
         l->c.resume_sent++;
     uint64_t t = now_ps + l->delay_ps +
                  mroce_sim_link_ser_ps(l, MROCE_SIM_MIN_FRAME_WIRE);
-    mroce_sim_ev_post(l->ev, t, link_pause_arrive, l,
-                      (uint64_t)prio << 1 | (on ? 1u : 0u));
+    if (l->remote.pause)
+        l->remote.pause(l->remote.ud, l, prio, on, t,
+                        mroce_sim_ev_take_key(l->ev));
+    else
+        mroce_sim_ev_post_to(l->ev, t, link_pause_arrive, l,
+                             (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
+}
+
+bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
+                             uint64_t t_ps, uint64_t key)
+{
+    if (!l->src.pause)
+        return true; /* a sender that does not honour PFC */
+    return mroce_sim_ev_post_key(l->ev, t_ps, link_pause_arrive, l,
+                                 (uint64_t)prio << 1 | (on ? 1u : 0u), key,
+                                 l->src_lp);
 }
 
 void mroce_sim_link_set_up(struct mroce_sim_link *l, bool up)
@@ -187,6 +247,12 @@ void mroce_sim_link_get_counters(const struct mroce_sim_link *l,
                                  struct mroce_sim_link_counters *out)
 {
     *out = l->c;
+}
+
+void mroce_sim_link_load_counters(struct mroce_sim_link *l,
+                                  const struct mroce_sim_link_counters *c)
+{
+    l->c = *c;
 }
 
 void mroce_sim_link_set_tap(struct mroce_sim_link *l, mroce_sim_link_tap tap,

@@ -52,7 +52,9 @@ struct mroce_sim_pause_sink {
     int port;
 };
 
-/* Zero fields take defaults.h values; loss and seed default to 0. */
+/* Zero fields take defaults.h values; loss and seed default to 0. A link
+ * without propagation delay says so with MROCE_SIM_ZERO_DELAY. */
+#define MROCE_SIM_ZERO_DELAY UINT64_MAX
 struct mroce_sim_link_cfg {
     uint64_t rate_bps;
     uint64_t delay_ps;
@@ -87,6 +89,39 @@ void mroce_sim_link_set_dst(struct mroce_sim_link *l,
 void mroce_sim_link_set_src(struct mroce_sim_link *l,
                             const struct mroce_sim_pause_sink *src);
 
+/* The LPs (event.h) of the sender and of the receiver: a frame's arrival
+ * runs as dst_lp, a pause signal's as src_lp [both 0]. */
+void mroce_sim_link_set_lps(struct mroce_sim_link *l, uint32_t src_lp,
+                            uint32_t dst_lp);
+void mroce_sim_link_get_lps(const struct mroce_sim_link *l, uint32_t *src_lp,
+                            uint32_t *dst_lp);
+
+/* A link cut by a partition (sim/prun.h): one rank holds the sending end
+ * and another the receiving end, each with a copy of the link (faults
+ * are replicated, so both copies agree on up/down and the down count).
+ * On the sending rank, `arrive` takes each frame that would be scheduled
+ * to arrive (p is lent for the call; the link then exports it from the
+ * pool) with its arrival time and event key (event.h); on the receiving
+ * rank, `pause` takes each PFC signal for the sender. NULL fields: local,
+ * as by default. The receiving rank hands them back with
+ * mroce_sim_link_arrive_at and mroce_sim_link_pause_at. */
+struct mroce_sim_link_remote {
+    void (*arrive)(void *ud, struct mroce_sim_link *l,
+                   const struct mroce_sim_pkt *p, uint64_t t_ps, uint64_t key);
+    void (*pause)(void *ud, struct mroce_sim_link *l, int prio, bool on,
+                  uint64_t t_ps, uint64_t key);
+    void *ud;
+};
+void mroce_sim_link_set_remote(struct mroce_sim_link *l,
+                               const struct mroce_sim_link_remote *r);
+/* A frame of this link arriving at t_ps with key (from the sending
+ * rank): p (from mroce_sim_pkt_import) is now the link's. */
+bool mroce_sim_link_arrive_at(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
+                              uint64_t t_ps, uint64_t key);
+/* A pause signal of this link reaching the sender at t_ps. */
+bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,
+                             uint64_t t_ps, uint64_t key);
+
 /* Starts serializing p at max(now, end of the previous frame). Returns
  * when its last bit leaves. Takes p. */
 uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
@@ -118,6 +153,11 @@ uint64_t mroce_sim_link_delay_ps(const struct mroce_sim_link *l);
 
 void mroce_sim_link_get_counters(const struct mroce_sim_link *l,
                                  struct mroce_sim_link_counters *out);
+
+/* Replaces the counters: a parallel run's totals (the sending and the
+ * receiving rank each count their side), once it is over. */
+void mroce_sim_link_load_counters(struct mroce_sim_link *l,
+                                  const struct mroce_sim_link_counters *c);
 
 /* Sees every frame a link starts (before loss and down drops), e.g. for a
  * pcap trace. p is only lent for the call. tap NULL switches it off. */

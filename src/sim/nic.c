@@ -202,6 +202,15 @@ void mroce_sim_nic_attach(struct mroce_sim_nic *nic, int port,
     }
 }
 
+void mroce_sim_nic_load_port_counters(
+    struct mroce_sim_nic *nic, int port,
+    const struct mroce_sim_nic_port_counters *c)
+{
+    struct nic_port *P = &nic->ports[port];
+    P->c = *c;
+    mroce_sim_pfc_rx_restart(&P->pfc, mroce_sim_ev_now(nic->ev));
+}
+
 void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
                                      struct mroce_sim_nic_port_counters *out)
 {

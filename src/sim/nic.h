@@ -86,4 +86,9 @@ void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,
 void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
                                      struct mroce_sim_nic_port_counters *out);
 
+/* Replaces a port's counters, as mroce_sim_switch_load_port_counters. */
+void mroce_sim_nic_load_port_counters(
+    struct mroce_sim_nic *nic, int port,
+    const struct mroce_sim_nic_port_counters *c);
+
 #endif

@@ -42,4 +42,14 @@ static inline void mroce_sim_pfc_rx_ongoing(const struct mroce_sim_pfc_rx *s,
             held_ps[q] += now - s->since[q];
 }
 
+/* Counts a pause in progress as if it began now: after counters were
+ * replaced by totals that already include it (a parallel run's merge). */
+static inline void mroce_sim_pfc_rx_restart(struct mroce_sim_pfc_rx *s,
+                                            uint64_t now)
+{
+    for (int q = 0; q < MROCE_SIM_NPRIO; q++)
+        if (s->paused[q])
+            s->since[q] = now;
+}
+
 #endif

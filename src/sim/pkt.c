@@ -240,6 +240,28 @@ static void pool_put(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
     cl->free = p;
 }
 
+void mroce_sim_pkt_export(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
+{
+    pool->c.exported++;
+    pool_put(pool, p);
+}
+
+struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
+                                           uint32_t len)
+{
+    int big = len > pool->cls[0].cap;
+    if (len > pool->cls[big].cap)
+        return NULL;
+    struct mroce_sim_pkt *p = pool_get(pool, big);
+    if (!p)
+        return NULL;
+    p->live = 1;
+    pool->c.imported++;
+    if (++pool->c.in_flight > pool->c.peak_in_flight)
+        pool->c.peak_in_flight = pool->c.in_flight;
+    return p;
+}
+
 void mroce_sim_pkt_deliver(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
 {
     pool->c.delivered++;
@@ -261,6 +283,12 @@ void mroce_sim_pool_get_counters(const struct mroce_sim_pool *pool,
     *out = pool->c;
 }
 
+void mroce_sim_pool_load_counters(struct mroce_sim_pool *pool,
+                                  const struct mroce_sim_pool_counters *c)
+{
+    pool->c = *c;
+}
+
 /* Also walks the free lists: a packet freed twice or never would make
  * their length disagree with the live count (plus the buffers taken by
  * endpoints to write into, one per host at most). */
@@ -274,6 +302,7 @@ bool mroce_sim_pool_conserved(const struct mroce_sim_pool *pool)
         for (const struct mroce_sim_pkt *p = pool->cls[k].free; p; p = p->next)
             free_n++;
     return dropped == c->dropped_total &&
-           c->injected == c->delivered + dropped + c->in_flight &&
+           c->injected + c->imported ==
+               c->delivered + dropped + c->exported + c->in_flight &&
            free_n + c->in_flight + pool->taken == c->allocated;
 }

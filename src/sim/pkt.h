@@ -70,6 +70,10 @@ struct mroce_sim_pool_counters {
     uint64_t dropped_total;
     uint64_t in_flight; /* alive now: injected, not yet delivered/dropped */
     uint64_t peak_in_flight;
+    /* Crossing between partitions (sim/prun.h): a packet handed to
+     * another rank leaves this pool alive (exported) and is alive in the
+     * receiver's (imported); over all ranks they cancel out. */
+    uint64_t exported, imported;
     uint64_t allocated;       /* packets the pool holds (live + free) */
     uint64_t allocated_bytes; /* memory those take, for RSS reports */
 };
@@ -116,6 +120,15 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
                                            uint32_t len, uint64_t now_ps);
 void mroce_sim_pkt_untake(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
 
+/* Partitions (sim/prun.h). export: p, alive, goes to another rank as a
+ * copy; it leaves this pool without being delivered or dropped. import:
+ * a packet arriving from another rank, with room for len payload bytes
+ * (NULL if len exceeds the max payload or memory ran out); the caller
+ * fills every field. */
+void mroce_sim_pkt_export(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
+struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
+                                           uint32_t len);
+
 /* Cuts the payload to keep bytes (no-op if already shorter), updates
  * wire_bytes and sets trimmed. */
 void mroce_sim_pkt_trim(struct mroce_sim_pkt *p, uint32_t keep);
@@ -130,7 +143,13 @@ void mroce_sim_pkt_drop(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
 void mroce_sim_pool_get_counters(const struct mroce_sim_pool *pool,
                                  struct mroce_sim_pool_counters *out);
 
-/* True if injected == delivered + dropped + in flight. */
+/* Replaces the counters with a parallel run's totals over all ranks
+ * (imports and exports then cancel out), once it is over. */
+void mroce_sim_pool_load_counters(struct mroce_sim_pool *pool,
+                                  const struct mroce_sim_pool_counters *c);
+
+/* True if injected + imported == delivered + dropped + exported + in
+ * flight. */
 bool mroce_sim_pool_conserved(const struct mroce_sim_pool *pool);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "sim/defaults.h"
 #include "sim/event.h"
+#include "sim/link.h"
 
 #define R_US(ps) ((double)(ps) / MROCE_SIM_PS_PER_US)
 
@@ -241,6 +242,29 @@ static void json_insns(FILE *f, const struct mroce_sim_exp_result *r)
             (double)r->insns / (double)r->events);
 }
 
+/* How the run was split (with the wall-clock fields: they differ
+ * between runs of one scenario on different numbers of ranks). */
+static void json_ranks(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    int n = r->rank_events ? r->ranks : 0;
+    fprintf(f, "  \"ranks\": %d, \"rank_events\": [", r->ranks);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%" PRIu64, i ? ", " : "", r->rank_events[i]);
+    fprintf(f, "], \"sync_wait_s\": %.6f, \"rank_sync_wait_s\": [",
+            r->sync_wait_s);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%.6f", i ? ", " : "", r->rank_sync_s[i]);
+    fprintf(f,
+            "],\n  \"cut_msgs\": %" PRIu64 ", \"cut_bytes\": %" PRIu64
+            ", \"windows\": %" PRIu64 ", \"window_us\": %.6f, "
+            "\"lookahead_us\": ",
+            r->cut_msgs, r->cut_bytes, r->windows, R_US(r->window_ps));
+    if (r->lookahead_ps == MROCE_SIM_NEVER)
+        fprintf(f, "null,\n");
+    else
+        fprintf(f, "%.6f,\n", R_US(r->lookahead_ps));
+}
+
 static void json_payload(FILE *f, const struct mroce_sim_exp_result *r)
 {
     const struct mroce_sim_vmem_counters *v = &r->vmem;
@@ -265,6 +289,22 @@ static void table_payload(FILE *f, const struct mroce_sim_exp_result *r)
             r->payload_free ? "free (no bytes: labels and tags)" : "real bytes",
             r->granule, (double)r->buffer_bytes / 1e6, v->placements,
             v->misaligned, v->bad_tags, v->duplicates);
+}
+
+/* A parallel run: how the ranks shared the work (docs/sim.md "Parallel
+ * runs"). */
+static void table_ranks(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    if (r->ranks < 2 || !r->rank_events)
+        return;
+    fprintf(f, "  parallel   %d ranks, events", r->ranks);
+    for (int i = 0; i < r->ranks; i++)
+        fprintf(f, "%s%" PRIu64, i ? "/" : " ", r->rank_events[i]);
+    fprintf(f,
+            "; %" PRIu64 " windows of %.3f us (lookahead %.3f us), %" PRIu64
+            " messages (%.1f MB) across the cut, %.3f s waiting per rank\n",
+            r->windows, R_US(r->window_ps), R_US(r->lookahead_ps), r->cut_msgs,
+            (double)r->cut_bytes / 1e6, r->sync_wait_s);
 }
 
 static void table_cost(FILE *f, const struct mroce_sim_exp_result *r)
@@ -318,6 +358,7 @@ void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
     table_health(f, r);
     table_payload(f, r);
     table_cost(f, r);
+    table_ranks(f, r);
     table_failed(f, r);
 }
 
@@ -373,14 +414,15 @@ static void json_cfg(FILE *f, const struct mroce_sim_exp_cfg *c)
             ", \"msg_bytes\": %" PRIu32 ", \"senders\": %d,\n"
             "    \"rocev2_timeout\": %d, \"reroute_us\": %.6f, "
             "\"deadline_us\": %.6f, \"trim\": \"%s\", "
-            "\"buffer_kb_per_port\": %" PRIu64 ",\n",
+            "\"buffer_kb_per_port\": %" PRIu64 ", \"link_delay_us\": %.6f,\n",
             c->fat_k, c->oversub, c->hosts, c->hosts_per_leaf, c->spines,
             c->planes, (double)c->link_bps / 1e9, c->mtu, c->paths, c->qps,
             onoff(c->pfc),
             c->transport == MROCE_TRANSPORT_ROCEV2 ? onoff(c->dcqcn) : "n/a",
             c->loss, c->seed, c->size, c->msg_bytes, c->senders,
             c->rocev2_timeout, R_US(c->reroute_ps), R_US(c->deadline_ps),
-            onoff(c->trim), c->buf_per_port / 1024);
+            onoff(c->trim), c->buf_per_port / 1024,
+            c->delay_ps == MROCE_SIM_ZERO_DELAY ? 0.0 : R_US(c->delay_ps));
     fprintf(f,
             "    \"iters\": %d, \"channels\": %d, \"variant\": \"%s\", "
             "\"victim\": %s, \"sample_us\": %.6f, \"payload\": \"%s\",\n",
@@ -544,6 +586,7 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
     json_payload(f, r);
     if (with_wall) {
         json_insns(f, r);
+        json_ranks(f, r);
         fprintf(f,
                 "  \"setup_s\": %.6f,\n  \"wall_s\": %.6f,\n"
                 "  \"events_per_s\": %.0f,\n  \"pkts_per_s\": %.0f,\n"

@@ -57,7 +57,7 @@ static void usage(void)
         "                 [--seed S] [--only ID,ID] "
         "[--transports ID,ID]\n"
         "                 [--timeout SECONDS] [--deadline-ms MS] "
-        "[--wall-budget SECONDS] [--quiet]\n"
+        "[--wall-budget SECONDS] [--ranks N] [--quiet]\n"
         "       mroce-sim --suite report|check --out DIR\n");
 }
 
@@ -93,6 +93,8 @@ static int parse_opt(struct suite_opts *o, int argc, char **argv, int *i)
         o->deadline_ms = strtod(v, &end);
     else if (!strcmp(a, "--wall-budget"))
         o->wall_budget_s = strtod(v, &end);
+    else if (!strcmp(a, "--ranks"))
+        o->ranks = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--seed")) {
         o->seed = strtoull(v, &end, 0);
         o->seed_set = true;
@@ -111,7 +113,10 @@ static int parse(struct suite_opts *o, const char **mode, int argc, char **argv)
     for (int i = 3; i < argc; i++)
         if (parse_opt(o, argc, argv, &i))
             return -1;
-    return o->jobs >= 1 && o->deadline_ms >= 0 ? 0 : -1;
+    return o->jobs >= 1 && o->deadline_ms >= 0 && o->ranks >= 0 &&
+                   o->ranks <= 256
+               ? 0
+               : -1;
 }
 
 /* ---- Jobs ---- */

@@ -5,13 +5,15 @@
  *
  *   mroce-sim --suite headline|quick [--out DIR] [--jobs N] [--seed S]
  *             [--only ID,ID] [--transports ID,ID] [--timeout SECONDS]
- *             [--deadline-ms MS] [--quiet]
+ *             [--deadline-ms MS] [--ranks N] [--quiet]
  *   mroce-sim --suite report --out DIR  (report.md and plots again, from
  *                                        DIR/results.json)
  *   mroce-sim --suite check --out DIR   (mroce_sim_suite_check)
  *
  * Every run is a forked worker process (at most --jobs at a time, 2 by
- * default), so a run that crashes is a run with status "error".
+ * default), so a run that crashes is a run with status "error". With
+ * --ranks N each run is cut into N partitions that run as N threads of
+ * its worker (docs/sim.md "Parallel runs"), with the same results.
  * Thread-safety: none; not reentrant (the workers are processes).
  */
 #ifndef MROCE_SIM_SUITE_H

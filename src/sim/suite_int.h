@@ -94,6 +94,8 @@ struct suite_opts {
                                suite's soft one; 0: none */
     double wall_budget_s;   /* past the suite's soft deadline a run stops
                                once it used this much wall time */
+    int ranks;              /* each run cut into this many partitions, run
+                               as threads (docs/sim.md "Parallel runs") */
     bool quiet;
 };
 

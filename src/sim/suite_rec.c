@@ -347,6 +347,10 @@ static void rec_cost(struct sj *rec, const struct mroce_sim_exp_result *r)
     sj_add_int(rec, "engine_state_bytes", (long long)e->total);
     sj_add_int(rec, "engine_conns", (long long)e->conns);
     sj_add_int(rec, "engine_paths", (long long)e->paths);
+    /* a run cut into partitions (--ranks): how they shared the work */
+    sj_add_int(rec, "ranks", r->ranks);
+    sj_add_num(rec, "sync_wait_s", r->sync_wait_s);
+    sj_add_int(rec, "cut_msgs", (long long)r->cut_msgs);
 }
 
 static void rec_verdict(struct sj *rec, const struct mroce_sim_exp_result *r)

@@ -271,6 +271,7 @@ void suite_cfg(const struct suite_job *j, struct mroce_sim_exp_cfg *c)
         .senders = s->senders,
         .channels = s->channels,
         .victim = s->kind == SK_INCAST,
+        .ranks = j->o->ranks,
     };
     /* --deadline-ms: a hard limit; else the suite's limit is soft: a run
      * goes past it to the experiment's 2 s while within its wall budget */

@@ -525,6 +525,15 @@ void mroce_sim_switch_get_port_counters(const struct mroce_sim_switch *sw,
     mroce_sim_pfc_rx_ongoing(&P->pfc, now, out->pause_ps);
 }
 
+void mroce_sim_switch_load_port_counters(
+    struct mroce_sim_switch *sw, int port,
+    const struct mroce_sim_port_counters *c)
+{
+    struct sw_port *P = &sw->ports[port];
+    P->c = *c;
+    mroce_sim_pfc_rx_restart(&P->pfc, mroce_sim_ev_now(sw->ev));
+}
+
 static void sw_add_counters(struct mroce_sim_port_counters *a,
                             const struct mroce_sim_port_counters *b)
 {

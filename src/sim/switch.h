@@ -143,6 +143,11 @@ uint64_t mroce_sim_switch_pkts_held(const struct mroce_sim_switch *sw);
 void mroce_sim_switch_get_port_counters(const struct mroce_sim_switch *sw,
                                         int port,
                                         struct mroce_sim_port_counters *out);
+/* Replaces a port's counters (pause time in progress included): a
+ * parallel run's totals over all ranks (sim/prun.h), once it is over. */
+void mroce_sim_switch_load_port_counters(
+    struct mroce_sim_switch *sw, int port,
+    const struct mroce_sim_port_counters *c);
 /* The sum over ports (max_qbytes: the largest). */
 void mroce_sim_switch_get_counters(const struct mroce_sim_switch *sw,
                                    struct mroce_sim_port_counters *out);

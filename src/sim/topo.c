@@ -47,6 +47,7 @@ struct mroce_sim_topo {
     int n_spines;                     /* per plane (aggs: pods x S) */
     int n_cores;                      /* per plane */
     int lpp;                          /* leaves per pod (fat-tree) */
+    uint32_t n_lps;                   /* event.h LPs: topo.h "LPs" */
     struct topo_link *links;
     int n_links;
     struct topo_fault *faults;
@@ -63,7 +64,9 @@ static void topo_defaults(struct mroce_sim_topo_cfg *c)
     c->planes = c->planes ? c->planes : 1;
     c->link_bps = c->link_bps ? c->link_bps : MROCE_SIM_LINK_BPS;
     c->host_bps = c->host_bps ? c->host_bps : c->link_bps;
-    c->delay_ps = c->delay_ps ? c->delay_ps : MROCE_SIM_LINK_DELAY_PS;
+    c->delay_ps = c->delay_ps == MROCE_SIM_ZERO_DELAY ? 0
+                  : c->delay_ps                       ? c->delay_ps
+                                                      : MROCE_SIM_LINK_DELAY_PS;
     c->mtu = c->mtu ? c->mtu : MROCE_SIM_MTU_PAYLOAD;
     c->max_payload = c->max_payload ? c->max_payload : TOPO_MAX_PAYLOAD;
     c->nic.n_ports = c->planes;
@@ -148,6 +151,7 @@ static int topo_build_hosts(struct mroce_sim_topo *t)
     for (int h = 0; h < t->n_hosts; h++) {
         struct mroce_sim_host_cfg hc = {
             .id = h,
+            .lp = 1 + (uint32_t)(h / t->cfg.hosts_per_leaf),
             .nic = t->cfg.nic,
             .resolve = topo_resolve_cb,
             .resolve_ud = t,
@@ -204,6 +208,36 @@ static int topo_build_switches(struct mroce_sim_topo *t)
     return 0;
 }
 
+/* ---- LPs (topo.h) ---- */
+
+static uint32_t topo_spine_lp(const struct mroce_sim_topo *t, int plane, int s)
+{
+    return 1 + (uint32_t)t->cfg.leaves + (uint32_t)(plane * t->n_spines + s);
+}
+
+static uint32_t topo_core_lp(const struct mroce_sim_topo *t, int plane, int c)
+{
+    return 1 + (uint32_t)t->cfg.leaves +
+           (uint32_t)(t->cfg.planes * t->n_spines + plane * t->n_cores + c);
+}
+
+/* The sending and receiving ends' LPs of a link of kind between a (the
+ * lower end) and b. */
+static void topo_link_lps(struct mroce_sim_topo *t, int kind, int plane, int a,
+                          int b, struct mroce_sim_link *l)
+{
+    uint32_t lo = 1 + (uint32_t)a, hi = lo;
+    if (kind == MROCE_SIM_LINK_SPINE_UP || kind == MROCE_SIM_LINK_SPINE_DOWN)
+        hi = topo_spine_lp(t, plane, b);
+    if (kind == MROCE_SIM_LINK_CORE_UP || kind == MROCE_SIM_LINK_CORE_DOWN) {
+        lo = topo_spine_lp(t, plane, a);
+        hi = topo_core_lp(t, plane, b);
+    }
+    bool up = kind == MROCE_SIM_LINK_HOST_UP ||
+              kind == MROCE_SIM_LINK_SPINE_UP || kind == MROCE_SIM_LINK_CORE_UP;
+    mroce_sim_link_set_lps(l, up ? lo : hi, up ? hi : lo);
+}
+
 /* Appends one link between a (the lower end: leaf, or agg for core
  * links) and b (host, spine/agg or core); fills its info and name. */
 static int topo_new_link(struct mroce_sim_topo *t, int kind, int plane, int a,
@@ -213,12 +247,13 @@ static int topo_new_link(struct mroce_sim_topo *t, int kind, int plane, int a,
     struct topo_link *tl = &t->links[id];
     struct mroce_sim_link_cfg lc = {
         .rate_bps = bps,
-        .delay_ps = t->cfg.delay_ps,
+        .delay_ps = t->cfg.delay_ps ? t->cfg.delay_ps : MROCE_SIM_ZERO_DELAY,
         .seed = mroce_sim_seed(t->cfg.seed, TOPO_SEED_LINK + (uint64_t)id),
     };
     tl->info.link = mroce_sim_link_create(t->ev, t->pool, &lc);
     if (!tl->info.link)
         return -1;
+    topo_link_lps(t, kind, plane, a, b, tl->info.link);
     tl->info.kind = kind;
     tl->info.plane = plane;
     tl->info.leaf = a;
@@ -442,6 +477,11 @@ static int topo_build(struct mroce_sim_topo *t)
     int rc = topo_build_hosts(t);
     if (rc == 0)
         rc = topo_build_switches(t);
+    if (rc == 0) {
+        t->n_lps = topo_core_lp(t, t->cfg.planes, 0);
+        if (!mroce_sim_ev_set_lps(t->ev, t->n_lps))
+            rc = MROCE_ENOMEM;
+    }
     if (rc == 0)
         rc = topo_build_links(t);
     if (rc == 0)
@@ -561,6 +601,25 @@ struct mroce_sim_switch *mroce_sim_topo_switch(struct mroce_sim_topo *t, int i)
     return i < nl        ? t->leaves[i]
            : i < nl + ns ? t->spines[i - nl]
                          : t->cores[i - nl - ns];
+}
+
+uint32_t mroce_sim_topo_n_lps(const struct mroce_sim_topo *t)
+{
+    return t->n_lps;
+}
+
+uint32_t mroce_sim_topo_host_lp(const struct mroce_sim_topo *t, int h)
+{
+    return 1 + (uint32_t)(h / t->cfg.hosts_per_leaf);
+}
+
+uint32_t mroce_sim_topo_switch_lp(const struct mroce_sim_topo *t, int i)
+{
+    int nl = t->cfg.planes * t->cfg.leaves, ns = t->cfg.planes * t->n_spines;
+    if (i < nl)
+        return 1 + (uint32_t)(i % t->cfg.leaves);
+    return i < nl + ns ? topo_spine_lp(t, 0, i - nl)
+                       : topo_core_lp(t, 0, i - nl - ns);
 }
 
 int mroce_sim_topo_hops(const struct mroce_sim_topo *t, int src_host,

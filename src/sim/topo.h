@@ -43,6 +43,13 @@
  * core<c>-agg<a>, prefixed with "p<plane>." when there are several
  * planes (the prefix is optional for plane 0).
  *
+ * LPs (logical processes, event.h), the units a simulation can be cut
+ * into (sim/part.h): LP 0 is the driver (faults); LP 1 + l is leaf
+ * group l: leaf l in every plane with its hosts, their NICs and the
+ * cables between them; then one LP per spine (fat-tree: agg) of each
+ * plane, in switch order, then one per core. So only leaf-spine
+ * (leaf-agg) and agg-core cables join two LPs.
+ *
  * Faults take effect at an absolute time through events: link down/up,
  * degrade to a fraction of the rate, random loss, a whole plane down.
  * With `both` set they hit the cable (both directions). By default a
@@ -82,7 +89,8 @@ struct mroce_sim_topo_cfg {
     int planes;            /* [1] */
     uint64_t link_bps;     /* leaf-spine links [400G] */
     uint64_t host_bps;     /* host-leaf links [link_bps] */
-    uint64_t delay_ps;     /* every link [1 us] */
+    uint64_t delay_ps;     /* every link [1 us]; MROCE_SIM_ZERO_DELAY
+                              (link.h): none (0 once resolved) */
     uint32_t mtu;          /* payload bytes, sizes PFC and ideals [4096] */
     uint32_t max_payload;  /* largest UDP payload carried [9216] */
     uint64_t seed;         /* every generator derives from it [0] */
@@ -163,6 +171,11 @@ struct mroce_sim_switch *mroce_sim_topo_spine(struct mroce_sim_topo *t,
  * samplers: index 0 .. n_switches - 1. */
 int mroce_sim_topo_n_switches(const struct mroce_sim_topo *t);
 struct mroce_sim_switch *mroce_sim_topo_switch(struct mroce_sim_topo *t, int i);
+/* LPs (above): how many, a host's, and a switch's (index as above). */
+uint32_t mroce_sim_topo_n_lps(const struct mroce_sim_topo *t);
+uint32_t mroce_sim_topo_host_lp(const struct mroce_sim_topo *t, int h);
+uint32_t mroce_sim_topo_switch_lp(const struct mroce_sim_topo *t, int i);
+
 /* Links on the path between two hosts' leaves: 2 (one leaf), 4, or 6
  * (fat-tree, across pods). */
 int mroce_sim_topo_hops(const struct mroce_sim_topo *t, int src_host,
