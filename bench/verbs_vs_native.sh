@@ -7,7 +7,7 @@
 #   - ib_write_bw vs mroce-perf write_bw at 1 MiB and 64 KiB messages,
 #     4096-byte MTU, the same number of paths (16) and the same 128
 #     outstanding requests;
-#   - ib_write_lat vs mroce-perf write_lat, 8 bytes, 20000 round trips
+#   - ib_write_lat vs mroce-perf write_lat, 8 bytes, 10000 round trips
 #     (MROCE_BENCH_LAT_ITERS): their medians ("typical") and means.
 # MROCE_BENCH_REPEAT=N (default 3) runs each pair N times, verbs and native
 # alternately; the figures are medians of the runs, every run is kept.
@@ -33,7 +33,7 @@ PERF=$B/bin/mroce-perf
 OUT=bench/out
 PATHS=16
 DEPTH=128
-LAT_ITERS=${MROCE_BENCH_LAT_ITERS:-20000}
+LAT_ITERS=${MROCE_BENCH_LAT_ITERS:-10000}
 for x in "$RUN" "$PERF"; do
     [ -x "$x" ] || { echo "no $x: build first (make build)" >&2; exit 1; }
 done
@@ -58,11 +58,11 @@ verbs_run() { # test size [args]
     shift 2
     PORT=$((PORT + 1))
     export MROCE_VERBS_PATHS=$PATHS
-    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
+    timeout $((SECS + 120)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
         >"$TMP/vs.log" 2>&1 &
     local spid=$!
     listening $PORT || { cat "$TMP/vs.log" >&2; return 1; }
-    timeout $((SECS + 60)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
+    timeout $((SECS + 120)) "$RUN" "$t" -s "$s" -p $PORT "$@" \
         127.0.0.1 >"$TMP/vc.log" 2>&1 || { cat "$TMP/vc.log" >&2; return 1; }
     wait $spid || return 1
     awk -v s="$s" '$1 == s && NF >= 5 && $3 ~ /^[0-9.]+$/' "$TMP/vc.log"
@@ -73,11 +73,11 @@ native_run() { # test size [args]
     local t=$1 s=$2
     shift 2
     PORT=$((PORT + 1))
-    timeout $((SECS + 60)) "$PERF" server -p $PORT --udp-port $((PORT + 7000)) \
+    timeout $((SECS + 120)) "$PERF" server -p $PORT --udp-port $((PORT + 7000)) \
         >"$TMP/ns.log" 2>&1 &
     local spid=$!
     listening $PORT || { cat "$TMP/ns.log" >&2; return 1; }
-    timeout $((SECS + 60)) "$PERF" client 127.0.0.1 "$t" -s "$s" \
+    timeout $((SECS + 120)) "$PERF" client 127.0.0.1 "$t" -s "$s" \
         -p $PORT --udp-port $((PORT + 7001)) --paths $PATHS "$@" \
         --json "$TMP/n.json" >"$TMP/nc.log" 2>&1 || {
         cat "$TMP/nc.log" >&2

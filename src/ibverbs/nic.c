@@ -269,8 +269,8 @@ static void *nic_main(void *arg)
             idle = 0;
         }
         pthread_mutex_unlock(&c->ctl);
-        if (n > 0)
-            idle = 0;
+        if (n > 0 || atomic_load(&c->doorbell))
+            idle = 0; /* more to do, or posted during the pass */
         else
             sched_yield(); /* the peer process may need this core */
     }

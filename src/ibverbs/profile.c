@@ -96,7 +96,7 @@ int sv_profile_load(struct sv_profile *p, char *err, size_t errlen)
         prof_num("MROCE_VERBS_GRO", 0, 1, 1, &gro, err, errlen) ||
         prof_num("MROCE_VERBS_SPINS", 0, 1000000, 50, &spins, err, errlen) ||
         prof_num("MROCE_VERBS_LOG", 0, 2, 0, &log, err, errlen) ||
-        prof_num("MROCE_VERBS_ASSIST", 0, 1, 0, &assist, err, errlen) ||
+        prof_num("MROCE_VERBS_ASSIST", 0, 1, 1, &assist, err, errlen) ||
         prof_datapath(p, err, errlen) || prof_loss(p, err, errlen))
         return -1;
     p->port = (uint16_t)port;
