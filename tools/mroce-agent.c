@@ -2,7 +2,8 @@
  *
  *   mroce-agent [--listen HOST:PORT|unix:PATH] [--port-file FILE]
  *               [--datapath udp|dpdk] [--ip ADDR] [--fault NAME]
- *               [--dpdk-port NAME] [--once] [-v] [-- EAL ARGS...]
+ *               [--dpdk-port NAME] [--neigh IP=MAC]... [--once] [-v]
+ *               [-- EAL ARGS...]
  *
  * Serves the control protocol of docs/conformance.md: mroce-conform (or
  * any driver) opens contexts and connections on this host's engine and
@@ -20,10 +21,30 @@ static void usage(void)
                     "[--port-file FILE]\n"
                     "                   [--datapath udp|dpdk] [--ip ADDR] "
                     "[--fault NAME]\n"
-                    "                   [--dpdk-port NAME] [--once] [-v] "
-                    "[-- EAL ARGS]\n"
+                    "                   [--dpdk-port NAME] [--neigh IP=MAC]... "
+                    "[--once] [-v]\n"
+                    "                   [-- EAL ARGS]\n"
                     "defaults: --listen 127.0.0.1:7470 --datapath udp --ip "
                     "127.0.0.1\n");
+}
+
+/* "IP=aa:bb:cc:dd:ee:ff": a static neighbour of the DPDK datapath, so
+ * that its first answer to a peer does not wait for ARP. */
+static int parse_neigh(const char *v, struct mroce_dp_neigh *n)
+{
+    char ip[64];
+    unsigned m[6];
+    const char *eq = strchr(v, '=');
+    if (!eq || (size_t)(eq - v) >= sizeof(ip))
+        return -1;
+    snprintf(ip, sizeof(ip), "%.*s", (int)(eq - v), v);
+    if (mroce_addr_parse(ip, &n->ip) ||
+        sscanf(eq + 1, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
+               &m[5]) != 6)
+        return -1;
+    for (int i = 0; i < 6; i++)
+        n->mac[i] = (uint8_t)m[i];
+    return 0;
 }
 
 static int parse(int argc, char **argv, struct agent_opts *o)
@@ -53,6 +74,9 @@ static int parse(int argc, char **argv, struct agent_opts *o)
             o->fault = v;
         else if (!strcmp(a, "--dpdk-port"))
             o->dpdk_port = v;
+        else if (!strcmp(a, "--neigh") && o->n_neigh < 8 &&
+                 !parse_neigh(v, &o->neigh[o->n_neigh]))
+            o->n_neigh++;
         else if (!strcmp(a, "--datapath") && !strcmp(v, "udp"))
             o->dp_kind = MROCE_DP_UDP;
         else if (!strcmp(a, "--datapath") && !strcmp(v, "dpdk"))

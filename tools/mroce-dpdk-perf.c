@@ -73,8 +73,8 @@
 #define NREG 5   /* regions: write/read, send, send_imm, write_imm, done */
 #define DEPTH 16 /* outstanding WRITEs */
 #define DPDK_BATCH 64
-#define LINGER_NS 200000000ull
 #define WAIT_NS 60000000000ull
+#define GONE_NS 10000000000ull /* close_server: the client's exit */
 
 struct opts {
     bool server, loop, pair, verify, no_gso, no_zc;
@@ -320,7 +320,9 @@ static void put_info(struct side *s)
         die("writing params", MROCE_EINVAL);
 }
 
-static void get_info(struct side *s)
+/* Until the peer's parameter file is there (polling the datapath, if
+ * open, to answer ARP meanwhile). */
+static void read_info(struct side *s)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s.%s", s->o.params,
@@ -332,13 +334,19 @@ static void get_info(struct side *s)
             size_t n = fread(&s->peer, sizeof(s->peer), 1, f);
             fclose(f);
             if (n == 1)
-                break;
+                return;
         }
         if (mroce_dp_now_ns() > end)
             die("no peer parameters", MROCE_ESTATE);
-        mroce_progress(s->dp); /* answer ARP meanwhile */
+        if (s->dp)
+            mroce_progress(s->dp);
         usleep(1000);
     }
+}
+
+static void get_info(struct side *s)
+{
+    read_info(s);
     if (s->peer.sec_mode != s->o.sec_mode)
         die("the peer runs another protection mode", MROCE_EINVAL);
     if (!s->o.server && s->o.sec_mode)
@@ -375,12 +383,68 @@ static void wait_wc(struct side *s, struct mroce_wc *wc)
             die("no completion", MROCE_ESTATE);
 }
 
-static void linger(struct side *s)
+/* ---- Teardown ----
+ *
+ * Each side leaves only when the other needs nothing more from it, and
+ * never polls a memif port whose peer may be leaving. The client closes
+ * (CLOSE until CLOSE_ACK, R-CONN-8) once its "done" SEND completed, and
+ * exits. The server polls until that CLOSE came (so it acknowledges
+ * "done" however late the client looks), then stops polling and waits
+ * for the client's port to go down before it stops its own. Before,
+ * both polled for a fixed 200 ms and exited: a client descheduled for
+ * longer lost the server before its "done" was acknowledged
+ * (RETRY_EXC_ERR), and whichever side was still polling could be inside
+ * rte_eth_rx_burst while memif's interrupt thread unmapped the rings
+ * under it (docs/dpdk.md, "Teardown"). */
+
+/* Polls until the connection is closed (or broken); the receives the
+ * close flushes complete with WR_FLUSH_ERR and are dropped. */
+static void wait_closed(struct side *s)
 {
     struct mroce_wc wc;
-    uint64_t end = mroce_dp_now_ns() + LINGER_NS;
-    while (mroce_dp_now_ns() < end)
-        poll_one(s, &wc);
+    uint64_t end = mroce_dp_now_ns() + WAIT_NS;
+    for (;;) {
+        int st = mroce_conn_state(s->conn);
+        if (st == MROCE_CONN_CLOSED || st == MROCE_CONN_ERROR)
+            return;
+        if (mroce_dp_now_ns() > end)
+            die("the connection never closed", MROCE_ESTATE);
+        mroce_progress(s->dp);
+        while (mroce_poll_cq(s->cq, 1, &wc) == 1)
+            ;
+    }
+}
+
+static void close_client(struct side *s)
+{
+    if (mroce_conn_disconnect(s->conn) < 0)
+        die("disconnect", MROCE_ESTATE);
+    wait_closed(s);
+}
+
+/* Without polling: until the DPDK port's peer is gone (bounded). */
+static void wait_peer_gone(struct side *s)
+{
+#ifdef MROCE_HAVE_DPDK
+    int port = mroce_dpdk_port_id(s->dp);
+    if (port < 0)
+        return; /* UDP: no shared rings */
+    uint64_t end = mroce_dp_now_ns() + GONE_NS;
+    struct rte_eth_link l = {0};
+    while (mroce_dp_now_ns() < end) {
+        if (rte_eth_link_get_nowait((uint16_t)port, &l) != 0 || !l.link_status)
+            return;
+        usleep(1000);
+    }
+#else
+    (void)s;
+#endif
+}
+
+static void close_server(struct side *s)
+{
+    wait_closed(s);
+    wait_peer_gone(s);
 }
 
 static void pattern(uint8_t *b, size_t n, unsigned k)
@@ -606,7 +670,10 @@ static int run(struct side *s)
         }
         send_done(s);
     }
-    linger(s);
+    if (s->o.server)
+        close_server(s);
+    else
+        close_client(s);
     return ok ? 0 : 1;
 }
 
@@ -697,6 +764,13 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     parse(argc, argv, &s.o);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* The server writes its parameters once its port is started. A
+     * memif server refuses a client that connects before (its device is
+     * disabled until rte_eth_dev_start) and the client never retries: the
+     * link stays down and the run fails (RETRY_EXC_ERR, 2 in ~300 loaded
+     * runs). So the client opens its port only then. */
+    if (!s.o.server && !s.o.loop && !s.o.pair)
+        read_info(&s);
     open_dp(&s);
     open_conn(&s);
     int rc = s.o.loop ? run_loop(&s) : s.o.pair ? run_pair(&s) : run(&s);

@@ -133,6 +133,9 @@ struct mroce_crypto {
     int (*hkdf_expand)(void *ud, const uint8_t *prk, size_t prk_len,
                        const uint8_t *info, size_t info_len, uint8_t *out,
                        size_t out_len);
+    /* Bytes one key object holds, for mroce_ctx_state_bytes (0: not
+     * known; the accounting then leaves the key objects out). */
+    size_t key_bytes;
 };
 
 /* ---- Context (one endpoint: an address and a UDP port) ---- */
@@ -160,9 +163,11 @@ struct mroce_ctx_attr {
                                 0: 100000 */
     uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
     uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
-    uint8_t no_icrc;         /* RoCEv2 only: send and accept packets without
-                                computing the ICRC (simulation speed; the
-                                packets are not valid RoCEv2 on a wire) */
+    uint8_t no_icrc;         /* send data packets with a zero ICRC and
+                                accept packets without checking it
+                                (simulation speed: a fabric that cannot
+                                corrupt; not valid on a wire). MetaRoCE
+                                in secure modes seals as usual */
     /* MetaRoCE only: the UDP source ports paths may use (R-ENC-3), for a
      * datapath that can send from a fixed set of ports only (one socket
      * per port). Copied at open. NULL/0: any port in 49152-65535. A
@@ -343,7 +348,11 @@ struct mroce_state_bytes {
     uint64_t dsn_bytes;  /* DSN rings and retransmit FIFOs */
     uint64_t psn_bytes;  /* PSN rings */
     uint64_t ctx_bytes;  /* the context object and its tables */
-    uint64_t total;      /* the sum of the five above */
+    uint64_t sec_bytes;  /* the secure modes (R-AEAD): per connection its
+                            key schedule, replay windows and the provider's
+                            key objects (mroce_crypto.key_bytes each); the
+                            context's decrypt buffer (mtu) */
+    uint64_t total;      /* the sum of the six above */
 };
 void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
                            struct mroce_state_bytes *out);
@@ -457,8 +466,9 @@ struct mroce_conn_attr {
     uint8_t rnr_retry;           /* RNR retries, 7 = unlimited [7] */
     uint64_t min_rto_ns;         /* >= 1000 [100000] */
     uint64_t max_rto_ns;         /* <= MROCE_MAX_RTO_NS [100000000] */
-    uint32_t ack_every;          /* ACK every n packets per path [1] */
-    uint64_t ack_delay_ns;       /* delayed-ACK bound [2000] */
+    uint32_t ack_every;          /* in-order packets per ACK of the
+                                    connection; 1: ACK every packet [16] */
+    uint64_t ack_delay_ns;       /* delayed-ACK bound (R-ACK-1) [2000] */
     uint32_t init_cwnd_pkts;     /* per connection, split over the paths
                                     (at least 1 each) [128] */
     uint32_t max_conn_cwnd_pkts; /* connection window cap [dsn_window] */
@@ -510,7 +520,7 @@ struct mroce_conn_params {
     /* The announcing side's own settings, which its peer's behaviour
      * depends on (R-CONN-3); 0: not announced. */
     uint16_t path_window;  /* PSNs it keeps in flight per path */
-    uint16_t ack_every;    /* it ACKs every n packets of a path */
+    uint16_t ack_every;    /* it ACKs every n in-order packets (R-ACK-1) */
     uint32_t ack_delay_ns; /* its delayed-ACK bound (below the peer's
                               min_rto_ns) */
     uint64_t min_rto_ns, max_rto_ns;

@@ -91,7 +91,11 @@ struct mroce_dp;
  * attr->ctx says why). Not thread-safe. */
 int mroce_dp_create(const struct mroce_dp_attr *attr, struct mroce_dp **out);
 /* Stops a polling thread, closes the context (outstanding work requests
- * are dropped, as mroce_ctx_close does) and frees everything. */
+ * are dropped, as mroce_ctx_close does) and frees everything. A DPDK
+ * port is stopped on the EAL interrupt thread (docs/dpdk.md, Teardown).
+ * net_memif: do not poll a port while its peer may stop it (memif
+ * unmaps the rings under a running burst); wait for the link to go down
+ * instead. */
 void mroce_dp_destroy(struct mroce_dp *dp);
 struct mroce_ctx *mroce_dp_ctx(struct mroce_dp *dp);
 

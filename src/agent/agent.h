@@ -33,6 +33,8 @@ struct agent_opts {
     const char *fault;     /* a fault of the engine's table, set on every
                               context (mutation runs), or NULL */
     const char *dpdk_port; /* DPDK: ethdev name, or NULL for the first */
+    struct mroce_dp_neigh neigh[8]; /* DPDK: static neighbours (--neigh) */
+    int n_neigh;
     int eal_argc;          /* DPDK: EAL arguments, argv[0] included */
     char **eal_argv;
     bool once;    /* serve one client, then exit */

@@ -40,7 +40,10 @@ json_t *agent_cmd_hello(struct agent *a, json_t *req)
     (void)req;
     json_t *caps = json_array();
     for (size_t i = 0; i < sizeof(agent_caps) / sizeof(agent_caps[0]); i++)
-        json_array_append_new(caps, json_string(agent_caps[i]));
+        /* the CM speaks TCP through the kernel, which does not own a DPDK
+         * port's address */
+        if (strcmp(agent_caps[i], "cm") || a->o.dp_kind == MROCE_DP_UDP)
+            json_array_append_new(caps, json_string(agent_caps[i]));
     const struct mroce_fault_info *f = mroce_fault_get(a->fault_id);
     return json_pack("{s:b, s:s, s:i, s:s, s:[i], s:s, s:o, s:o, s:s?}", "ok",
                      1, "agent", "mroce-agent", "protocol", AGENT_PROTOCOL,
@@ -118,7 +121,9 @@ static int agent_dp_open(struct agent *a, struct mroce_dp_attr *da,
 {
     struct mroce_dpdk_attr dk = {.eal_argc = a->o.eal_argc,
                                  .eal_argv = a->o.eal_argv,
-                                 .port = a->o.dpdk_port};
+                                 .port = a->o.dpdk_port,
+                                 .neigh = a->o.neigh,
+                                 .n_neigh = a->o.n_neigh};
     da->local_ip = ip;
     da->dpdk = a->o.dp_kind == MROCE_DP_DPDK ? &dk : NULL;
     bool pick = da->port == 0 && a->o.dp_kind == MROCE_DP_UDP;

@@ -682,7 +682,6 @@ struct cf_mon_rule {
     char first[256];
 };
 
-void cf_mon_reset(struct cf_mon *m);
 void cf_mon_packet(struct cf_t *t, struct cf_pkt *pk);
 /* Checks at the end of a test (DSNs skipped). */
 void cf_mon_finish(struct cf_t *t);

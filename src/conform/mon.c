@@ -107,15 +107,6 @@ void cf_mon_clear_all(void)
     }
 }
 
-void cf_mon_reset(struct cf_mon *m)
-{
-    struct cf_mondsn *d = m->dsn;
-    memset(m, 0, sizeof(*m));
-    m->dsn = d;
-    if (d)
-        memset(d, 0, CF_MON_DSNS * sizeof(*d));
-}
-
 /* Counts one check of `rule`; records a violation when !ok. */
 static bool mon(struct cf_t *t, struct cf_pkt *pk, const char *rule, bool ok,
                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));

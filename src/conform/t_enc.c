@@ -8,9 +8,12 @@
 #include "conform/cf.h"
 
 /* R-ENC-3: every path its own source port, the same until a re-path. */
+/* R-ENC-3, R-PATH-1: a path keeps its source port. It may move after an
+ * RTO (R-PATH-6, slow ACKs on a busy host), and then its first packet from
+ * the new port is a PROBE (R-PATH-7); data never moves by itself. */
 static void enc_ports(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 16});
+    cf_open(t, &(struct cf_open){.n_paths = 16, .min_rto_ns = 20000000});
     for (int i = 0; i < 48; i++)
         cf_post(t, &(struct cf_wr){
                        .op = "write", .wr_id = (uint64_t)i + 1, .len = 32});
@@ -18,9 +21,10 @@ static void enc_ports(struct cf_t *t)
     uint16_t port[16] = {0};
     for (int i = 0; i < t->p->n_log; i++) {
         const struct cf_pkt *pk = t->p->log[i];
-        if (!cf_is_data(pk, NULL) || pk->h.path >= 16)
+        bool probe = !pk->derr && pk->h.opcode == MROCE_OP_PROBE;
+        if ((!cf_is_data(pk, NULL) && !probe) || pk->h.path >= 16)
             continue;
-        if (!port[pk->h.path])
+        if (!port[pk->h.path] || probe)
             port[pk->h.path] = pk->sport;
         CF_CHECK(t, port[pk->h.path] == pk->sport,
                  "path %u changed port %u -> %u with no re-path", pk->h.path,

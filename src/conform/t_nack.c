@@ -140,14 +140,13 @@ static void nack_rnr_release(struct cf_t *t)
     cf_post(t, &(struct cf_wr){.op = "send", .wr_id = 1, .len = 64});
     cf_post(t,
             &(struct cf_wr){.op = "write", .wr_id = 2, .stream = 1, .len = 64});
-    const struct cf_pkt *s = NULL, *x;
-    while ((x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 100))))
-        if (x->h.opcode == MROCE_OP_SEND && !s)
-            s = x;
-    CF_REQUIRE(t, s, "no SEND");
+    const struct cf_pkt *s = NULL, *w = NULL, *x;
+    while ((!s || !w) && (x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000))))
+        *(x->h.opcode == MROCE_OP_SEND ? &s : &w) = x;
+    CF_REQUIRE(t, s && w, "no SEND and WRITE");
     cf_send_ack(t, 0); /* the WRITE's PSN yes, the SEND's no: a hole */
     const struct cf_pkt *r = NULL;
-    while (!r && (x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 200))))
+    while (!r && (x = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000))))
         if (x->h.opcode == MROCE_OP_SEND)
             r = x;
     double ms = r ? cf_ts_ms(s, r) : -1;

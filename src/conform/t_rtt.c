@@ -29,8 +29,16 @@ static void rtt_one(struct cf_t *t, uint64_t wr, uint64_t hold_ns)
     const struct cf_pkt *pk = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
     CF_REQUIRE(t, pk, "no WRITE from the IUT");
     uint64_t due = pk->t + hold_ns;
+    int from = t->p->n_log;
     while (cf_now() < due)
         cf_next(t, (int)((due - cf_now()) / 1000000));
+    /* a hold that overran the IUT's RTO (the suite descheduled) would
+     * make the ACK name the RTO's PROBE: say so rather than blame the
+     * IUT's estimator */
+    CF_REQUIRE(t, !cf_count(t, from, MROCE_OP_PROBE),
+               "the IUT timed out while the suite held its ACK %.1f ms (%.1f "
+               "planned): the host is too busy for this test",
+               (double)(cf_now() - pk->t) / 1e6, (double)hold_ns / 1e6);
     struct mroce_hdr a;
     cf_ack_fill(t, 0, &a);
     cf_send(t, &a, NULL, 0);
@@ -41,11 +49,15 @@ static void rtt_one(struct cf_t *t, uint64_t wr, uint64_t hold_ns)
 /* R-RTT-3, R-RTT-4: first sample R: SRTT R, RTTVAR R/2, RTO 3R. */
 static void rtt_first_sample(struct cf_t *t)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 4000000});
-    rtt_one(t, 1, 12000000); /* initial_rto 20 ms */
+    cf_open(t, &(struct cf_open){.n_paths = 1, .min_rto_ns = 8000000});
+    rtt_one(t, 1, 12000000); /* initial_rto 40 ms */
     json_int_t srtt = rtt_info(t, "srtt_ns"), rto = rtt_info(t, "rto_ns");
-    /* the sample also holds both ways' delays, a few ms on a busy host */
-    CF_CHECK(t, srtt >= 12000000 && srtt < 12000000 + 8000000 * t->scale,
+    /* the sample also holds both ways' delays, a few ms on a busy host; and
+     * an IUT that reads its clock before it reads a burst of packets may
+     * time an ACK early by as long as it was descheduled in between */
+    CF_CHECK(t,
+             srtt >= 12000000 - 2000000 * t->scale &&
+                 srtt < 12000000 + 8000000 * t->scale,
              "SRTT %.2f ms after one sample of ~12 ms", srtt / 1e6);
     CF_CHECK(t, rto > 2.9 * srtt && rto < 3.1 * srtt + 10000,
              "RTO %.2f ms, SRTT %.2f ms: expected SRTT + 4 x SRTT/2", rto / 1e6,
@@ -56,15 +68,15 @@ static void rtt_first_sample(struct cf_t *t)
 static void rtt_second_sample(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){
-                   .n_paths = 1, .min_rto_ns = 4000000, .slow_tlp = true});
-    rtt_one(t, 1, 12000000);
+                   .n_paths = 1, .min_rto_ns = 8000000, .slow_tlp = true});
+    rtt_one(t, 1, 12000000); /* initial_rto 40 ms */
     double s1 = (double)rtt_info(t, "srtt_ns");
-    rtt_one(t, 2, 22000000); /* RTO ~36 ms, PTO ~27 ms */
+    rtt_one(t, 2, 18000000); /* RTO ~36 ms, PTO ~31 ms */
     double s2 = (double)rtt_info(t, "srtt_ns");
-    double r2 = 22e6; /* plus the suite's own delay, small */
+    double r2 = 18e6; /* plus the suite's own delay, small */
     double want = 7.0 / 8 * s1 + 1.0 / 8 * r2;
-    CF_CHECK(t, s2 > want - 0.2e6 && s2 < want + 1.5e6 * t->scale,
-             "SRTT %.2f ms after samples %.2f and ~22 ms, expected %.2f ms",
+    CF_CHECK(t, s2 > want - 1e6 * t->scale && s2 < want + 1.5e6 * t->scale,
+             "SRTT %.2f ms after samples %.2f and ~18 ms, expected %.2f ms",
              s2 / 1e6, s1 / 1e6, want / 1e6);
     double var = 3.0 / 4 * (s1 / 2) + 1.0 / 4 * (r2 - s1);
     double rto = (double)rtt_info(t, "rto_ns");
@@ -77,7 +89,7 @@ static void rtt_second_sample(struct cf_t *t)
 static void rtt_bounds(struct cf_t *t)
 {
     cf_open(t, &(struct cf_open){.n_paths = 1,
-                                 .min_rto_ns = 4000000,
+                                 .min_rto_ns = 6000000, /* initial 30 ms */
                                  .max_rto_ns = 30000000});
     rtt_one(t, 1, 15000000); /* 3 R = 45 ms */
     json_int_t rto = rtt_info(t, "rto_ns");

@@ -1,10 +1,15 @@
 /* AES-128-GCM over intel-ipsec-mb (Debian libipsec-mb-dev), HKDF over
  * OpenSSL. The library's direct GCM API picks the best code for the CPU
- * (init_mb_mgr_auto: AVX-512 with VAES and VPCLMULQDQ here); its manager
- * is a table of function pointers, set up once and only read after, so
- * one serves every thread. A key object is the expanded key and GHASH
- * table (struct gcm_key_data, 64-byte aligned); the per-packet context
- * lives on the stack. */
+ * (init_mb_mgr_auto: AVX-512 with VAES and VPCLMULQDQ here). An IMB_MGR
+ * is not thread-safe (its job API queues per manager), but the direct
+ * functions take no manager: it only dispatches to them. So the
+ * functions are taken from a manager once, the manager is freed, and no
+ * manager state exists for threads to share: every call works on its
+ * key object and a context on the caller's stack (the library's only
+ * global, its process-wide error status, is reset to 0 by every call).
+ * A key object is the expanded key and GHASH table (struct gcm_key_data,
+ * 64-byte aligned), read-only once made. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +20,16 @@
 #include <intel-ipsec-mb.h>
 #include <pthread.h>
 
+/* The AES-128 functions init_mb_mgr_auto chose; written once (under
+ * pthread_once) and only read after. */
 static struct {
     pthread_once_t once;
-    IMB_MGR *mgr;
+    bool ok;
+    aes_gcm_pre_t pre;
+    aes_gcm_enc_dec_t enc, dec;
+    aes_gmac_init_t gmac_init;
+    aes_gmac_update_t gmac_update;
+    aes_gmac_finalize_t gmac_final;
 } imb = {.once = PTHREAD_ONCE_INIT};
 
 static void imb_init(void)
@@ -26,21 +38,29 @@ static void imb_init(void)
     if (!m)
         return;
     init_mb_mgr_auto(m, NULL);
-    if (imb_get_errno(m)) {
-        free_mb_mgr(m);
-        return;
+    if (!imb_get_errno(m)) {
+        imb.pre = m->gcm128_pre;
+        imb.enc = m->gcm128_enc;
+        imb.dec = m->gcm128_dec;
+        imb.gmac_init = m->gmac128_init;
+        imb.gmac_update = m->gmac128_update;
+        imb.gmac_final = m->gmac128_finalize;
+        imb.ok = imb.pre && imb.enc && imb.dec && imb.gmac_init &&
+                 imb.gmac_update && imb.gmac_final;
     }
-    imb.mgr = m;
+    free_mb_mgr(m);
 }
+
+/* C11: the size must be a multiple of the alignment (ASan checks) */
+#define IMB_KEY_BYTES ((sizeof(struct gcm_key_data) + 63) & ~(size_t)63)
 
 static void *imb_key_new(void *ud, const uint8_t *key)
 {
     (void)ud;
-    /* C11: the size must be a multiple of the alignment (ASan checks) */
-    struct gcm_key_data *k = aligned_alloc(64, (sizeof(*k) + 63) & ~(size_t)63);
+    struct gcm_key_data *k = aligned_alloc(64, IMB_KEY_BYTES);
     if (!k)
         return NULL;
-    IMB_AES128_GCM_PRE(imb.mgr, key, k);
+    imb.pre(key, k);
     return k;
 }
 
@@ -62,12 +82,12 @@ static void imb_gmac(const struct gcm_key_data *k, const uint8_t *iv,
                      size_t aad2_len, uint8_t *tag)
 {
     struct gcm_context_data x;
-    IMB_AES128_GMAC_INIT(imb.mgr, k, &x, iv, 12);
+    imb.gmac_init(k, &x, iv, 12);
     if (aad_len)
-        IMB_AES128_GMAC_UPDATE(imb.mgr, k, &x, aad, aad_len);
+        imb.gmac_update(k, &x, aad, aad_len);
     if (aad2_len)
-        IMB_AES128_GMAC_UPDATE(imb.mgr, k, &x, aad2, aad2_len);
-    IMB_AES128_GMAC_FINALIZE(imb.mgr, k, &x, tag, 16);
+        imb.gmac_update(k, &x, aad2, aad2_len);
+    imb.gmac_final(k, &x, tag, 16);
 }
 
 /* Both an AAD in two pieces and text: the init call takes one AAD
@@ -101,12 +121,7 @@ static int imb_gcm(const struct gcm_key_data *k, int enc, const uint8_t *iv,
         aad = joined;
         aad_len += aad2_len;
     }
-    if (enc)
-        IMB_AES128_GCM_ENC(imb.mgr, k, &x, out, in, len, iv, aad, aad_len, tag,
-                           16);
-    else
-        IMB_AES128_GCM_DEC(imb.mgr, k, &x, out, in, len, iv, aad, aad_len, tag,
-                           16);
+    (enc ? imb.enc : imb.dec)(k, &x, out, in, len, iv, aad, aad_len, tag, 16);
     free(joined);
     return 0;
 }
@@ -138,12 +153,13 @@ static const struct mroce_crypto imb_provider = {
     .seal = imb_seal,
     .open = imb_open,
     .hkdf_expand = mroce_crypto_ossl_hkdf,
+    .key_bytes = IMB_KEY_BYTES,
 };
 
 const struct mroce_crypto *mroce_crypto_imb(void)
 {
     pthread_once(&imb.once, imb_init);
-    return imb.mgr ? &imb_provider : NULL;
+    return imb.ok ? &imb_provider : NULL;
 }
 
 #else

@@ -127,6 +127,8 @@ static const struct mroce_crypto ossl_provider = {
     .seal = ossl_seal,
     .open = ossl_open,
     .hkdf_expand = mroce_crypto_ossl_hkdf,
+    /* ours only: OpenSSL does not say what its two contexts hold */
+    .key_bytes = sizeof(struct ossl_key),
 };
 
 const struct mroce_crypto *mroce_crypto_ossl(void)

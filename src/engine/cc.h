@@ -14,7 +14,7 @@ struct cc_path {
 
 struct cc_conn {
     uint32_t cwnd; /* bytes the connection may have in flight */
-    uint64_t priv[3];
+    uint64_t priv[4];
 };
 
 struct cc_params {
@@ -22,6 +22,7 @@ struct cc_params {
     uint32_t init_cwnd; /* bytes, per path */
     uint32_t max_path;  /* bytes, per path (path window * mtu) */
     uint32_t max_conn;  /* bytes, per connection */
+    uint32_t ack_slack; /* bytes the peer may hold unacknowledged (R-ACK-101) */
 };
 
 struct cc_ops {

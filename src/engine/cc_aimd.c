@@ -3,7 +3,8 @@
  * priv[1] = smoothed RTT seen by the controller, priv[2] = mtu << 32 |
  * cap (bytes), priv[3] = ACKed bytes not yet turned into window.
  * Connection: priv[0] = time of its last CE mark, priv[1] = mtu,
- * priv[2] = its maximum window. */
+ * priv[2] = its maximum window, priv[3] = the bytes the peer may hold
+ * unacknowledged (R-ACK-101). */
 #include "engine/cc.h"
 
 #define AIMD_BETA_ECN 4 /* ECN: cwnd -= cwnd / 4 */
@@ -36,6 +37,7 @@ static void aimd_init(struct cc_conn *cc, struct cc_path *pc, uint32_t n,
     cc->priv[0] = 0;
     cc->priv[1] = prm->mtu;
     cc->priv[2] = prm->max_conn;
+    cc->priv[3] = prm->ack_slack;
     for (uint32_t i = 0; i < n; i++) {
         pc[i].cwnd = prm->init_cwnd;
         pc[i].priv[0] = 0;
@@ -101,7 +103,9 @@ static void aimd_on_timeout(struct cc_conn *cc, struct cc_path *pc,
 }
 
 /* R-CC-3: the connection may keep k x hint x RTT bytes in flight, never
- * less than one packet so the hint cannot starve it. */
+ * less than one packet so the hint cannot starve it, plus what the peer
+ * may hold before it acknowledges (R-ACK-101): a window that closes
+ * before the peer's coalesced ACK is due would wait for every ACK. */
 static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
                               uint64_t rtt_ns, uint64_t now)
 {
@@ -111,8 +115,8 @@ static void aimd_on_rate_hint(struct cc_conn *cc, uint32_t mbps,
     }
     uint64_t bdp = (uint64_t)mbps * rtt_ns / 8000; /* Mbit/s * ns -> B */
     bool marked = cc->priv[0] && now - cc->priv[0] < HINT_CALM_RTTS * rtt_ns;
-    cc->cwnd = aimd_clamp(bdp * (marked ? 3 : 4) / 2, (uint32_t)cc->priv[1],
-                          (uint32_t)cc->priv[2]);
+    cc->cwnd = aimd_clamp(bdp * (marked ? 3 : 4) / 2 + cc->priv[3],
+                          (uint32_t)cc->priv[1], (uint32_t)cc->priv[2]);
 }
 
 const struct cc_ops mroce_cc_aimd = {

@@ -185,6 +185,8 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         return;
     }
     struct txp *x = comp_release(c, pt, slot, pt->psn_dsn[i]);
+    if (!pt->inflight)
+        eng_rack_check(c, p); /* no data left unresolved (R-LOSS-8) */
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
         eng_comp_dsn_acked(c, pt->psn_dsn[i]);
@@ -195,7 +197,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         if (x && !x->copies) /* R-LOSS-5: not while a copy may arrive */
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
-    comp_advance_una(pt);
+    comp_advance_una(pt); /* the caller updates p's bits (pathset.c) */
 }
 
 /* ---- ACK processing ---- */
@@ -297,11 +299,41 @@ static void comp_resync(struct mroce_conn *c, struct path_tx *pt,
     c->cnt.psn_resyncs++;
 }
 
-static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
+static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
+                               uint64_t now);
+
+/* R-ACK-100: a DSN that dsn_cum acknowledges and whose latest
+ * transmission is its only copy resolves that transmission as delivered;
+ * the path made progress and its controller hears of the bytes (no RTT
+ * sample: the ACK echoes another packet). Other copies (a retransmission
+ * with a second copy out, one resent by a tail-loss probe) are left to
+ * their paths' own ACKs, which the RETX flag or the probe's PROBE ask
+ * for. */
+static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
+{
+    struct txp *x = comp_txp(c, dsn);
+    if (!x || x->state != TXP_OUT || x->copies != 1)
+        return;
+    struct path_tx *pt = &c->ptx[x->last_path];
+    uint32_t psn = x->last_psn, i = eng_psn_slot(pt, psn);
+    uint16_t len = pt->psn_len[i];
+    if (!len || (len & (ENG_PSN_PROBE | ENG_PSN_RESENT)) ||
+        pt->psn_dsn[i] != dsn || seq_lt(psn, pt->una) ||
+        !seq_lt(psn, pt->next_psn))
+        return;
+    eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
+    comp_path_progress(c, pt, now);
+    mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
+    eng_pset_update(c, x->last_path); /* its window */
+}
+
+static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 {
     for (uint32_t d = c->snd_una;
-         seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++)
+         seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++) {
+        comp_cum_resolve(c, d, now);
         eng_comp_dsn_acked(c, d);
+    }
 }
 
 /* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),
@@ -309,6 +341,7 @@ static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum)
 static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
                                uint64_t now)
 {
+    uint16_t p = (uint16_t)(pt - c->ptx);
     c->established = true; /* R-VAL-7 */
     pt->last_progress = now;
     pt->tlp_done = false;
@@ -316,9 +349,10 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
     c->alive++;
     eng_path_alive(c, pt);
     eng_plane_good(c->ctx, pt->plane);
-    pt->rto_at = ENG_NEVER;
-    if (pt->una != pt->next_psn)
-        eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
+    pt->rto_at =
+        pt->una != pt->next_psn ? now + eng_path_rto(c, pt) : ENG_NEVER;
+    eng_rack_check(c, p);
+    eng_path_pto_arm(c, p); /* re-keys all of p's timers */
 }
 
 /* R-ACK-7: ACKs are sprayed and may arrive out of order; only an ACK that
@@ -347,6 +381,21 @@ static uint64_t comp_hint_rtt(const struct mroce_conn *c,
     return base && (!r || r > base) ? base : r;
 }
 
+/* R-LOSS-8: how much longer than `ack_delay` the peer may have held the
+ * ACK of the sack_high packet (R-ACK-1 case 3, a hold scaled to the
+ * granted rate): nothing if that packet, the path's newest, asked for an
+ * ACK at once. A hold of `ack_delay` is within the spread R-LOSS-8's
+ * window allows for. */
+static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
+                          const struct mroce_hdr *h)
+{
+    if (h->sack_high == pt->next_psn - 1 && pt->newest_ackreq)
+        return 0;
+    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                        c->peer_ack_delay_ns) -
+           c->peer_ack_delay_ns;
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum)
 {
@@ -357,7 +406,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         if (rtt) {
             eng_path_rtt_sample(c, pt, rtt);
             if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
-                eng_path_rack(c, pt, now, rtt);
+                eng_rack_delivered(c, pt->plane, now, rtt, comp_held(c, pt, h));
         }
     }
     uint16_t ce = comp_new_ce(c, pt, h);
@@ -396,12 +445,13 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         comp_echo(c, h->path, h, &sum);
     if (echo && !sack && seq_lt(pt->next_psn - 1, h->sack_high))
         comp_resync(c, pt, h);
-    comp_cum(c, h->dsn_cum);
+    comp_cum(c, h->dsn_cum, now);
     if (sum.pkts)
         comp_path_progress(c, pt, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
     comp_cc(c, pt, now, h, &sum);
+    eng_pset_update(c, h->path); /* its state, window and RTT */
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */
@@ -456,8 +506,12 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
     comp_release(c, pt, pt->psn_len[i], h->dsn);
     pt->psn_len[i] = 0;
     comp_advance_una(pt);
-    if (pt->una == pt->next_psn)
+    if (pt->una == pt->next_psn) {
         pt->rto_at = ENG_NEVER;
+        eng_ptimer_set(c, h->path);
+    }
+    eng_rack_check(c, h->path);
+    eng_pset_update(c, h->path);
 }
 
 /* R-NACK-4: the DSN must be outstanding and belong to the named message. */

@@ -28,7 +28,7 @@ static int conn_fill_attr(struct mroce_conn_attr *a)
     a->rnr_retry = DEF(a->rnr_retry, 7);
     a->min_rto_ns = DEF(a->min_rto_ns, 100000);
     a->max_rto_ns = DEF(a->max_rto_ns, 100000000);
-    a->ack_every = DEF(a->ack_every, 1);
+    a->ack_every = DEF(a->ack_every, ENG_ACK_EVERY);
     a->ack_delay_ns = DEF(a->ack_delay_ns, 2000);
     a->init_cwnd_pkts = DEF(a->init_cwnd_pkts, 128);
     a->max_conn_cwnd_pkts = DEF(a->max_conn_cwnd_pkts, a->dsn_window);
@@ -117,6 +117,7 @@ static void conn_init_local(struct mroce_conn *c)
     c->n_streams = c->attr.n_streams;
     c->deadline = ENG_NEVER;
     c->read_watch = ENG_NEVER;
+    c->ack_at = ENG_NEVER;
 }
 
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
@@ -305,6 +306,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     /* R-RTT-7: 0 (not announced): assume the peer delays as we do */
     c->peer_ack_delay_ns =
         r->ack_delay_ns ? r->ack_delay_ns : c->attr.ack_delay_ns;
+    c->peer_ack_every = r->ack_every ? r->ack_every : c->attr.ack_every;
     c->remote = (struct eng_params){.conn_id = r->conn_id,
                                     .init_psn = r->init_psn,
                                     .init_dsn = r->init_dsn,
@@ -325,6 +327,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->path_window = c->attr.path_window;
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
+    c->ack_slack = (c->peer_ack_every - 1) * eng_pkt_charge(c); /* R-ACK-101 */
     conn_init_seq(c);
     for (uint16_t p = 0; p < c->n_paths; p++)
         eng_path_init(c, p);
@@ -334,10 +337,12 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         .max_path = c->path_window * c->mtu,
         .max_conn =
             conn_min(c->attr.max_conn_cwnd_pkts, c->dsn_window) * c->mtu,
+        .ack_slack = c->ack_slack,
     };
     mroce_cc_aimd.init(&c->cc, NULL, 0, &prm);
     for (uint16_t p = 0; p < c->n_paths; p++)
         mroce_cc_aimd.init(&c->cc, &c->ptx[p].cc, 1, &prm);
+    eng_rack_init(c);
     c->state = MROCE_CONN_CONNECTED;
     eng_seal_connected(c);
     eng_sched_ready(c);
@@ -476,12 +481,18 @@ void eng_conn_arm(struct mroce_conn *c, uint64_t t)
     eng_sched_timer(c);
 }
 
+/* The exact earliest timer: path timers (O(1), ptimer.c), R-LOSS-8 per
+ * plane (O(1) each, rack.c), the coalesced ACK and the rarer ones. */
 void eng_conn_update_deadline(struct mroce_conn *c)
 {
-    uint64_t t = eng_path_deadline(c);
-    for (uint32_t i = 0; i < c->n_paths; i++)
-        if (c->prx[i].ack_at && c->prx[i].ack_at < t)
-            t = c->prx[i].ack_at;
+    uint64_t t = ENG_NEVER;
+    if (c->state == MROCE_CONN_CONNECTED) {
+        t = eng_ptimer_next(c);
+        uint64_t r = eng_rack_next(c);
+        t = r < t ? r : t;
+    }
+    if (c->ack_at < t)
+        t = c->ack_at;
     if (c->n_rnr) {
         for (uint32_t d = c->snd_una; d != c->snd_next; d++) {
             struct txp *x = eng_txp(c, d);
@@ -493,6 +504,8 @@ void eng_conn_update_deadline(struct mroce_conn *c)
         t = c->close_at;
     if (c->read_watch < t)
         t = c->read_watch;
+    if (t == c->deadline)
+        return;
     c->deadline = t;
     eng_sched_timer(c);
 }

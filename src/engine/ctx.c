@@ -174,6 +174,18 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
     }
 }
 
+/* WRITE and SEND data change nothing the receiver may send but its ACKs
+ * (their own set, R-ACK-9) and what the responder readies itself (a READ
+ * started behind them, a PROBE of R-ACK-8), and no timer but the
+ * coalesced ACK's, which only ever arms earlier (eng_conn_arm): the
+ * connection is neither made ready nor its deadline recomputed, which
+ * spares an empty transmit attempt per packet. */
+static bool ctx_plain_data(uint8_t op)
+{
+    return op == MROCE_OP_WRITE || op == MROCE_OP_WRITE_IMM ||
+           op == MROCE_OP_SEND || op == MROCE_OP_SEND_IMM;
+}
+
 /* R-RX-1, R-RX-2: decode, find the connection, check the source and the
  * path, then dispatch. */
 int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
@@ -181,7 +193,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                size_t len)
 {
     struct mroce_hdr h;
-    int err = mroce_wire_decode(buf, len, &h);
+    int err = ctx->no_icrc ? mroce_wire_decode_nocrc(buf, len, &h)
+                           : mroce_wire_decode(buf, len, &h);
     if (err && ctx->fault_id) /* fault.h: R-RX-1 faults */
         err = eng_fault_redecode(ctx, &buf, &len, &h, err);
 
@@ -203,10 +216,17 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         c->cnt.drop_bad_path++;
         return MROCE_EPROTO;
     }
+    if (ctx->no_icrc && eng_resp_cut(c, &h)) { /* no ICRC caught it */
+        ctx->cnt.drop_bad_crc++;
+        return MROCE_EPROTO;
+    }
     if (eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
         return MROCE_EPROTO;
     ctx_dispatch(c, now, meta, &h);
-    eng_sched_ready(c); /* whatever it changed may let c send */
+    if (!ctx_plain_data(h.opcode)) {
+        eng_conn_update_deadline(c); /* its timers moved */
+        eng_sched_ready(c);          /* whatever it changed may let c send */
+    }
     return 0;
 }
 
@@ -215,6 +235,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 static int ctx_count_tx(struct mroce_conn *c, int n)
 {
     if (n > 0) {
+        eng_conn_update_deadline(c); /* sending moves its timers */
         c->ver++; /* a packet sent changes what c may send next */
         c->ctx->cnt.tx_pkts++;
         c->cnt.tx_pkts++;
@@ -300,11 +321,12 @@ static int ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
-               struct mroce_pkt_meta *meta)
+/* Not inlined: eng_ctx_tx, called for nothing as often as not, keeps a
+ * short prologue. */
+__attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
+                                            uint8_t *buf, size_t cap,
+                                            struct mroce_pkt_meta *meta)
 {
-    if (cap < eng_ctx_max_pkt(ctx))
-        return MROCE_ENOBUFS;
     int n = ctx_acks_tx(ctx, now, buf, cap, meta);
     if (n > 0)
         return n;
@@ -320,11 +342,24 @@ int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
     return 0;
 }
 
+/* A call with nothing to send (drivers poll) stays this cheap. */
+int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
+               struct mroce_pkt_meta *meta)
+{
+    if (cap < eng_ctx_max_pkt(ctx))
+        return MROCE_ENOBUFS;
+    if (!eng_sched_busy(ctx))
+        return 0; /* no connection may send (sched.c) */
+    return ctx_tx(ctx, now, buf, cap, meta);
+}
+
 /* ---- timers ---- */
 
+/* The top of the deadline heap (sched.c): exact, O(1). */
 uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
-    return eng_sched_next_expiry(ctx);
+    const struct eng_sched *s = &ctx->sched;
+    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
 }
 
 static void ctx_conn_expiry(struct mroce_conn *c, uint64_t now)

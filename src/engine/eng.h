@@ -25,6 +25,10 @@
 #define ENG_MAX_BACKOFF 16   /* timeout rounds counted (R-RETRY-1) */
 #define ENG_TLP_GENS 3       /* tail-loss copies of a DSN per epoch (R-RTT-7) */
 #define ENG_RNR_DELAY_US 100 /* delay an RNR NACK asks for (R-RETRY-3) */
+#define ENG_ACK_EVERY 16     /* in-order packets per coalesced ACK (R-ACK-1) */
+/* packets at a message's end that ask for an ACK at once (R-ACK-1) */
+#define ENG_ACKREQ_TAIL 3
+#define ENG_ACK_HOLD_MAX 100000 /* ns: longest hold of an ACK (R-ACK-1) */
 /* R-VAL-2: how far after a path's highest recorded PSN a duplicate data
  * packet may still be recorded */
 #define ENG_PSN_AHEAD 1024
@@ -61,6 +65,7 @@ struct txp {
     uint8_t dup_due; /* R-LOSS-7: a second copy of this retransmission */
     uint16_t stream;
     uint16_t last_path; /* where it was last sent, to retransmit elsewhere */
+    uint32_t last_psn;  /* ... and its PSN there (R-ACK-100) */
     uint8_t tlp_gens;   /* R-RTT-7: tail-loss probes that sent it again in */
     uint32_t tlp_epoch; /* ... this epoch: conn `alive` + 1, 0: never */
     uint32_t msn;       /* TXK_MSG: message; TXK_RESP: resp slot index */
@@ -72,6 +77,10 @@ struct txp {
  * plane known delivered with an RTT sample (planes queue independently). */
 struct eng_rack {
     uint64_t sent, rtt;
+    uint64_t hi; /* the recent highest data RTT of the plane */
+    /* the plane's paths with data unresolved and no probe pending, oldest
+     * newest-send first (rack.c) */
+    uint16_t head, tail;
 };
 
 /* Sender side of one WR (send queue slot). */
@@ -155,7 +164,15 @@ struct path_tx {
     uint32_t drain_ns;   /* R-RTT-7: fixed when its newest packet left */
     uint32_t ahead_mark; /* R-RTT-7: conn sent_bytes before its newest */
     uint64_t rto_at, probe_at;
+    uint64_t pto_at;   /* R-RTT-7: its tail-loss probe, as of its last data
+                          sent or progress (rechecked when due) */
+    uint64_t due;      /* the earliest of the three (ptimer.c) */
+    uint16_t heap_pos; /* in the connection's path timer heap */
+    uint16_t rk_prev, rk_next; /* in its plane's R-LOSS-8 order (rack.c) */
+    bool rk_in;
     bool tlp_done, probe_due, probe_retx;
+    bool newest_ackreq; /* its newest data transmission asked for an ACK:
+                           the peer does not hold that ACK (R-ACK-1) */
     uint16_t ce_seen, rx_seen;
     struct cc_path cc;
     struct path_cnt st;
@@ -164,9 +181,7 @@ struct path_tx {
 /* Receiver half of a path (R-SACK-4). */
 struct path_rx {
     uint64_t bits[4];
-    uint64_t ack_at; /* delayed-ACK deadline; 0 = queued, NEVER = none */
     uint32_t high;
-    uint32_t unacked;
     uint32_t echo_ts;
     uint16_t ce_count, rx_count;
     uint16_t ack_via; /* our path that carried its last ACK (R-ACK-8) */
@@ -190,6 +205,36 @@ struct eng_params {
     struct mroce_addr addr;
     uint16_t udp_port, n_paths, n_streams;
     uint32_t mtu, dsn_window, msg_window, max_rd;
+};
+
+/* R-PATH-13: the classes of a path for a packet, best first (path.c). */
+enum path_rank {
+    RANK_IDLE_KNOWN, /* nothing out, has delivered before, fast */
+    RANK_IDLE,       /* nothing out, fast (or no sample yet) */
+    RANK_PROVEN,     /* a retransmission's: proven and fast */
+    RANK_FAST,
+    RANK_SLOW,
+    RANK_OWN, /* a retransmission's last path */
+    RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
+};
+
+/* An entry of a connection's path timer heap (ptimer.c). */
+struct eng_tent {
+    uint64_t due;
+    uint32_t p;
+};
+
+/* Bitmaps over a connection's paths (pathset.c). */
+enum { PS_ACT, PS_IDLE, PS_ROOM, PS_KNOWN, PS_SLOW, PS_N };
+struct eng_pmask {
+    uint64_t b[ENG_MAX_PATHS / 64];
+    uint64_t open;
+    uint32_t ver;
+    bool valid;
+};
+struct eng_pset {
+    uint64_t b[PS_N][ENG_MAX_PATHS / 64];
+    struct eng_pmask planes[2]; /* paths on planes up; up and open */
 };
 
 struct roce_conn;
@@ -217,6 +262,7 @@ struct mroce_conn {
      * when the 32-bit number wraps (eng_sq, eng_in, eng_rq). */
     uint32_t sq_mask, rq_mask;
     uint64_t peer_ack_delay_ns; /* R-RTT-7: the peer's delayed-ACK bound */
+    uint32_t peer_ack_every;    /* R-ACK-101: its in-order packets per ACK */
     struct mroce_addr peer_addr[MROCE_MAX_PLANES]; /* R-ENC-10, by plane */
     struct mroce_conn *next, *prev;                /* ctx list */
     struct mroce_conn *hnext;                      /* id hash chain */
@@ -243,6 +289,7 @@ struct mroce_conn {
     struct path_rx *prx;
     uint32_t n_alloc_paths;
     uint32_t rr_path, rr_ack;
+    struct eng_pset pset; /* R-PATH-13 in O(1) (pathset.c) */
     /* R-PATH-17: the current run: its path, the data packets it carried
      * and the path's next PSN when it began (run_len 0: none) */
     uint32_t run_path, run_len, run_psn;
@@ -257,10 +304,17 @@ struct mroce_conn {
      * when it was last held */
     uint32_t ver, held_ver, held_plane_ver;
     uint64_t held_planes;
-    uint64_t rtt_hint;    /* latest smoothed RTT of any path */
-    uint8_t backoff;      /* timeout rounds since progress (R-RETRY-1) */
-    uint32_t alive;       /* ACKs that resolved a PSN as delivered (R-RTT-7) */
-    uint64_t round_end;   /* timeouts before this are the same round */
+    uint64_t rtt_hint;  /* latest smoothed RTT of any path */
+    uint8_t backoff;    /* timeout rounds since progress (R-RETRY-1) */
+    uint32_t alive;     /* ACKs that resolved a PSN as delivered (R-RTT-7) */
+    uint64_t round_end; /* timeouts before this are the same round */
+    /* R-ACK-1: in-order data accepted since the connection's last ACK,
+     * the path of the latest, when they must be acknowledged */
+    uint32_t ack_count;
+    uint16_t ack_path;
+    uint64_t ack_at;
+    uint32_t ack_mbps;  /* the rate hint our latest ACK carried */
+    uint32_t ack_slack; /* bytes the peer may hold unacknowledged (R-ACK-101) */
     uint8_t *ack_pending; /* per path flag */
     uint16_t *ack_queue;  /* paths with an ACK to send */
     uint32_t ack_q_head, ack_q_count;
@@ -274,11 +328,14 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
-    struct eng_aead *aead; /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
-    uint64_t rtt_floor;    /* R-PATH-13: smallest RTT sample of any path */
-    struct eng_rack *rack; /* R-LOSS-8: per plane (ctx->n_planes) */
+    struct eng_aead *aead;  /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
+    uint64_t rtt_floor;     /* R-PATH-13: smallest RTT sample of any path */
+    struct eng_rack *rack;  /* R-LOSS-8: per plane (ctx->n_planes) */
+    struct eng_tent *theap; /* path timer heap (ptimer.c) */
+    uint32_t theap_n;
 
-    bool close_pending, close_due, close_ack_pending;
+    bool close_pending, close_due;
+    uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
     uint64_t close_at;
     uint8_t close_tries;
 
@@ -345,6 +402,9 @@ struct mroce_ctx {
      * payload is opened to (mtu bytes) before it is placed */
     struct mroce_crypto crypto;
     bool has_crypto;
+    /* mroce_ctx_attr.no_icrc: data packets leave with a zero ICRC and no
+     * ICRC is checked (a fabric that cannot corrupt: the simulator) */
+    bool no_icrc;
     uint8_t *aead_buf;
 
     struct mroce_ctx_counters cnt;
@@ -381,6 +441,27 @@ static inline uint32_t eng_drain_ns(const struct mroce_conn *c, int64_t bytes)
     return ns < ENG_DRAIN_UNKNOWN ? (uint32_t)ns : ENG_DRAIN_UNKNOWN - 1;
 }
 
+/* Bytes a data packet of a full MTU is charged (headers included, as
+ * windows count them). */
+static inline uint32_t eng_pkt_charge(const struct mroce_conn *c)
+{
+    return MROCE_MAX_HDR_LEN + c->mtu + MROCE_ICRC_LEN;
+}
+
+/* R-ACK-1: how long a receiver granting `mbps` may hold the ACK of
+ * in-order data: ack_delay, or the time ack_every full packets take at
+ * that rate when longer (both ends assume the same two values). */
+static inline uint64_t eng_ack_hold(const struct mroce_conn *c, uint32_t mbps,
+                                    uint32_t every, uint64_t ack_delay)
+{
+    if (!mbps || every <= 1)
+        return ack_delay;
+    uint64_t n = (uint64_t)every * eng_pkt_charge(c) * 8000 / mbps;
+    if (n > ENG_ACK_HOLD_MAX)
+        n = ENG_ACK_HOLD_MAX;
+    return n > ack_delay ? n : ack_delay;
+}
+
 /* Bytes leave the connection's in flight (resolved, or resent by a
  * tail-loss probe, R-RTT-7). */
 static inline void eng_conn_uncharge(struct mroce_conn *c, uint32_t bytes)
@@ -398,6 +479,15 @@ static inline bool eng_path_fast(const struct mroce_conn *c,
                                  const struct path_tx *pt)
 {
     return !pt->srtt || pt->srtt <= ENG_SLOW_K * c->rtt_floor;
+}
+
+/* R-PATH-14: every plane may take data now. */
+static inline bool eng_planes_all_open(const struct mroce_ctx *ctx)
+{
+    uint64_t all = ctx->dev.n_planes >= 64
+                       ? UINT64_MAX
+                       : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+    return (ctx->dev.tx_planes & all) == all;
 }
 
 /* R-PATH-14: whether data may go to path p's plane now. */
@@ -512,7 +602,17 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
-uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx);
+/* Whether any connection is ready or has an ACK to send: the summary
+ * words only (one per 4,096 connections), so that a transmit call with
+ * nothing to do costs little. */
+static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    uint64_t any = 0;
+    for (uint32_t i = 0; i < (s->cap + 4095) / 4096; i++)
+        any |= s->ready.s[i] | s->acks.s[i];
+    return any != 0;
+}
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
 
@@ -564,6 +664,7 @@ void eng_resp_release(struct mroce_conn *c, struct rd_resp *r);
 int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                     size_t cap, struct mroce_pkt_meta *meta);
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);
+bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h);
 
 /* completer.c */
 void eng_comp_ack(struct mroce_conn *c, uint64_t now,
@@ -584,14 +685,40 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
 void eng_comp_prove(struct mroce_conn *c);
 
+/* ptimer.c: the connection's path timers, a min-heap */
+void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
+void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
+uint64_t eng_ptimer_next(const struct mroce_conn *c);
+int eng_ptimer_due(const struct mroce_conn *c, uint64_t now);
+
+/* rack.c: R-LOSS-8, the planes' paths in send order */
+void eng_rack_init(struct mroce_conn *c);
+void eng_rack_sent(struct mroce_conn *c, uint16_t p);
+void eng_rack_check(struct mroce_conn *c, uint16_t p);
+uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane);
+uint64_t eng_rack_next(const struct mroce_conn *c);
+void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
+                        uint64_t rtt, uint64_t held);
+void eng_rack_fire(struct mroce_conn *c, uint64_t now);
+
+/* pathset.c: R-PATH-13 path choice over bitmaps */
+void eng_pset_update(struct mroce_conn *c, uint16_t p);
+void eng_pset_floor(struct mroce_conn *c);
+int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
+                  uint64_t now);
+
 /* path.c */
 void eng_path_init(struct mroce_conn *c, uint16_t p);
-void eng_path_rack(struct mroce_conn *c, const struct path_tx *pt, uint64_t now,
-                   uint64_t rtt);
+bool eng_path_proven(const struct mroce_conn *c, const struct path_tx *pt,
+                     uint64_t now);
+bool eng_path_run_open(const struct mroce_conn *c);
+int eng_path_rank(struct mroce_conn *c, uint32_t p, int avoid, uint32_t bytes,
+                  uint64_t now);
+void eng_path_tlp(struct mroce_conn *c, uint16_t p, bool rack);
+void eng_path_pto_arm(struct mroce_conn *c, uint16_t p);
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
                          uint64_t rtt);
 void eng_path_timers(struct mroce_conn *c, uint64_t now);
-uint64_t eng_path_deadline(const struct mroce_conn *c);
 uint32_t eng_path_init_cwnd(const struct mroce_conn *c);
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt);
 uint64_t eng_path_rto(const struct mroce_conn *c, const struct path_tx *pt);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "engine/seal.h"
 
 #define MEM_DSN_INIT 64u /* first DSN ring and retransmit FIFO */
 #define MEM_PSN_INIT 8u  /* first PSN ring of a path */
@@ -98,7 +99,9 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
     c->rack = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*c->rack));
-    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack)
+    c->theap = eng_alloc(ctx, n * sizeof(*c->theap));
+    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack ||
+        !c->theap)
         return MROCE_ENOMEM;
     for (uint32_t p = 0; p < n; p++)
         if (mem_psn_alloc(ctx, &c->ptx[p], psn_cap))
@@ -130,7 +133,7 @@ void eng_mem_free(struct mroce_conn *c)
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
     void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue,
-                    c->txp, c->retx, c->rack};
+                    c->txp, c->retx, c->rack,        c->theap};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
     c->ptx = NULL;
@@ -140,6 +143,8 @@ void eng_mem_free(struct mroce_conn *c)
     c->txp = NULL;
     c->retx = NULL;
     c->rack = NULL;
+    c->theap = NULL;
+    c->theap_n = 0;
     c->n_alloc_paths = 0;
 }
 
@@ -148,7 +153,8 @@ void eng_mem_free(struct mroce_conn *c)
 static size_t mem_per_path(void)
 {
     return sizeof(struct path_tx) + sizeof(struct path_rx) + 1 +
-           sizeof(uint16_t);
+           sizeof(uint16_t) + sizeof(struct eng_tent); /* ACK queue, timer
+                                                           heap */
 }
 
 /* Queues sized by the application's depths (sq_depth, rq_depth), each
@@ -182,6 +188,7 @@ static void mem_conn_add(const struct mroce_conn *c,
                         (c->retx_mask + 1) * sizeof(uint32_t);
     for (uint32_t p = 0; p < c->n_alloc_paths; p++)
         o->psn_bytes += (c->ptx[p].psn_mask + 1) * mem_psn_slot();
+    o->sec_bytes += eng_seal_bytes(c);
 }
 
 void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
@@ -197,6 +204,8 @@ void mroce_ctx_state_bytes(const struct mroce_ctx *ctx,
     out->ctx_bytes = sizeof(*ctx) + eng_sched_bytes(ctx) +
                      ctx->conn_hash_cap * sizeof(*ctx->conn_hash) +
                      dev_table_bytes(&ctx->dev);
+    if (ctx->aead_buf) /* R-AEAD-8: an encrypted payload opens into it */
+        out->sec_bytes += ctx->mtu;
     out->total = out->conn_bytes + out->path_bytes + out->dsn_bytes +
-                 out->psn_bytes + out->ctx_bytes;
+                 out->psn_bytes + out->ctx_bytes + out->sec_bytes;
 }

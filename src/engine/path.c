@@ -4,7 +4,6 @@
 #include "engine/eng.h"
 
 #define PATH_MIN_PTO 10000 /* ns */
-#define PATH_REO_NS 1000   /* ns, R-LOSS-8 */
 
 static bool path_port_used(const struct mroce_conn *c, uint16_t port)
 {
@@ -34,11 +33,12 @@ void eng_path_init(struct mroce_conn *c, uint16_t p)
     pt->rto = c->attr.min_rto_ns * 5;
     if (pt->rto > c->attr.max_rto_ns)
         pt->rto = c->attr.max_rto_ns;
-    pt->rto_at = pt->probe_at = ENG_NEVER;
+    pt->rto_at = pt->probe_at = pt->pto_at = ENG_NEVER;
     pt->drain_ns = ENG_DRAIN_UNKNOWN;
     pt->next_psn = pt->una = c->local.init_psn; /* R-CONN-5 */
     c->prx[p].high = c->remote.init_psn - 1;    /* R-SACK-4 */
-    c->prx[p].ack_at = ENG_NEVER;
+    eng_ptimer_init(c, p);
+    eng_pset_update(c, p);
 }
 
 /* R-RTT-4: once the connection has its first RTT sample and its first
@@ -57,7 +57,16 @@ static void path_rearm_blind(struct mroce_conn *c)
         uint64_t t = q->last_progress + eng_path_rto(c, q) + q->drain_ns;
         if (t < q->rto_at)
             q->rto_at = t;
+        eng_ptimer_set(c, (uint16_t)p);
     }
+}
+
+/* R-RTT-7: the probes of every path can be timed now (the connection's
+ * first RTT sample or first rate hint): once per connection. */
+static void path_pto_arm_all(struct mroce_conn *c)
+{
+    for (uint16_t p = 0; p < c->n_paths; p++)
+        eng_path_pto_arm(c, p);
 }
 
 /* R-RTT-3, R-RTT-4: RFC 6298 estimator with the connection's RTO bounds. */
@@ -73,14 +82,16 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     }
     if (!pt->min_rtt || rtt < pt->min_rtt)
         pt->min_rtt = rtt;
-    if (!c->rtt_floor || rtt < c->rtt_floor)
+    if (!c->rtt_floor || rtt < c->rtt_floor) {
         c->rtt_floor = rtt;
+        eng_pset_floor(c); /* R-PATH-13: which paths are slow */
+    }
     bool first = !c->rtt_hint;
     c->rtt_hint = pt->srtt;
     if (first && c->rate_hint_mbps)
         path_rearm_blind(c);
     if (first) /* other paths' probes can now be timed */
-        eng_conn_update_deadline(c);
+        path_pto_arm_all(c);
     uint64_t rto = pt->srtt + 4 * pt->rttvar;
     if (rto < c->attr.min_rto_ns && !MROCE_FAULT(c->ctx, RTO_NO_MIN))
         rto = c->attr.min_rto_ns;
@@ -128,22 +139,44 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
     return (pkts ? pkts : 1) * (MROCE_MAX_HDR_LEN + c->mtu + MROCE_ICRC_LEN);
 }
 
+/* R-RTT-7, R-ACK-1: how long the peer may hold the ACK of p's newest
+ * data packet: ack_delay if it asked for an ACK at once, else the hold
+ * of in-order data at the granted rate. */
+static uint64_t path_ack_hold(const struct mroce_conn *c,
+                              const struct path_tx *pt)
+{
+    return pt->newest_ackreq
+               ? c->peer_ack_delay_ns /* R-CONN-3 */
+               : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                              c->peer_ack_delay_ns);
+}
+
 /* A path without its own RTT sample borrows the connection's latest. */
 uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
-    uint64_t pto = 2 * srtt + c->peer_ack_delay_ns; /* R-CONN-3 */
-    /* R-RTT-7: never shorter than the latest data RTT of p's plane: that
-     * queue is where p's packets wait now, while PROBEs (served ahead of
-     * data) may have kept p's SRTT near the fabric's base RTT */
-    if (pto < c->rack[pt->plane].rtt)
-        pto = c->rack[pt->plane].rtt;
+    uint64_t pto = 2 * srtt + path_ack_hold(c, pt);
+    /* R-RTT-7: never shorter than the latest or the recent highest data
+     * RTT of p's plane: those queues are where p's packets wait now,
+     * while PROBEs (served ahead of data) may have kept p's SRTT near
+     * the fabric's base RTT, and p's route may cross the deepest */
+    const struct eng_rack *w = &c->rack[pt->plane];
+    if (pto < w->rtt)
+        pto = w->rtt;
+    if (pto < w->hi)
+        pto = w->hi;
     /* R-RTT-7: what was in flight before p's newest packet drains ahead
      * of it at the granted rate; silence before that is queueing */
+    uint64_t d = 0;
     if (pt->drain_ns != ENG_DRAIN_UNKNOWN)
-        pto += pt->drain_ns;
+        d = pt->drain_ns;
     else if (c->rate_hint_mbps)
-        pto += eng_drain_ns(c, c->inflight);
+        d = eng_drain_ns(c, c->inflight);
+    /* ... but no longer than the plane's latest data RTT, the wait of the
+     * whole queue: bytes ahead that the peer holds delivered but not yet
+     * acknowledged (R-ACK-101) are not ahead of anything */
+    uint64_t rw = c->rack[pt->plane].rtt;
+    pto += rw && d > rw ? rw : d;
     return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
 }
 
@@ -161,88 +194,29 @@ void eng_path_first_hint(struct mroce_conn *c)
     }
     if (c->rtt_hint)
         path_rearm_blind(c);
-    eng_conn_update_deadline(c);
+    path_pto_arm_all(c);
 }
 
-/* R-LOSS-8: how much later than a packet sent after it a packet may
- * still arrive over another path of its plane without being lost */
-static uint64_t path_reo_wnd(const struct mroce_conn *c,
-                             const struct eng_rack *w)
-{
-    uint64_t rtt = w->rtt > c->rtt_floor ? w->rtt : c->rtt_floor;
-    return rtt / 4 + PATH_REO_NS;
-}
-
-/* R-LOSS-8: a data transmission on pt's plane sent at now - rtt was
- * delivered; paths of the plane whose newest packet is then late are
- * probed (path_tlp_at, eng_path_timers). */
-void eng_path_rack(struct mroce_conn *c, const struct path_tx *pt, uint64_t now,
-                   uint64_t rtt)
-{
-    struct eng_rack *w = &c->rack[pt->plane];
-    uint64_t sent = now - rtt;
-    if (sent <= w->sent)
-        return;
-    w->sent = sent;
-    w->rtt = rtt;
-    if (c->inflight)
-        eng_conn_arm(c, now);
-}
-
-/* R-LOSS-8: when p's newest data packet x is late by the evidence of the
- * latest-sent delivered data packet w of its plane: w sent after x, a
- * reorder window after x's send plus w's RTT; w sent before x and all
- * sent before x resolved, also not before w's ACK plus x's drain at the
- * granted rate. */
-static uint64_t path_rack_at(const struct mroce_conn *c,
-                             const struct path_tx *pt)
-{
-    const struct eng_rack *w = &c->rack[pt->plane];
-    if (!w->sent)
-        return ENG_NEVER;
-    uint64_t reo = path_reo_wnd(c, w);
-    uint64_t rtt = pt->srtt > w->rtt ? pt->srtt : w->rtt;
-    if (pt->last_send < w->sent)
-        return pt->last_send + rtt + reo;
-    if ((int32_t)(c->done_bytes - pt->ahead_mark) < 0 || !c->rate_hint_mbps)
-        return ENG_NEVER;
-    uint16_t newest = pt->psn_len[eng_psn_slot(pt, pt->next_psn - 1)];
-    uint64_t sent = pt->last_send + rtt;
-    uint64_t clock = w->sent + w->rtt + eng_drain_ns(c, ENG_PSN_BYTES(newest));
-    return (sent > clock ? sent : clock) + reo;
-}
-
-/* R-RTT-7, R-LOSS-8: the probe is due at the PTO, or earlier when the
- * connection's ACKs show p's newest packet late (then *rack, if given). */
-static uint64_t path_tlp_at(const struct mroce_conn *c,
-                            const struct path_tx *pt, bool *rack)
+/* R-RTT-7: when p's tail-loss probe is due: PTO after its newest data
+ * packet, while it has data unresolved, no probe pending and an RTT
+ * estimate exists (else a PROBE's own RTO times it). */
+static uint64_t path_pto_at(const struct mroce_conn *c,
+                            const struct path_tx *pt)
 {
     if (!pt->inflight || pt->tlp_done || !(pt->srtt || c->rtt_hint) ||
         MROCE_FAULT(c->ctx, TLP_OFF))
-        return ENG_NEVER; /* no data out: a PROBE's own RTO times it */
-    uint64_t t = pt->last_send + eng_path_pto(c, pt);
-    uint64_t r = path_rack_at(c, pt);
-    if (rack)
-        *rack = r < t;
-    return r < t ? r : t;
+        return ENG_NEVER;
+    return pt->last_send + eng_path_pto(c, pt);
 }
 
-uint64_t eng_path_deadline(const struct mroce_conn *c)
+/* R-RTT-7: p sent data or made progress: its probe timer restarts from
+ * what is known now. The PTO's inputs change with every ACK of the
+ * connection (the plane's data RTT, the rate hint), so the timer is
+ * checked again when it expires rather than moved by each of them. */
+void eng_path_pto_arm(struct mroce_conn *c, uint16_t p)
 {
-    uint64_t t = ENG_NEVER;
-    if (c->state != MROCE_CONN_CONNECTED)
-        return t;
-    for (uint32_t p = 0; p < c->n_paths; p++) {
-        const struct path_tx *pt = &c->ptx[p];
-        uint64_t tlp = path_tlp_at(c, pt, NULL);
-        if (pt->rto_at < t)
-            t = pt->rto_at;
-        if (tlp < t)
-            t = tlp;
-        if (pt->probe_at < t)
-            t = pt->probe_at;
-    }
-    return t;
+    c->ptx[p].pto_at = path_pto_at(c, &c->ptx[p]);
+    eng_ptimer_set(c, p);
 }
 
 /* R-PATH-5: a re-path leaves its own port too when a spare port exists
@@ -263,18 +237,23 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p)
 /* R-RTT-7: a silent path becomes SUSPECT, everything unresolved on it is
  * sent again on other paths (a dead route loses all of it, and its RTO is
  * much later than the PTO), and a PROBE on the silent path itself makes
- * the receiver's next ACK for it reveal what was really lost. */
-static void path_tlp(struct mroce_conn *c, struct path_tx *pt, bool rack)
+ * the receiver's next ACK for it reveal what was really lost. R-LOSS-8
+ * (rack) calls it when the connection's other paths show p late. */
+void eng_path_tlp(struct mroce_conn *c, uint16_t p, bool rack)
 {
+    struct path_tx *pt = &c->ptx[p];
     pt->tlp_done = true;
-    uint32_t psn = pt->next_psn - 1;
-    uint32_t i = eng_psn_slot(pt, psn);
+    pt->pto_at = ENG_NEVER;
+    eng_ptimer_set(c, p);
+    eng_rack_check(c, p);
+    uint32_t i = eng_psn_slot(pt, pt->next_psn - 1);
     if (!pt->psn_len[i])
         return;
     c->cnt.tlp_pkts++;
     eng_plane_fail(c->ctx, pt->plane);
     if (pt->state == PATH_ACTIVE)
         pt->state = PATH_SUSPECT; /* no new data until it shows life */
+    eng_pset_update(c, p);
     uint64_t *lost = rack ? &c->cnt.lost_rack : &c->cnt.lost_pto;
     for (uint32_t q = pt->una; q != pt->next_psn; q++) {
         uint32_t j = eng_psn_slot(pt, q);
@@ -318,6 +297,7 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; psn != pt->next_psn; psn++)
         eng_comp_resolve_psn(c, p, psn, ENG_TIMEOUT);
+    eng_pset_update(c, p);
     pt->rto_at = ENG_NEVER;
     pt->st.timeouts++;
     c->cnt.rto_events++;
@@ -331,8 +311,8 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
         eng_path_repath(c, p);
     eng_plane_fail(c->ctx, pt->plane);
     pt->state = PATH_PROBING;
-    pt->probe_at = now;
-    eng_conn_arm(c, now);
+    pt->probe_at = now; /* path_expire turns it into a PROBE at once */
+    eng_pset_update(c, p);
 }
 
 /* R-RTT-5: an RTO due while p's tail-loss probe is still to come waits
@@ -342,32 +322,53 @@ static void path_rto(struct mroce_conn *c, uint16_t p, uint64_t now)
 static bool path_rto_waits(struct mroce_conn *c, struct path_tx *pt,
                            uint64_t now)
 {
-    uint64_t tlp = path_tlp_at(c, pt, NULL);
+    uint64_t tlp = path_pto_at(c, pt);
     if (tlp == ENG_NEVER || tlp <= now)
         return false;
-    eng_conn_arm(c, pt->rto_at = tlp + eng_path_rto(c, pt));
+    pt->rto_at = tlp + eng_path_rto(c, pt);
     return true;
 }
 
+/* R-RTT-7: a probe timer that expired fires if the PTO, computed now,
+ * has passed; else it waits for that. */
+static void path_pto_expired(struct mroce_conn *c, uint16_t p, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint64_t t = path_pto_at(c, pt);
+    if (t <= now)
+        eng_path_tlp(c, p, false);
+    else
+        pt->pto_at = t;
+}
+
+/* The timers of path p that are due (it is the heap's earliest). */
+static void path_expire(struct mroce_conn *c, uint16_t p, uint64_t now)
+{
+    struct path_tx *pt = &c->ptx[p];
+    if (pt->rto_at <= now && !path_rto_waits(c, pt, now))
+        path_rto(c, p, now);
+    else if (pt->pto_at <= now)
+        path_pto_expired(c, p, now);
+    if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
+        pt->probe_at = ENG_NEVER;
+        pt->probe_due = true;
+        pt->probe_retx = true;
+        c->n_probe_due++;
+    }
+    eng_ptimer_set(c, p);
+}
+
+/* Due path timers in deadline order, then paths late by R-LOSS-8. Each
+ * expiry moves or clears the path's timers past `now` (a tail-loss probe
+ * clears its PTO, an RTO its RTO), so the loop ends. */
 void eng_path_timers(struct mroce_conn *c, uint64_t now)
 {
-    if (c->state != MROCE_CONN_CONNECTED)
-        return;
-    for (uint16_t p = 0; p < c->n_paths && c->state == MROCE_CONN_CONNECTED;
-         p++) {
-        struct path_tx *pt = &c->ptx[p];
-        bool rack = false;
-        if (pt->rto_at <= now && !path_rto_waits(c, pt, now))
-            path_rto(c, p, now);
-        else if (path_tlp_at(c, pt, &rack) <= now)
-            path_tlp(c, pt, rack); /* R-LOSS-8 if rack, else R-RTT-7 */
-        if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
-            pt->probe_at = ENG_NEVER;
-            pt->probe_due = true;
-            pt->probe_retx = true;
-            c->n_probe_due++;
-        }
-    }
+    int p;
+    while (c->state == MROCE_CONN_CONNECTED &&
+           (p = eng_ptimer_due(c, now)) >= 0)
+        path_expire(c, (uint16_t)p, now);
+    if (c->state == MROCE_CONN_CONNECTED)
+        eng_rack_fire(c, now);
 }
 
 /* ---- probes (R-PATH-7, R-PATH-8, R-RTT-7) ---- */
@@ -395,8 +396,11 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     pt->psn_dsn[i] = 0;
     pt->psn_len[i] = ENG_PSN_PROBE;
     eng_path_sent_ts(pt, i, h.ts);
-    if (pt->next_psn++ == pt->una)
-        eng_conn_arm(c, pt->rto_at = now + eng_path_rto(c, pt));
+    if (pt->next_psn++ == pt->una) {
+        pt->rto_at = now + eng_path_rto(c, pt);
+        eng_ptimer_set(c, p);
+    }
+    eng_pset_update(c, p);
     pt->st.probes++;
     eng_req_meta(c, p, meta);
     return eng_tx_ctl(c, &h, buf, cap);
@@ -435,7 +439,7 @@ void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
         pt->cc.cwnd = eng_path_init_cwnd(c);
     if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
         pt->state = PATH_ACTIVE; /* R-PATH-3 */
-    pt->probe_at = ENG_NEVER;
+    pt->probe_at = ENG_NEVER;    /* the caller re-keys p's timers */
 }
 
 /* ---- path choice (R-PATH-13, R-LOSS-4, R-PATH-11) ---- */
@@ -450,23 +454,12 @@ static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
 
 /* Proven: acknowledged at least once, and nothing on it older than a PTO
  * without progress -- the safest place for a retransmission. */
-static bool path_proven(const struct mroce_conn *c, const struct path_tx *pt,
-                        uint64_t now)
+bool eng_path_proven(const struct mroce_conn *c, const struct path_tx *pt,
+                     uint64_t now)
 {
     return pt->srtt && (pt->una == pt->next_psn ||
                         now - pt->last_progress < eng_path_pto(c, pt));
 }
-
-/* R-PATH-13: the classes of a path for a packet, best first. */
-enum path_rank {
-    RANK_IDLE_KNOWN, /* nothing out, has delivered before, fast */
-    RANK_IDLE,       /* nothing out, fast (or no sample yet) */
-    RANK_PROVEN,     /* a retransmission's: proven and fast */
-    RANK_FAST,
-    RANK_SLOW,
-    RANK_OWN, /* a retransmission's last path */
-    RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
-};
 
 static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
 {
@@ -483,7 +476,7 @@ static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
 }
 
 /* R-PATH-17: whether the current run may take another packet. */
-static bool path_run_open(const struct mroce_conn *c)
+bool eng_path_run_open(const struct mroce_conn *c)
 {
     return c->run_len && c->run_len < c->ctx->spray_run;
 }
@@ -496,12 +489,14 @@ static bool path_idle(const struct mroce_conn *c, uint32_t p)
     const struct path_tx *pt = &c->ptx[p];
     if (pt->una == pt->next_psn)
         return true;
-    return p == c->run_path && path_run_open(c) &&
+    return p == c->run_path && eng_path_run_open(c) &&
            (int32_t)(pt->una - c->run_psn) >= 0;
 }
 
-static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
-                     uint32_t bytes, uint64_t now)
+/* R-PATH-13: the class of path p for a packet (the run's path,
+ * R-PATH-17; pathset.c finds the others' from bitmaps). */
+int eng_path_rank(struct mroce_conn *c, uint32_t p, int avoid, uint32_t bytes,
+                  uint64_t now)
 {
     const struct path_tx *pt = &c->ptx[p];
     if (!path_usable(c, p, bytes))
@@ -512,7 +507,7 @@ static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
         return RANK_SLOW;
     if (path_idle(c, p))
         return pt->srtt ? RANK_IDLE_KNOWN : RANK_IDLE;
-    return avoid >= 0 && path_proven(c, pt, now) ? RANK_PROVEN : RANK_FAST;
+    return avoid >= 0 && eng_path_proven(c, pt, now) ? RANK_PROVEN : RANK_FAST;
 }
 
 /* R-PATH-13: data goes round-robin to the best-ranked ACTIVE path with
@@ -526,20 +521,7 @@ static int path_rank(struct mroce_conn *c, uint32_t p, int avoid,
  * packet's transmissions. */
 int eng_path_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
-    int best = -1, best_rank = RANK_NONE;
-    /* R-PATH-17: an open run's path is asked first, so it wins a tie */
-    uint32_t start = path_run_open(c) ? c->run_path : c->rr_path;
-    for (uint32_t i = 0; i < c->n_paths && best_rank != RANK_IDLE_KNOWN; i++) {
-        uint32_t p = (start + i) % c->n_paths;
-        int r = path_rank(c, p, avoid, bytes, now);
-        if (r < best_rank) {
-            best = (int)p;
-            best_rank = r;
-        }
-    }
-    if (best >= 0)
-        c->rr_path = (uint32_t)best + 1;
-    return best;
+    return eng_pset_pick(c, avoid, bytes, now);
 }
 
 /* R-PATH-17: a data packet is about to take the next PSN of path p: it
@@ -549,7 +531,7 @@ void eng_path_run_sent(struct mroce_conn *c, uint16_t p)
 {
     if (c->ctx->spray_run <= 1)
         return; /* one packet per turn: no run, R-PATH-13 alone */
-    if (p == c->run_path && path_run_open(c)) {
+    if (p == c->run_path && eng_path_run_open(c)) {
         c->run_len++;
         return;
     }
@@ -661,6 +643,7 @@ int eng_path_enable(struct mroce_conn *c, uint16_t path, int on)
     if (on) {
         if (pt->state == PATH_DISABLED)
             pt->state = PATH_ACTIVE;
+        eng_pset_update(c, path);
         return 0;
     }
     uint32_t enabled = 0;
@@ -669,5 +652,6 @@ int eng_path_enable(struct mroce_conn *c, uint16_t path, int on)
     if (enabled <= 1 && pt->state != PATH_DISABLED)
         return MROCE_EINVAL;
     pt->state = PATH_DISABLED;
+    eng_pset_update(c, path);
     return 0;
 }

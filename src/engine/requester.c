@@ -66,13 +66,9 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     if (pt->next_psn == pt->una) {
         pt->last_progress = now;
         pt->rto_at = now + eng_path_rto(c, pt);
-        pt->tlp_done = false;
-        eng_conn_arm(c, pt->rto_at);
     }
     pt->drain_ns = req_drain(c);
     pt->ahead_mark = c->sent_bytes;
-    if (pt->srtt || c->rtt_hint)
-        eng_conn_arm(c, now + eng_path_pto(c, pt));
     pt->next_psn += 1 + MROCE_FAULT(c->ctx, PSN_SKIP);
     pt->last_send = now;
     pt->inflight += charge;
@@ -81,10 +77,31 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     pt->st.tx_pkts++;
     pt->st.tx_bytes += charge;
     x->last_path = p;
+    x->last_psn = pt->next_psn - 1;
     x->state = TXP_OUT;
     x->tx_count++;
     x->copies++;
     c->cnt.tx_data_pkts++;
+    eng_rack_sent(c, p);    /* R-LOSS-8: p is its plane's newest */
+    eng_path_pto_arm(c, p); /* R-RTT-7; re-keys p's timers */
+    eng_pset_update(c, p);  /* R-PATH-13: no longer idle, less room */
+}
+
+static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
+{
+    (void)c;
+    return MROCE_MAX_HDR_LEN + len + MROCE_ICRC_LEN;
+}
+
+/* R-ACK-1: ask for an ACK at once when the path's PSN window or the
+ * connection's window will have no room for another packet: the peer
+ * would otherwise hold the ACK that reopens it (R-ACK-101). */
+static bool req_window_closing(const struct mroce_conn *c,
+                               const struct path_tx *pt, const struct txp *x)
+{
+    uint32_t in = c->inflight + req_charge(c, x->len);
+    return pt->next_psn - pt->una + 2 >= c->path_window ||
+           in + eng_pkt_charge(c) > c->cc.cwnd;
 }
 
 /* Writes the packet for DSN x on path p (R-SACK-2: fresh PSN each time). */
@@ -100,20 +117,14 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
     h.ts = MROCE_FAULT(c->ctx, TS_FROZEN) ? c->ts_off : eng_ts(c, now);
-    /* R-ACK-1: ask for an ACK when the path window is about to close */
-    if (pt->next_psn - pt->una + 2 >= c->path_window)
+    if (req_window_closing(c, pt, x))
         h.flags |= MROCE_HF_ACKREQ;
+    pt->newest_ackreq = h.flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX);
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
     size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
     eng_req_meta(c, p, meta);
     return (int)n;
-}
-
-static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
-{
-    (void)c;
-    return MROCE_MAX_HDR_LEN + len + MROCE_ICRC_LEN;
 }
 
 /* ---- retransmissions first (R-LOSS-6, R-LOSS-3, R-RETRY-1) ---- */
@@ -277,12 +288,15 @@ static bool req_has_new(struct mroce_conn *c)
     return false;
 }
 
-/* The last packet of a message (a READ_REQ is its only packet). */
-static bool req_last_pkt(const struct mroce_conn *c, const struct txp *x)
+/* R-ACK-1: the last ENG_ACKREQ_TAIL packets of a message (a READ_REQ is
+ * its only packet): the last one's ACK completes the message, and those
+ * before it let the ACK clock of R-LOSS-8 see a lost one late even when
+ * an ACK is lost too. */
+static bool req_tail_pkt(const struct mroce_conn *c, const struct txp *x)
 {
     uint32_t n =
         x->kind == TXK_RESP ? c->resp[x->msn].npkts : req_slot(c, x)->npkts;
-    return x->offset / c->mtu + 1 >= n;
+    return x->offset / c->mtu + ENG_ACKREQ_TAIL >= n;
 }
 
 /* R-CC-4: until the connection's first ACK arrives, at most
@@ -314,7 +328,7 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         x = req_next_msg(c);
     if (!x)
         return 0;
-    uint8_t flags = req_last_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
+    uint8_t flags = req_tail_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
                         ? MROCE_HF_ACKREQ
                         : 0; /* R-ACK-1 */
     if (x->kind == TXK_MSG && req_slot(c, x)->op == MROCE_OP_READ_REQ)
@@ -338,8 +352,8 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     struct mroce_hdr h = {
         .conn = c->remote.conn_id,
         .psn = MROCE_FAULT(c->ctx, CLOSE_PSN_ZERO) ? 0 : c->snd_next};
-    if (c->close_ack_pending) {
-        c->close_ack_pending = false;
+    if (c->close_acks) {
+        c->close_acks--;
         h.opcode = MROCE_OP_CLOSE_ACK;
     } else if (c->close_pending && c->close_due) {
         c->close_due = false;
@@ -365,7 +379,7 @@ int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
     int n = eng_resp_ack_tx(c, now, buf, cap, meta);
-    if (!n)
+    if (!n && (c->close_acks || c->close_pending))
         n = req_close(c, now, buf, meta);
     if (!n)
         n = eng_path_probe_tx(c, now, buf, cap, meta);

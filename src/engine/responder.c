@@ -29,7 +29,6 @@ static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
 
 static void resp_ack_now(struct mroce_conn *c, uint16_t p)
 {
-    c->prx[p].ack_at = 0;
     if (c->ack_pending[p])
         return;
     c->ack_pending[p] = 1;
@@ -37,21 +36,28 @@ static void resp_ack_now(struct mroce_conn *c, uint16_t p)
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
 }
 
-static void resp_ack_policy(struct mroce_conn *c, uint64_t now, uint16_t p,
-                            bool urgent)
+/* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
+ * whichever ACK of the connection goes next (R-ACK-100): one for every
+ * ack_every such packets, else once they have waited the hold time. */
+static void resp_ack_coalesce(struct mroce_conn *c, uint64_t now, uint16_t p)
 {
-    struct path_rx *pr = &c->prx[p];
-    if (urgent || (++pr->unacked >= c->attr.ack_every &&
-                   !MROCE_FAULT(c->ctx, ACK_EVERY_OFF)))
+    c->ack_path = p; /* the latest: its ACK gives a fresh RTT sample */
+    if (++c->ack_count >= c->attr.ack_every &&
+        !MROCE_FAULT(c->ctx, ACK_EVERY_OFF)) {
         resp_ack_now(c, p);
-    else if (pr->ack_at == ENG_NEVER && !MROCE_FAULT(c->ctx, ACK_DELAY_OFF))
-        eng_conn_arm(c, pr->ack_at = now + c->attr.ack_delay_ns);
+        return;
+    }
+    /* the hold the sender expects: from the hint it last heard from us */
+    if (c->ack_at == ENG_NEVER && !MROCE_FAULT(c->ctx, ACK_DELAY_OFF))
+        eng_conn_arm(c, c->ack_at = now + eng_ack_hold(c, c->ack_mbps,
+                                                       c->attr.ack_every,
+                                                       c->attr.ack_delay_ns));
 }
 
-/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7), then
- * applies the ACK policy (R-ACK-1). */
-static void resp_record(struct mroce_conn *c, uint64_t now,
-                        const struct mroce_pkt_meta *meta,
+/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
+ * true when that alone calls for an ACK of its path at once (R-ACK-1
+ * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). */
+static bool resp_record(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
                         const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
@@ -64,18 +70,18 @@ static void resp_record(struct mroce_conn *c, uint64_t now,
     pr->rx_count += !(MROCE_FAULT(c->ctx, RX_COUNT_NO_PROBE) &&
                       h->opcode == MROCE_OP_PROBE);
     pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
-    if (meta->ecn == MROCE_ECN_CE && !MROCE_FAULT(c->ctx, CE_NOT_COUNTED)) {
+    bool ce = meta->ecn == MROCE_ECN_CE && !MROCE_FAULT(c->ctx, CE_NOT_COUNTED);
+    if (ce) {
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
     }
     if (!dup && !stale &&
         (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST)))
         pr->echo_ts = h->ts;
-    bool ackreq =
-        (h->flags & MROCE_HF_ACKREQ) && !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
-    resp_ack_policy(c, now, h->path,
-                    ackreq || dup ||
-                        ((gap || stale) && !MROCE_FAULT(c->ctx, ACK_GAP_LATE)));
+    bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
+                  !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
+    return ackreq || ce || dup ||
+           ((gap || stale) && !MROCE_FAULT(c->ctx, ACK_GAP_LATE));
 }
 
 /* ---- DSN dedup window (R-DSN-2) ---- */
@@ -177,6 +183,19 @@ static bool resp_chunk_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
         return false;
     uint32_t left = h->msg_len - h->offset;
     return h->payload_len == (left < c->mtu ? left : c->mtu);
+}
+
+/* mroce_ctx_attr.no_icrc: without an ICRC, a data packet cut short on
+ * the way (a switch that trims, NDP-style) shows only as a payload
+ * shorter than its place in the message: dropped like a packet whose
+ * ICRC fails, not taken for a protocol violation. */
+bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    const struct mroce_op_info *oi = mroce_wire_op_info(h->opcode);
+    if (!(oi->headers & MROCE_H_DXH) || h->opcode == MROCE_OP_READ_REQ)
+        return false;
+    uint32_t left = h->offset < h->msg_len ? h->msg_len - h->offset : 0;
+    return h->payload_len < (left < c->mtu ? left : c->mtu);
 }
 
 static int resp_access_verdict(struct mroce_conn *c, int err)
@@ -349,6 +368,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
         c->n_resp++;
         if (m->len)
             eng_comp_prove(c); /* R-VAL-7 */
+        eng_sched_ready(c);    /* it has a response to send */
         return 1;
     }
     return 0;
@@ -509,16 +529,17 @@ static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
     if (via->state != PATH_ACTIVE)
         return;
     via->state = PATH_SUSPECT;
+    eng_pset_update(c, c->prx[p].ack_via);
     if (!via->probe_due) {
         via->probe_due = true;
         c->n_probe_due++;
     }
+    eng_sched_ready(c); /* the PROBE goes out */
 }
 
 /* R-DSN-5: a duplicate is recorded and acknowledged, not placed; R-VAL-2:
  * only near what its path recorded. */
-static void resp_dup(struct mroce_conn *c, uint64_t now,
-                     const struct mroce_pkt_meta *meta,
+static void resp_dup(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
                      const struct mroce_hdr *h)
 {
     c->cnt.rx_dup_pkts++;
@@ -528,7 +549,8 @@ static void resp_dup(struct mroce_conn *c, uint64_t now,
         c->cnt.drop_psn_window++;
         return;
     }
-    resp_record(c, now, meta, h);
+    resp_record(c, meta, h);
+    resp_ack_now(c, h->path); /* R-ACK-1 case 1: a duplicate */
     if (h->flags & MROCE_HF_RETX)
         resp_ack_route_suspect(c, h->path);
 }
@@ -551,8 +573,10 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
-        if (MROCE_FAULT(c->ctx, REFUSED_RECORDED))
-            resp_record(c, now, meta, h);
+        if (MROCE_FAULT(c->ctx, REFUSED_RECORDED)) {
+            resp_record(c, meta, h);
+            resp_ack_now(c, h->path); /* not covered: at once */
+        }
         if (!MROCE_FAULT(c->ctx, RNR_SILENT))
             resp_nak(c, h, MROCE_NAK_RNR, ENG_RNR_DELAY_US);
         return;
@@ -568,11 +592,19 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     }
     if (v == RV_DUP) {
-        resp_dup(c, now, meta, h);
+        resp_dup(c, meta, h);
         return;
     }
-    resp_record(c, now, meta, h);
+    bool now_ack = resp_record(c, meta, h);
+    uint32_t cum = c->rcv_cum;
     resp_dsn_mark(c, h->dsn);
+    /* R-ACK-1 case 2: above a hole (dsn_cum does not cover it), or it
+     * filled one (dsn_cum moved past DSNs accepted before it) */
+    now_ack |= c->rcv_cum - cum != 1;
+    if (now_ack)
+        resp_ack_now(c, h->path);
+    else
+        resp_ack_coalesce(c, now, h->path);
     resp_after(c, now, h);
 }
 
@@ -594,7 +626,10 @@ static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
     if (!resp_close_ok(c, h) ||
         (c->state == MROCE_CONN_CLOSED && MROCE_FAULT(c->ctx, CLOSED_SILENT)))
         return;
-    c->close_ack_pending = true; /* R-CONN-9: answer every CLOSE */
+    /* R-CONN-9: answer every copy, those of one receive burst too (a
+     * CLOSE_ACK is no larger than its CLOSE; 255 owed at most) */
+    if (c->close_acks < UINT8_MAX)
+        c->close_acks++;
     if ((c->state == MROCE_CONN_CONNECTED || c->state == MROCE_CONN_CLOSING) &&
         !MROCE_FAULT(c->ctx, CLOSE_NO_FLUSH))
         eng_conn_close(c);
@@ -605,8 +640,7 @@ static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
  * only as its path's next PSN (R-VAL-2). Its RETX flag makes us doubt our
  * ACK route (R-ACK-8) only if its PSN is near where the path is: a blind
  * PROBE must not take our paths out of service. */
-static void resp_probe(struct mroce_conn *c, uint64_t now,
-                       const struct mroce_pkt_meta *meta,
+static void resp_probe(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
                        const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
@@ -615,7 +649,7 @@ static void resp_probe(struct mroce_conn *c, uint64_t now,
         resp_ack_route_suspect(c, h->path);
     if (eng_path_rx_ok(pr, h->psn, ENG_REC_PROBE) ||
         MROCE_FAULT(c->ctx, PROBE_RECORDED_ANYWHERE))
-        resp_record(c, now, meta, h);
+        resp_record(c, meta, h);
     else
         c->cnt.drop_psn_window++;
     pr->echo_due = true;
@@ -642,7 +676,7 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
     case MROCE_OP_PROBE:
         if (c->state == MROCE_CONN_CONNECTED &&
             !MROCE_FAULT(c->ctx, PROBE_DROPPED))
-            resp_probe(c, now, meta, h);
+            resp_probe(c, meta, h);
         break;
     default:
         resp_data(c, now, meta, h);
@@ -745,8 +779,9 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                 ? pr->echo_psn
                 : pr->high; /* R-VAL-4 */
     pr->echo_due = false;
-    pr->unacked = 0;
-    pr->ack_at = ENG_NEVER;
+    c->ack_count = 0; /* its dsn_cum covers all in-order data (R-ACK-100) */
+    c->ack_mbps = h.rate_mbps;
+    c->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);
     c->cnt.tx_acks++;
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
@@ -762,10 +797,11 @@ int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Delayed ACKs that are due (R-ACK-1). */
+/* A coalesced ACK that is due (R-ACK-1 case 3). */
 void eng_resp_timers(struct mroce_conn *c, uint64_t now)
 {
-    for (uint32_t p = 0; p < c->n_paths; p++)
-        if (c->prx[p].ack_at <= now && c->prx[p].ack_at != 0)
-            resp_ack_now(c, (uint16_t)p);
+    if (c->ack_at > now)
+        return;
+    c->ack_at = ENG_NEVER;
+    resp_ack_now(c, c->ack_path);
 }

@@ -204,12 +204,6 @@ void eng_sched_timer(struct mroce_conn *c)
     sched_sift_down(s, c->heap_pos);
 }
 
-uint64_t eng_sched_next_expiry(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
-}
-
 /* Takes every connection due at `now` out of the heap into the due set;
  * eng_sched_next_due then hands them out in list order. */
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now)

@@ -217,6 +217,18 @@ void eng_seal_free(struct mroce_conn *c)
     c->aead = NULL;
 }
 
+size_t eng_seal_bytes(const struct mroce_conn *c)
+{
+    const struct eng_aead *a = c->aead;
+    if (!a)
+        return 0;
+    size_t keys = (a->tx.k != NULL) + (a->rx_prev.k != NULL) +
+                  (a->rx_cur.k != NULL) + (a->rx_next.k != NULL);
+    size_t wins = a->psn_win ? a->n_win : 0;
+    return sizeof(*a) + wins * sizeof(*a->psn_win) +
+           keys * c->ctx->crypto.key_bytes;
+}
+
 int eng_conn_set_secret(struct mroce_conn *c, int mode, const uint8_t *secret,
                         size_t len)
 {

@@ -34,6 +34,8 @@ int eng_seal_connect(struct mroce_conn *c, const struct mroce_conn_params *r,
 void eng_seal_connected(struct mroce_conn *c);
 /* Frees the keys (wiping them) and windows. */
 void eng_seal_free(struct mroce_conn *c);
+/* What the connection's secure mode holds (mroce_ctx_state_bytes). */
+size_t eng_seal_bytes(const struct mroce_conn *c);
 
 /* Transmit: the packet's headers are buf[0, hl); the payload (len bytes,
  * or none) lies at payload, which may be buf + hl (already in place) and

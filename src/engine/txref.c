@@ -27,6 +27,26 @@ static void txref_set(struct mroce_tx_ref *ref, const uint8_t *hdr, size_t hl,
     mroce_be32_put(ref->trailer, crc);
 }
 
+/* mroce_ctx_attr.no_icrc: the packet as usual but with a zero ICRC, for
+ * a receiver that checks none (mroce_wire_decode_nocrc). */
+static size_t txref_unsealed(struct mroce_ctx *ctx, uint8_t *buf, size_t hl,
+                             const uint8_t *payload, uint32_t len,
+                             struct mroce_tx_ref *ref)
+{
+    if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {
+        ref->payload = payload;
+        ref->payload_len = len;
+        ref->hdr_len = (uint32_t)hl;
+        ref->trailer_len = MROCE_ICRC_LEN;
+        memset(ref->trailer, 0, MROCE_ICRC_LEN);
+        return hl + len + MROCE_ICRC_LEN;
+    }
+    if (len)
+        dev_mem_get(&ctx->dev, buf + hl, payload, len);
+    memset(buf + hl + len, 0, MROCE_ICRC_LEN);
+    return hl + len + MROCE_ICRC_LEN;
+}
+
 size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len)
 {
@@ -39,6 +59,8 @@ size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
     }
     if (c->aead) /* R-AEAD-3 */
         return eng_seal(c, buf, hl, payload, len, ref);
+    if (ctx->no_icrc)
+        return txref_unsealed(ctx, buf, hl, payload, len, ref);
     if (ref && len && !dev_mem_is_virt(&ctx->dev, payload, len)) {
         txref_set(ref, buf, hl, payload, len);
         return hl + len + MROCE_ICRC_LEN;

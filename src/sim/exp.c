@@ -1091,6 +1091,7 @@ void exp_engine_bytes(struct exp *x)
         t->dsn_bytes += b.dsn_bytes;
         t->psn_bytes += b.psn_bytes;
         t->ctx_bytes += b.ctx_bytes;
+        t->sec_bytes += b.sec_bytes;
         t->total += b.total;
     }
 }

@@ -165,8 +165,10 @@ static void verbs_dev(struct mroce_ctx *ctx, const struct mroce_ctx_attr *a)
 static int verbs_transport(struct mroce_ctx *ctx,
                            const struct mroce_ctx_attr *a)
 {
-    if (a->transport == MROCE_TRANSPORT_METAROCE)
+    if (a->transport == MROCE_TRANSPORT_METAROCE) {
+        ctx->no_icrc = a->no_icrc; /* data only: control packets keep it */
         return 0;
+    }
     if (a->transport != MROCE_TRANSPORT_ROCEV2)
         return MROCE_EINVAL;
     struct roce_dev_attr ra = {.link_mbps = ctx->link_mbps,

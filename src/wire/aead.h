@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wire/wire.h"
 
@@ -29,7 +30,11 @@ static inline size_t mroce_aead_trailer_len(uint8_t b0)
 /* R-AEAD-4: ACK, NACK, CLOSE and CLOSE_ACK take their nonce from the
  * connection's control sequence (CSN, carried in MTH ts); data packets
  * and PROBEs from their path and PSN. */
-bool mroce_aead_is_ctl(uint8_t opcode);
+static inline bool mroce_aead_is_ctl(uint8_t opcode)
+{
+    return opcode == MROCE_OP_ACK || opcode == MROCE_OP_NACK ||
+           opcode == MROCE_OP_CLOSE || opcode == MROCE_OP_CLOSE_ACK;
+}
 
 /* R-AEAD-2: turns the encoded headers buf[0, hdr_len) of an opcode into
  * a sealed packet's: byte 0 gets SEAL and the key phase, a control
@@ -37,13 +42,37 @@ bool mroce_aead_is_ctl(uint8_t opcode);
  * protection (MROCE_PROT_ENC when the payload is encrypted). */
 void mroce_aead_frame(uint8_t *buf, bool kphase, uint32_t csn, bool enc);
 
+/* Offset in the MTH of a sealed packet's nonce sequence: PSN or CSN. */
+static inline size_t mroce_aead_seq_off(const uint8_t *buf)
+{
+    return mroce_aead_is_ctl(buf[1]) ? 12 : 8;
+}
+
 /* The sequence number of a sealed packet's nonce: PSN or CSN. */
-uint32_t mroce_aead_seq(const uint8_t *buf);
+static inline uint32_t mroce_aead_seq(const uint8_t *buf)
+{
+    const uint8_t *p = buf + mroce_aead_seq_off(buf);
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
+}
 
 /* R-AEAD-4: nonce = iv XOR (domain u16 || path u16 || 0 u32 || seq u32),
  * domain 0 for data packets and PROBEs (path, PSN), 1 for control
- * packets (path 0, CSN). */
-void mroce_aead_nonce(const uint8_t *iv, const uint8_t *buf,
-                      uint8_t out[MROCE_NONCE_LEN]);
+ * packets (path 0, CSN). Every packet (both ends) computes one, so it is
+ * inline and works on the wire's big-endian bytes as they are: the path
+ * is MTH bytes 2-3, the sequence MTH bytes 8-11 or 12-15. */
+static inline void mroce_aead_nonce(const uint8_t *iv, const uint8_t *buf,
+                                    uint8_t out[MROCE_NONCE_LEN])
+{
+    bool ctl = mroce_aead_is_ctl(buf[1]);
+    const uint8_t *seq = buf + (ctl ? 12 : 8);
+    out[0] = iv[0];
+    out[1] = (uint8_t)(iv[1] ^ (ctl ? 1 : 0));
+    out[2] = (uint8_t)(iv[2] ^ (ctl ? 0 : buf[2]));
+    out[3] = (uint8_t)(iv[3] ^ (ctl ? 0 : buf[3]));
+    memcpy(out + 4, iv + 4, 4);
+    for (int i = 0; i < 4; i++)
+        out[8 + i] = (uint8_t)(iv[8 + i] ^ seq[i]);
+}
 
 #endif

@@ -240,7 +240,8 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 /* R-RX-1: minimum length, version, opcode, length of the opcode's
  * headers and trailer, CRC (plain packets only: a sealed one's tag is
  * the engine's to check, R-AEAD-8), then the payload rule. */
-int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
+static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
+                       bool check_crc)
 {
     memset(h, 0, sizeof(*h));
     if (len < MROCE_MTH_LEN + MROCE_ICRC_LEN)
@@ -255,7 +256,8 @@ int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
     if (len < (size_t)oi->hdr_len + tl)
         return MROCE_WIRE_ETRUNC;
     size_t body = len - tl;
-    if (!sealed && mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
+    if (check_crc && !sealed &&
+        mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
         return MROCE_WIRE_ECRC;
     if (body > oi->hdr_len && !(oi->headers & MROCE_H_PAYLOAD))
         return MROCE_WIRE_EPAYLOAD;
@@ -280,4 +282,14 @@ int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
     h->payload = buf + oi->hdr_len;
     h->payload_len = (uint32_t)(body - oi->hdr_len);
     return MROCE_WIRE_OK;
+}
+
+int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
+{
+    return wire_decode(buf, len, h, true);
+}
+
+int mroce_wire_decode_nocrc(const uint8_t *buf, size_t len, struct mroce_hdr *h)
+{
+    return wire_decode(buf, len, h, false);
 }

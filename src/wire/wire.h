@@ -150,6 +150,11 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
  * trailer is not checked here but by whoever holds the key (the engine,
  * R-AEAD-8), and h->flags keeps SEAL and the key phase. */
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h);
+/* The same without checking the ICRC: for a datapath that cannot corrupt
+ * a packet and whose sender did not compute one (mroce_ctx_attr.no_icrc,
+ * a simulator's fabric). */
+int mroce_wire_decode_nocrc(const uint8_t *buf, size_t len,
+                            struct mroce_hdr *h);
 
 /* SACK bitmap helpers: bit i <-> PSN (sack_high - i) (R-HDR-14). */
 static inline int mroce_sack_test(const uint64_t sack[4], unsigned i)

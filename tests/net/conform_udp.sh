@@ -16,15 +16,7 @@ CONFORM="$BUILD/bin/mroce-conform"
 OUT="$BUILD/conform"
 mkdir -p "$OUT"
 
-XFAIL=(
-    # R-CONN-9: CLOSE copies that arrive in one receive burst are answered
-    # by one CLOSE_ACK (close_ack_pending is a flag, not a count)
-    --xfail conn.peer_close
-    # R-PATH-5, R-ENC-3: a re-path may draw the path's old source port
-    # again although spare ports exist (path_new_port excludes the other
-    # paths' ports only)
-    --xfail path.repath
-)
+XFAIL=()
 
 rc=0
 timeout 300 "$CONFORM" --json "$OUT/udp.json" --junit "$OUT/udp.xml" \

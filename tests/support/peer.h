@@ -38,6 +38,8 @@ struct peer_cfg {
     uint32_t mtu;                    /* engine context mtu */
     uint32_t n_planes;               /* engine context planes */
     uint32_t spray_run;              /* engine context, R-PATH-17 */
+    uint8_t no_icrc;                 /* engine context: no ICRC sent or
+                                        checked (mroce_ctx_attr) */
     uint32_t cq_depth;               /* each of the two CQs */
     struct mroce_conn_attr attr;     /* send_cq/recv_cq are filled in */
     struct mroce_conn_params remote; /* conn_id/addr/port filled in */
@@ -70,6 +72,7 @@ struct peer {
     struct mroce_conn_params local;  /* the engine's parameters */
     struct mroce_conn_params remote; /* what the peer told the engine */
     uint32_t mtu;                    /* negotiated */
+    bool no_icrc;                    /* the engine sends no ICRC */
 
     /* arena = guard | region (mem, PEER_MEM_LEN) | guard */
     uint8_t *arena;

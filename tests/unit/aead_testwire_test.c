@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mroce/mroce_crypto.h>
+
 #include "engine/seal.h"
 #include "io/testwire/twloop.h"
 #include "wire/aead.h"
@@ -338,6 +340,41 @@ static void test_rekey_encrypt(void **state)
     run_rekey(MROCE_SEC_ENCRYPT);
 }
 
+/* mroce_ctx_state_bytes counts the secure mode (sec_bytes): the
+ * context's decrypt buffer (mtu 1024) and, per connection, its key
+ * schedule, a 256-bit replay window per path (4 paths) and its key
+ * objects (tx, rx, the next rx key: 3 before any update); and nothing
+ * else differs from a plain connection. A forced key update on both
+ * sides keeps the previous receive key too: one more. */
+static void test_state_bytes(void **state)
+{
+    (void)state;
+    struct world plain = {0}, sec = {0};
+    world_open(&plain, MROCE_SEC_NONE, false, 0, 0);
+    world_open(&sec, MROCE_SEC_ENCRYPT, false, 0, 0);
+    const struct mroce_crypto *cr = mroce_crypto_default();
+    struct mroce_state_bytes p, b;
+    mroce_ctx_state_bytes(plain.p->ctx[0], &p);
+    mroce_ctx_state_bytes(sec.p->ctx[0], &b);
+    assert_int_equal(p.sec_bytes, 0); /* no provider, no buffer */
+    assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
+                                  b.psn_bytes + b.ctx_bytes + b.sec_bytes);
+    assert_int_equal(b.total - b.sec_bytes, p.total);
+    uint64_t min = 1024 + 3 * cr->key_bytes + 4 * (4 + 32) + 2 * 32;
+    assert_true(cr->key_bytes > 0);
+    assert_true(b.sec_bytes >= min);
+    assert_true(b.sec_bytes < min + 512); /* nothing large missed */
+    for (int i = 0; i < 2; i++)
+        mroce_conn_aead_limit(sec.p->conn[i], 40, 0);
+    world_run(&sec);
+    struct mroce_state_bytes a;
+    mroce_ctx_state_bytes(sec.p->ctx[0], &a);
+    assert_true(cnt(&sec, 0).key_updates_rx > 0);
+    assert_int_equal(a.sec_bytes, b.sec_bytes + cr->key_bytes);
+    world_close(&sec);
+    world_close(&plain);
+}
+
 static int bufs_setup(void **state)
 {
     (void)state;
@@ -362,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_encrypt),
         cmocka_unit_test(test_rekey_auth),
         cmocka_unit_test(test_rekey_encrypt),
+        cmocka_unit_test(test_state_bytes),
     };
     return cmocka_run_group_tests(tests, bufs_setup, bufs_teardown);
 }

@@ -32,7 +32,7 @@ struct law {
 
 static void law_init(struct law *l)
 {
-    struct cc_params prm = {MTU, INIT, MAXP, MAXC};
+    struct cc_params prm = {MTU, INIT, MAXP, MAXC, 0};
     memset(l, 0, sizeof(*l));
     cc->init(&l->conn, &l->path, 1, &prm);
     l->now = T0;

@@ -226,6 +226,46 @@ static void test_bad_crc_each_byte(void **state)
     peer_check_alive(p);
 }
 
+/* mroce_ctx_attr.no_icrc (a simulator's fabric, which cannot corrupt):
+ * the engine sends data with a zero ICRC and accepts a packet whatever
+ * its ICRC; the same packet with a wrong ICRC is dropped without it. A
+ * data packet shorter than its place in the message is dropped. */
+static void test_no_icrc(void **state)
+{
+    struct peer *p = *state;
+    uint8_t bad[PEER_PKT_MAX];
+    size_t n = valid_pkt(p, MROCE_OP_WRITE, bad);
+    bad[n - 1] ^= 0x5A;
+    struct snap s = snap_of(p);
+    assert_int_equal(peer_rx_raw(p, bad, n), MROCE_EPROTO);
+    assert_int_equal(peer_ctx_cnt(p).drop_bad_crc, s.x.drop_bad_crc + 1);
+
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.no_icrc = 1;
+    struct peer *q = peer_new(&cfg);
+    n = valid_pkt(q, MROCE_OP_WRITE, bad);
+    bad[n - 1] ^= 0x5A;
+    assert_int_equal(peer_rx_raw(q, bad, n), 0);
+    assert_int_equal(peer_ctx_cnt(q).drop_bad_crc, 0);
+    uint8_t data[PAYLOAD];
+    peer_pattern(data, sizeof(data), MROCE_OP_WRITE);
+    assert_memory_equal(q->mem, data, PAYLOAD); /* placed */
+    /* a packet cut short on the way (a trimming switch) is dropped as
+     * one whose ICRC would fail, not taken for a protocol violation */
+    n = valid_pkt(q, MROCE_OP_WRITE, bad);
+    assert_int_equal(peer_rx_raw(q, bad, n - 10), MROCE_EPROTO);
+    assert_int_equal(peer_ctx_cnt(q).drop_bad_crc, 1);
+    assert_int_equal(mroce_conn_state(q->conn), MROCE_CONN_CONNECTED);
+    assert_int_equal(peer_post(q, MROCE_OP_WRITE, 0, 7, 0, 100), 0);
+    peer_drain(q, NULL, 0);
+    const struct peer_out *o = peer_find(q, MROCE_OP_WRITE, 0);
+    assert_non_null(o);
+    for (size_t i = o->len - MROCE_ICRC_LEN; i < o->len; i++)
+        assert_int_equal(o->buf[i], 0);
+    peer_free(q);
+}
+
 static void test_payload_on_control(void **state)
 {
     static const uint8_t ops[] = {MROCE_OP_ACK,       MROCE_OP_NACK,
@@ -848,6 +888,7 @@ int main(void)
         T(test_reserved_probe_ack),
         T(test_reserved_flags_ignored),
         T(test_bad_crc_each_byte),
+        T(test_no_icrc),
         T(test_payload_on_control),
         T(test_unknown_conn),
         T(test_wrong_source),

@@ -196,6 +196,44 @@ static void test_rx_ack_policy(void **state)
     peer_free(p);
 }
 
+/* R-ACK-1 (ack_every 16, the default): in-order data on any paths is
+ * acknowledged once per 16 packets of the connection, by an ACK whose
+ * dsn_cum covers them all (R-ACK-100); a packet above a DSN hole and the
+ * one that fills it are acknowledged at once, and so is a CE mark. */
+static void test_rx_ack_coalesced(void **state)
+{
+    (void)state;
+    struct peer *p = peer_with(16, 0);
+    uint32_t psn[4] = {0};
+    for (uint32_t i = 0; i < 15; i++) {
+        rx_write(p, (uint16_t)(i % 4), psn[i % 4]++, i, i, MROCE_ECN_ECT0);
+        assert_int_equal(peer_drain(p, NULL, 0), 0);
+    }
+    rx_write(p, 3, psn[3]++, 15, 15, MROCE_ECN_ECT0);
+    const struct mroce_hdr *a = only_ack(p);
+    assert_int_equal(a->dsn_cum, 16);
+    assert_int_equal(a->path, 3); /* the latest packet's path */
+    rx_write(p, 1, psn[1]++, 17, 17, MROCE_ECN_ECT0); /* above a hole */
+    a = only_ack(p);
+    assert_int_equal(a->path, 1);
+    assert_int_equal(a->dsn_cum, 16);
+    rx_write(p, 2, psn[2]++, 16, 16, MROCE_ECN_ECT0); /* fills it */
+    a = only_ack(p);
+    assert_int_equal(a->path, 2);
+    assert_int_equal(a->dsn_cum, 18);
+    rx_write(p, 0, psn[0]++, 18, 18, MROCE_ECN_CE); /* in order, CE */
+    assert_int_equal(only_ack(p)->path, 0);
+    /* in order again: held until ack_delay (no rate granted yet to
+     * scale the hold by) */
+    uint64_t t0 = p->now;
+    rx_write(p, 1, psn[1]++, 19, 19, MROCE_ECN_ECT0);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_int_equal(peer_fire_tx(p, 8), 1);
+    assert_true(p->now <= t0 + 2000);
+    assert_int_equal(p->out[0].h.dsn_cum, 20);
+    peer_free(p);
+}
+
 /* ---- the sender ---- */
 
 /* Posts one WRITE of len bytes from mem (filled with a pattern). */
@@ -235,7 +273,8 @@ static void test_tx_spray(void **state)
         assert_int_equal(o->h.psn, k / 4);
         assert_int_equal(o->h.rkey, 0x5EED);
         assert_true(o->h.va == 0x100000000ull);
-        assert_int_equal(!!(o->h.flags & MROCE_HF_ACKREQ), k == 9);
+        /* R-ACK-1: the last three packets of the message */
+        assert_int_equal(!!(o->h.flags & MROCE_HF_ACKREQ), k >= 7);
         assert_int_equal(o->h.flags & MROCE_HF_RETX, 0);
         assert_int_equal(o->h.payload_len, PEER_MTU);
         assert_memory_equal(o->h.payload, p->mem + k * PEER_MTU, PEER_MTU);
@@ -1208,6 +1247,57 @@ static void test_rack_across_paths(void **state)
     assert_int_equal(pr->h.path, x.path);
 }
 
+/* R-ACK-100: an ACK of one path whose dsn_cum covers DSNs sent on other
+ * paths resolves those transmissions as delivered (their paths' bytes
+ * leave the window), without an RTT sample for them. */
+static void test_tx_cum_resolves(void **state)
+{
+    struct peer *p = *state;
+    post_write(p, 1, 4 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 4); /* paths 0..3, DSN 0..3 */
+    peer_advance(p, 10 * US);
+    uint32_t psn = p->out[3].h.psn;
+    assert_int_equal(peer_ack(p, p->out[3].h.path, psn, 4, &psn, 1), 0);
+    assert_one_wc(p->scq, 1, MROCE_WC_SUCCESS);
+    assert_int_equal(total_inflight(p), 0);
+    for (uint16_t a = 0; a < 4; a++) {
+        assert_int_equal(peer_path(p, a).acked_pkts, 1);
+        assert_int_equal(peer_path(p, a).srtt_ns, a == 3 ? 10 * US : 0);
+    }
+}
+
+/* R-LOSS-8: a packet of the plane took 40 us (a queue on its route), so
+ * x, sent before y, is not late 10 us + R after y's delivery but only
+ * once the plane's recent highest RTT has passed: cross-path reordering
+ * within what the plane's queues have shown is no loss. */
+static void test_rack_waits_recent_highest(void **state)
+{
+    struct peer *p = *state;
+    rtt_10us_everywhere(p);
+    post_write(p, 2, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr w = p->out[0].h;
+    peer_advance(p, 40 * US); /* timers not run: w is answered first */
+    assert_int_equal(peer_ack(p, w.path, w.psn, w.dsn + 1, &w.psn, 1), 0);
+    assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS);
+    post_write(p, 3, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr x = p->out[0].h;
+    uint64_t t = p->now;
+    peer_advance(p, 1 * US);
+    post_write(p, 4, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr y = p->out[0].h;
+    assert_int_not_equal(x.path, y.path);
+    peer_advance(p, 10 * US);
+    assert_int_equal(peer_ack(p, y.path, y.psn, x.dsn, &y.psn, 1), 0);
+    assert_true(peer_fire_tx(p, 8) > 0);
+    /* 13.5 us with y's RTT alone; h after y's sample is 40 - 30/64 us */
+    assert_true(p->now >= t + 39 * US);
+    assert_int_equal(peer_cnt(p).tlp_pkts, 1);
+    assert_int_equal(count_retx(p, x.dsn), 1);
+}
+
 /* Every path's SRTT is 10 us (as PROBEs, served ahead of data, keep it),
  * then the connection's data packet w takes `rtt_w` (a receiver's queue,
  * as in a 63-to-1 incast), then x goes out alone on an idle path. */
@@ -1446,6 +1536,9 @@ int main(void)
         T(test_rx_sack_bitmap),
         T(test_rx_stale_psn),
         T(test_rx_ack_policy),
+        T(test_rx_ack_coalesced),
+        T(test_tx_cum_resolves),
+        T(test_rack_waits_recent_highest),
         T(test_tx_spray),
         T(test_tx_sack_loss_retx),
         T(test_tx_ack_never_sent),

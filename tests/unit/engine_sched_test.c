@@ -51,8 +51,12 @@ static struct mroce_conn *model_add(struct model *m)
     c->ctx = m->ctx;
     c->deadline = ENG_NEVER;
     c->read_watch = ENG_NEVER;
+    c->ack_at = ENG_NEVER;
     c->local.conn_id = ++m->ids; /* the test's id: creation order */
     c->state = MROCE_CONN_CONNECTED;
+    c->rack = calloc(m->ctx->dev.n_planes, sizeof(*c->rack)); /* no paths */
+    assert_non_null(c->rack);
+    eng_rack_init(c);
     assert_int_equal(eng_sched_add(m->ctx, c), 0);
     m->ctx->n_conns++;
     memmove(&m->list[1], &m->list[0], m->n * sizeof(m->list[0]));
@@ -87,6 +91,7 @@ static void model_del(struct model *m, struct mroce_conn *c)
     memmove(&m->list[i], &m->list[i + 1], (m->n - i - 1) * sizeof(m->list[0]));
     m->n--;
     m->ready[c->local.conn_id] = false;
+    free(c->rack);
     free(c);
 }
 
@@ -341,7 +346,7 @@ static void test_state_bytes(void **state)
     assert_int_equal(b.dsn_bytes, 64 * b.per_dsn_slot); /* starts small */
     assert_int_equal(b.psn_bytes, 64 * 8 * b.per_psn_slot);
     assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
-                                  b.psn_bytes + b.ctx_bytes);
+                                  b.psn_bytes + b.ctx_bytes + b.sec_bytes);
     assert_true(b.per_path <= 512);
     assert_true(b.path_bytes + b.psn_bytes < 64 * 1024); /* 64 paths */
     /* 128 packets in flight: the DSN ring doubles once, the retransmit
@@ -355,7 +360,7 @@ static void test_state_bytes(void **state)
     assert_int_equal(b.dsn_bytes,
                      128 * sizeof(struct txp) + 64 * sizeof(uint32_t));
     assert_int_equal(b.total, b.conn_bytes + b.path_bytes + b.dsn_bytes +
-                                  b.psn_bytes + b.ctx_bytes);
+                                  b.psn_bytes + b.ctx_bytes + b.sec_bytes);
     peer_free(p);
 }
 

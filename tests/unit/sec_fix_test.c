@@ -12,6 +12,8 @@
  * - a re-path moves the path to a port it does not use when a spare port
  *   exists (R-PATH-5): it used to draw among its own port too, so a path
  *   re-pathed off a dead route stayed on it with probability 1/(spares+1).
+ * - every copy of a CLOSE is answered (R-CONN-9): copies that arrived in
+ *   one receive burst used to share one CLOSE_ACK (a flag, not a count).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +195,30 @@ static void test_repath_no_spare(void **state)
     assert_memory_equal(after, before, sizeof(after));
 }
 
+/* Three CLOSE copies, fed before the engine sends: three CLOSE_ACKs, each
+ * naming the engine's next DSN (R-VAL-5); a fourth copy later, a fourth. */
+static void test_close_copies(void **state)
+{
+    (void)state;
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    struct peer *p = peer_new(&cfg);
+    struct mroce_hdr c = peer_hdr(p, MROCE_OP_CLOSE, 0, p->dsn);
+    for (uint16_t i = 0; i < 3; i++) {
+        c.path = i;
+        assert_int_equal(peer_feed(p, &c, NULL, 0), 0);
+    }
+    assert_int_equal(mroce_conn_state(p->conn), MROCE_CONN_CLOSED);
+    assert_int_equal(peer_drain(p, NULL, 0), 3);
+    assert_int_equal(peer_count(p, MROCE_OP_CLOSE_ACK), 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(peer_find(p, MROCE_OP_CLOSE_ACK, i)->h.psn,
+                         p->local.init_dsn);
+    assert_int_equal(peer_feed(p, &c, NULL, 0), 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    assert_int_equal(peer_count(p, MROCE_OP_CLOSE_ACK), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +227,7 @@ int main(void)
         cmocka_unit_test_teardown(test_src_ports_duplicate, teardown),
         cmocka_unit_test_teardown(test_repath_moves, teardown),
         cmocka_unit_test_teardown(test_repath_no_spare, teardown),
+        cmocka_unit_test_teardown(test_close_copies, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,7 +96,7 @@ static void test_hint_cap_factor(void **state)
 {
     (void)state;
     const struct cc_ops *cc = &mroce_cc_aimd;
-    struct cc_params prm = {1000, 16000, 256000, 1000000};
+    struct cc_params prm = {1000, 16000, 256000, 1000000, 0};
     struct cc_conn conn;
     struct cc_path path;
     cc->init(&conn, &path, 1, &prm);

@@ -1,16 +1,20 @@
 /* DPDK start-up: EAL (once per process), port, mempool, capture port.
  * Every way it can fail logs what to change. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
@@ -20,7 +24,8 @@
 #define DEF_RING 1024
 #define POOL_CACHE 256
 #define AF_PACKET_ROOM 8192
-#define MAX_PKT_SLACK 128 /* above mtu: headers + ICRC (mtu + 72 today) */
+#define MAX_PKT_SLACK 128    /* above mtu: headers + ICRC (mtu + 72 today) */
+#define STOP_WAIT_US 5000000 /* port_stop: the interrupt thread's turn */
 
 static bool port_busy[RTE_MAX_ETHPORTS];
 static unsigned pcap_seq;
@@ -334,6 +339,42 @@ int mroce_dpdk_start(struct mroce_dp *dp, struct mroce_dpdk *p)
     return rc;
 }
 
+struct stop_req {
+    uint16_t port;
+    atomic_bool done;
+};
+
+static void stop_on_intr(void *arg)
+{
+    struct stop_req *r = arg;
+    rte_eth_dev_stop(r->port);
+    atomic_store(&r->done, true);
+}
+
+/* Stops the port on the EAL interrupt thread. net_memif handles its
+ * peer's going away on that thread (memif_disconnect: it unmaps and frees
+ * the shared regions) and does the same in rte_eth_dev_stop, with no lock
+ * between the two (DPDK 22.11): a stop on our thread while the peer
+ * leaves freed every region twice ("EAL: Error: Invalid memory"),
+ * corrupting DPDK's heap -- a crash or a hang at exit
+ * (tests/unit/dpdk_memif_test). Alarm callbacks run on that thread one
+ * at a time with the PMDs' control handlers, so a stop made there cannot
+ * overlap them. If the thread does not get to it in STOP_WAIT_US (or is
+ * us), the stop runs here; rte_eal_alarm_cancel waits for a callback
+ * already running, so r outlives every use. */
+static void port_stop(uint16_t port)
+{
+    struct stop_req r = {.port = port};
+    if (rte_thread_is_intr() || rte_eal_alarm_set(1, stop_on_intr, &r) != 0) {
+        rte_eth_dev_stop(port);
+        return;
+    }
+    for (int us = 0; us < STOP_WAIT_US && !atomic_load(&r.done); us += 100)
+        usleep(100);
+    if (!atomic_load(&r.done) && rte_eal_alarm_cancel(stop_on_intr, &r) > 0)
+        rte_eth_dev_stop(port); /* cancelled before it ran */
+}
+
 void mroce_dpdk_stop(struct mroce_dpdk *p)
 {
     mroce_dpdk_ctl_flush(p);
@@ -342,7 +383,7 @@ void mroce_dpdk_stop(struct mroce_dpdk *p)
         rte_pktmbuf_free(p->backlog[p->bl_tail & (MROCE_DPDK_BACKLOG - 1)]);
     rte_pktmbuf_free_bulk(p->stash, p->n_stash);
     p->n_stash = 0;
-    rte_eth_dev_stop(p->port);
+    port_stop(p->port);
     mroce_dpdk_zc_close(p);
     pcap_close(p);
     port_busy[p->port] = false;

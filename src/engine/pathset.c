@@ -1,0 +1,202 @@
+/* Path choice in O(1) (R-PATH-13): bitmaps over a connection's paths say
+ * which are ACTIVE, idle, without room for a full packet, slow, and have
+ * an RTT sample. Each is updated when that path changes (a packet sent,
+ * transmissions resolved, its state, window or RTT), so choosing a path
+ * for a packet is a few word operations and a find-next-set from the
+ * round-robin position, not a scan that ranks every path. The classes
+ * and their order are those of R-PATH-13; the result is the path the
+ * scan would pick. */
+#include "engine/eng.h"
+
+#define PS_WORDS (ENG_MAX_PATHS / 64)
+
+static inline void ps_put(uint64_t *b, uint16_t p, bool on)
+{
+    uint64_t m = (uint64_t)1 << (p % 64);
+    b[p / 64] = (b[p / 64] & ~m) | (-(uint64_t)on & m);
+}
+
+static uint32_t ps_words(const struct mroce_conn *c)
+{
+    return (c->n_paths + 63) / 64;
+}
+
+/* Room for a full packet (path_room of R-PATH-13 at MTU size). */
+static bool ps_room(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    if (pt->next_psn - pt->una >= c->path_window)
+        return false;
+    return !pt->inflight || pt->inflight + eng_pkt_charge(c) <= pt->cc.cwnd;
+}
+
+/* R-PATH-13: slow when its SRTT is above ENG_SLOW_K x the connection's
+ * smallest sample. */
+static bool ps_slow(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    return pt->srtt && !eng_path_fast(c, pt);
+}
+
+/* Path p changed: its bits again. */
+void eng_pset_update(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    struct eng_pset *s = &c->pset;
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
+    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
+    PS_SET(PS_IDLE, pt->una == pt->next_psn);
+    PS_SET(PS_ROOM, ps_room(c, pt));
+    PS_SET(PS_KNOWN, pt->srtt != 0);
+    PS_SET(PS_SLOW, ps_slow(c, pt));
+#undef PS_SET
+}
+
+/* The connection's RTT floor fell: which paths are slow changes. */
+void eng_pset_floor(struct mroce_conn *c)
+{
+    for (uint16_t p = 0; p < c->n_paths; p++)
+        ps_put(c->pset.b[PS_SLOW], p, ps_slow(c, &c->ptx[p]));
+}
+
+/* Paths whose plane is up and, if `open`, may take data now (R-PATH-14,
+ * R-PATH-15); each mask is kept until the planes change. */
+static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
+{
+    struct mroce_ctx *ctx = c->ctx;
+    struct eng_pmask *m = &c->pset.planes[open];
+    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
+    if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
+        return m->b;
+    for (uint16_t p = 0; p < c->n_paths; p++) {
+        uint8_t k = c->ptx[p].plane;
+        ps_put(m->b, p, !eng_plane_down(ctx, k) && ((open_planes >> k) & 1));
+    }
+    m->ver = ctx->plane_ver;
+    m->open = open_planes;
+    m->valid = true;
+    return m->b;
+}
+
+/* The first set bit of b at or after `from`, cyclically; -1 if none. */
+static inline int ps_next(const uint64_t *b, uint32_t n, uint32_t from)
+{
+    uint32_t words = (n + 63) / 64;
+    if (from >= n)
+        from = 0;
+    uint32_t w = from / 64;
+    uint64_t m = b[w] & (~(uint64_t)0 << (from % 64));
+    for (uint32_t i = 0; i <= words; i++) {
+        if (m)
+            return (int)(w * 64 + (uint32_t)__builtin_ctzll(m));
+        w = w + 1 < words ? w + 1 : 0;
+        m = b[w];
+    }
+    return -1;
+}
+
+/* The paths of R-PATH-13 class r (RANK_PROVEN: the fast ones, among
+ * which eng_pset_pick looks for proven ones) for a packet that may not
+ * go to `avoid` (-1: none) but as RANK_OWN. */
+static void ps_class(const struct mroce_conn *c, const uint64_t *ok, int avoid,
+                     int r, uint64_t *m)
+{
+    const struct eng_pset *s = &c->pset;
+    for (uint32_t w = 0; w < ps_words(c); w++) {
+        uint64_t cand = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w], own = 0;
+        if (avoid >= 0 && (uint32_t)avoid / 64 == w) {
+            own = cand & ((uint64_t)1 << (avoid % 64));
+            cand &= ~own;
+        }
+        uint64_t slow = s->b[PS_SLOW][w], idle = s->b[PS_IDLE][w];
+        uint64_t known = s->b[PS_KNOWN][w];
+        switch (r) {
+        case RANK_IDLE_KNOWN:
+            m[w] = cand & idle & known & ~slow;
+            break;
+        case RANK_IDLE:
+            m[w] = cand & idle & ~known;
+            break;
+        case RANK_PROVEN:
+        case RANK_FAST:
+            m[w] = cand & ~idle & ~slow;
+            break;
+        case RANK_SLOW:
+            m[w] = cand & slow;
+            break;
+        default:
+            m[w] = own;
+        }
+    }
+}
+
+/* R-PATH-13 class 3: proven among the fast non-idle paths, first from
+ * the round-robin position; retransmissions only, so the walk is rare. */
+static int ps_proven(struct mroce_conn *c, uint64_t *fast, uint64_t now)
+{
+    int p;
+    while ((p = ps_next(fast, c->n_paths, c->rr_path)) >= 0) {
+        if (eng_path_proven(c, &c->ptx[p], now))
+            return p;
+        ps_put(fast, (uint16_t)p, false);
+    }
+    return -1;
+}
+
+/* The best class's first path from the round-robin position and its
+ * class (RANK_NONE when no path qualifies); the classes are computed
+ * one at a time, best first, and the first usually has one. */
+static int ps_best(struct mroce_conn *c, const uint64_t *ok, int avoid,
+                   uint64_t now, int *cls)
+{
+    uint64_t m[PS_WORDS];
+    for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
+        if (r == RANK_PROVEN && avoid < 0)
+            continue; /* new data has no proven class */
+        ps_class(c, ok, avoid, r, m);
+        int p = r == RANK_PROVEN ? ps_proven(c, m, now)
+                                 : ps_next(m, c->n_paths, c->rr_path);
+        if (p >= 0) {
+            *cls = r;
+            return p;
+        }
+    }
+    *cls = RANK_NONE;
+    return -1;
+}
+
+/* R-PATH-14: some path that could take the packet waits for its
+ * plane's port. */
+static bool ps_held(struct mroce_conn *c, const uint64_t *up_open)
+{
+    const uint64_t *up = ps_planes(c, false);
+    const struct eng_pset *s = &c->pset;
+    for (uint32_t w = 0; w < ps_words(c); w++)
+        if (s->b[PS_ACT][w] & s->b[PS_ROOM][w] & up[w] & ~up_open[w])
+            return true;
+    return false;
+}
+
+/* R-PATH-13, R-PATH-17: the path for a packet of `bytes` (room is judged
+ * for a full packet), or -1. An open run's path competes with the best
+ * class found and wins a tie (eng_path_rank classes it as when the run
+ * began). */
+int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
+{
+    const uint64_t *ok = ps_planes(c, true);
+    int cls, p = ps_best(c, ok, avoid, now, &cls);
+    if (eng_path_run_open(c)) {
+        int r = eng_path_rank(c, c->run_path, avoid, bytes, now);
+        if (r < RANK_NONE && r <= cls) {
+            p = (int)c->run_path;
+            cls = r;
+        }
+    }
+    if (p < 0 && !eng_planes_all_open(c->ctx) && ps_held(c, ok))
+        c->plane_held = true;
+    if (p >= 0 && eng_mem_psn_room(c, &c->ptx[p]))
+        return -1; /* out of memory: as if the path were full */
+    if (p >= 0)
+        c->rr_path = (uint32_t)p + 1;
+    return p;
+}
