@@ -1339,4 +1339,10 @@ void mroce_sim_exp_result_free(struct mroce_sim_exp_result *res)
     res->rank_events = NULL;
     free(res->rank_sync_s);
     res->rank_sync_s = NULL;
+    free(res->rank_run_s);
+    res->rank_run_s = NULL;
+    free(res->rank_import_s);
+    res->rank_import_s = NULL;
+    free(res->rank_run_cpu_s);
+    res->rank_run_cpu_s = NULL;
 }

@@ -291,16 +291,23 @@ struct mroce_sim_exp_result {
      * runs of one scenario on different numbers of ranks; nothing else
      * does. */
     int ranks;
-    uint64_t *rank_events; /* [ranks], owned: events each rank ran (LP
-                              0's counted on rank 0); they sum to events */
-    double *rank_sync_s;   /* [ranks], owned: wall time each rank spent
-                              exchanging and waiting at window ends */
-    double sync_wait_s;    /* their mean */
-    uint64_t cut_msgs;     /* frames and PFC signals across the cut */
-    uint64_t cut_bytes;    /* their bytes in the messages */
-    uint64_t windows;      /* synchronisation steps */
-    uint64_t lookahead_ps; /* the cut's; MROCE_SIM_NEVER with one rank */
-    uint64_t window_ps;    /* min(lookahead, 1 us) */
+    uint64_t *rank_events;  /* [ranks], owned: events each rank ran (LP
+                               0's counted on rank 0); they sum to events */
+    double *rank_sync_s;    /* [ranks], owned: wall time each rank spent
+                               in the exchanges at window ends (waiting
+                               for the others, transferring) */
+    double sync_wait_s;     /* their mean */
+    double *rank_run_s;     /* [ranks], owned: running its events */
+    double *rank_import_s;  /* [ranks], owned: scheduling what came in (CPU
+                               time) */
+    double *rank_run_cpu_s; /* [ranks], owned: running its events, in
+                               CPU time (the work without the machine's
+                               other loads) */
+    uint64_t cut_msgs;      /* frames and PFC signals across the cut */
+    uint64_t cut_bytes;     /* their bytes in the messages */
+    uint64_t windows;       /* synchronisation steps */
+    uint64_t lookahead_ps;  /* the cut's; MROCE_SIM_NEVER with one rank */
+    uint64_t window_ps;     /* min(lookahead, 1 us) */
     /* instructions the run loops retired (perf_event_open, sim/perfctr.h),
      * -1 where the machine has no counter */
     int64_t insns;

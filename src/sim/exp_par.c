@@ -629,6 +629,10 @@ static int exp_merge_totals(struct exp *x)
 
 /* How the run went on each rank: events, time in synchronisation, what
  * crossed the cut (result fields ranks, rank_events, ...). */
+/* Per rank: events, seconds in the comm, running events (wall and CPU),
+ * importing. */
+#define EXP_PER_RANK 5
+
 static int exp_merge_run(struct exp *x)
 {
     struct mroce_sim_exp_result *r = x->res;
@@ -639,11 +643,15 @@ static int exp_merge_run(struct exp *x)
     struct rusage ru;
     uint64_t rss_kb =
         getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss : 0;
-    size_t n = 2 * (size_t)R + 4;
-    uint64_t *v = calloc(n + 3, sizeof(*v));
+    size_t n = EXP_PER_RANK * (size_t)R + 4;
+    uint64_t *v = calloc(n + 2, sizeof(*v));
     r->rank_events = calloc((size_t)R, sizeof(*r->rank_events));
-    r->rank_sync_s = calloc((size_t)R, sizeof(*r->rank_sync_s));
-    uint64_t bad = !v || !r->rank_events || !r->rank_sync_s;
+    r->rank_sync_s = calloc((size_t)R, sizeof(double));
+    r->rank_run_s = calloc((size_t)R, sizeof(double));
+    r->rank_import_s = calloc((size_t)R, sizeof(double));
+    r->rank_run_cpu_s = calloc((size_t)R, sizeof(double));
+    uint64_t bad = !v || !r->rank_events || !r->rank_sync_s || !r->rank_run_s ||
+                   !r->rank_import_s || !r->rank_run_cpu_s;
     int err = exp_par_reduce(x, &bad, 0, 1);
     if (err || bad) {
         free(v);
@@ -651,24 +659,31 @@ static int exp_merge_run(struct exp *x)
     }
     v[x->rank] = exp_own_events(x);
     v[R + x->rank] = (uint64_t)(st.sync_s * 1e9);
-    v[2 * R] = st.msgs_out;
-    v[2 * R + 1] = st.bytes_out;
-    v[2 * R + 2] = insns < 0 ? 0 : (uint64_t)insns;
-    v[2 * R + 3] = insns < 0;
-    v[n] = st.windows;
-    v[n + 1] = rss_kb;
+    v[2 * R + x->rank] = (uint64_t)(st.run_s * 1e9);
+    v[3 * R + x->rank] = (uint64_t)(st.import_s * 1e9);
+    v[4 * R + x->rank] = (uint64_t)(st.run_cpu_s * 1e9);
+    uint64_t *t = v + EXP_PER_RANK * R;
+    t[0] = st.msgs_out;
+    t[1] = st.bytes_out;
+    t[2] = insns < 0 ? 0 : (uint64_t)insns;
+    t[3] = insns < 0;
+    t[4] = st.windows;
+    t[5] = rss_kb;
     err = exp_par_reduce(x, v, n, 2);
     for (int q = 0; !err && q < R; q++) {
         r->rank_events[q] = v[q];
         r->rank_sync_s[q] = (double)v[R + q] / 1e9;
+        r->rank_run_s[q] = (double)v[2 * R + q] / 1e9;
+        r->rank_import_s[q] = (double)v[3 * R + q] / 1e9;
+        r->rank_run_cpu_s[q] = (double)v[4 * R + q] / 1e9;
         r->sync_wait_s += r->rank_sync_s[q] / R;
     }
     r->ranks = R;
-    r->cut_msgs = v[2 * R];
-    r->cut_bytes = v[2 * R + 1];
-    x->mg.insns = v[2 * R + 3] ? -1 : (int64_t)v[2 * R + 2];
-    r->windows = v[n];
-    x->mg.peak_rss_mb = (double)v[n + 1] / 1024.0; /* KiB on Linux */
+    r->cut_msgs = t[0];
+    r->cut_bytes = t[1];
+    x->mg.insns = t[3] ? -1 : (int64_t)t[2];
+    r->windows = t[4];
+    x->mg.peak_rss_mb = (double)t[5] / 1024.0; /* KiB on Linux */
     r->lookahead_ps = x->part->lookahead_ps;
     r->window_ps = mroce_sim_prun_window(x->run);
     free(v);

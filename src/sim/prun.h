@@ -51,9 +51,12 @@ struct mroce_sim_prun_stats {
     uint64_t windows;             /* steps */
     uint64_t msgs_out, bytes_out; /* sent across the cut */
     uint64_t msgs_in, bytes_in;
-    double sync_s; /* wall time in the comm (waiting and
-                      exchanging) */
-    double run_s;  /* wall time running events */
+    double sync_s;    /* wall time in the comm's calls: waiting for the
+                         slowest rank, and the transfer */
+    double import_s;  /* CPU time scheduling what arrived */
+    double run_s;     /* wall time running events (exports included) */
+    double run_cpu_s; /* the same in this thread's CPU time: what the work
+                         costs on a machine shared with other loads */
 };
 
 struct mroce_sim_prun;

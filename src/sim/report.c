@@ -244,18 +244,30 @@ static void json_insns(FILE *f, const struct mroce_sim_exp_result *r)
 
 /* How the run was split (with the wall-clock fields: they differ
  * between runs of one scenario on different numbers of ranks). */
+static void json_rank_s(FILE *f, const char *key, const double *v, int n)
+{
+    fprintf(f, "\"%s\": [", key);
+    for (int i = 0; v && i < n; i++)
+        fprintf(f, "%s%.6f", i ? ", " : "", v[i]);
+    fprintf(f, "]");
+}
+
 static void json_ranks(FILE *f, const struct mroce_sim_exp_result *r)
 {
     int n = r->rank_events ? r->ranks : 0;
     fprintf(f, "  \"ranks\": %d, \"rank_events\": [", r->ranks);
     for (int i = 0; i < n; i++)
         fprintf(f, "%s%" PRIu64, i ? ", " : "", r->rank_events[i]);
-    fprintf(f, "], \"sync_wait_s\": %.6f, \"rank_sync_wait_s\": [",
-            r->sync_wait_s);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s%.6f", i ? ", " : "", r->rank_sync_s[i]);
+    fprintf(f, "], \"sync_wait_s\": %.6f,\n  ", r->sync_wait_s);
+    json_rank_s(f, "rank_sync_wait_s", r->rank_sync_s, n);
+    fprintf(f, ", ");
+    json_rank_s(f, "rank_run_s", r->rank_run_s, n);
+    fprintf(f, ", ");
+    json_rank_s(f, "rank_import_s", r->rank_import_s, n);
+    fprintf(f, ",\n  ");
+    json_rank_s(f, "rank_run_cpu_s", r->rank_run_cpu_s, n);
     fprintf(f,
-            "],\n  \"cut_msgs\": %" PRIu64 ", \"cut_bytes\": %" PRIu64
+            ",\n  \"cut_msgs\": %" PRIu64 ", \"cut_bytes\": %" PRIu64
             ", \"windows\": %" PRIu64 ", \"window_us\": %.6f, "
             "\"lookahead_us\": ",
             r->cut_msgs, r->cut_bytes, r->windows, R_US(r->window_ps));

@@ -25,8 +25,9 @@ MPI=("$MPIRUN" --oversubscribe)
 # fields that may differ between rank counts and between runs
 VARY='del(.setup_s, .wall_s, .events_per_s, .pkts_per_s, .peak_rss_mb,
           .insns, .insns_per_pkt, .insns_per_event, .ranks, .rank_events,
-          .sync_wait_s, .rank_sync_wait_s, .cut_msgs, .cut_bytes, .windows,
-          .window_us, .lookahead_us)'
+          .sync_wait_s, .rank_sync_wait_s, .rank_run_s, .rank_run_cpu_s,
+          .rank_import_s, .cut_msgs, .cut_bytes, .windows, .window_us,
+          .lookahead_us)'
 
 fail() { echo "FAIL: $*"; exit 1; }
 
