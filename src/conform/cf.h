@@ -735,6 +735,7 @@ struct cf_result {
     int verdict; /* CF_PASS, CF_FAIL, CF_SKIP */
     int kw;      /* the keyword it is graded by (runner.c) */
     bool xfail;  /* a known failure (--xfail): does not fail the run */
+    int retries; /* runs after the first (--retry) */
     double time_s;
     char *msg;
 };
@@ -773,6 +774,7 @@ struct cf_opts {
     const char *mutants_json; /* mutation run: output file */
     const char *only_mutant;  /* mutation run of one fault */
     int mutant_limit;         /* first N faults only (0: all) */
+    int retry;                /* --retry: runs again of a failed test */
     bool mutants, list, verbose, trace, stop_on_fail;
     double scale;
 };

@@ -128,6 +128,8 @@ int cf_report_json(const struct cf_run *run, const char *path)
             json_object_set_new(o, "message", json_string(r->msg));
         if (r->xfail)
             json_object_set_new(o, "known_failure", json_true());
+        if (r->retries)
+            json_object_set_new(o, "retries", json_integer(r->retries));
         json_array_append_new(tests, o);
     }
     for (int i = 0; i < run->rules.n; i++) {

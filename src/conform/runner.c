@@ -41,7 +41,7 @@ static void usage(void)
         "                     [--ip ADDR] [--spec FILE] [--filter GLOB]...\n"
         "                     [--json FILE] [--junit FILE] [--md FILE]\n"
         "                     [--fault NAME] [--stop-on-fail] [--slow X]\n"
-        "                     [--xfail TEST-ID]...\n"
+        "                     [--xfail TEST-ID]... [--retry N]\n"
         "                     [--list] [-v]\n"
         "       mroce-conform --mutants [--mutants-json FILE] "
         "[--mutant NAME[,NAME...]]\n"
@@ -94,6 +94,8 @@ static int runner_parse(int argc, char **argv, struct cf_opts *o)
             xfail[o->n_xfail++] = v;
         else if (!strcmp(a, "--slow") && (v = runner_arg(argc, argv, &i)))
             o->scale = atof(v) > 0 ? atof(v) : 1.0;
+        else if (!strcmp(a, "--retry") && (v = runner_arg(argc, argv, &i)))
+            o->retry = atoi(v);
         else if (!strcmp(a, "--mutant-limit") &&
                  (v = runner_arg(argc, argv, &i)))
             o->mutant_limit = atoi(v);
@@ -259,6 +261,39 @@ static void runner_list(const struct cf_rules *rs)
     printf("%d test cases\n", n);
 }
 
+/* --retry N: a test that failed runs again, up to N times (a timing
+ * check on a host too busy for it); one that then passes is reported as
+ * passed with its first failure in the message and "retries" in the
+ * JSON, so that a flaky rule still shows. */
+static void runner_retry(const struct cf_test *ts, struct cf_agent *a,
+                         const struct cf_opts *o, struct cf_run *run,
+                         struct cf_result *r)
+{
+    char *first = r->msg;
+    r->msg = NULL;
+    while (r->verdict == CF_FAIL && !r->xfail && r->retries < o->retry) {
+        struct cf_result again;
+        cf_run_one(ts, a, o, &run->rules, &again);
+        again.retries = r->retries + 1;
+        free(r->msg);
+        *r = again;
+    }
+    if (!r->retries) {
+        r->msg = first;
+        return;
+    }
+    char buf[1200];
+    snprintf(buf, sizeof(buf), "%s on try %d; the first failed: %.900s",
+             r->verdict == CF_PASS ? "passed" : "failed", r->retries + 1,
+             first ? first : "");
+    if (r->verdict != CF_PASS && r->msg)
+        snprintf(buf, sizeof(buf), "%.1100s (failed %d times)", r->msg,
+                 r->retries + 1);
+    free(r->msg);
+    free(first);
+    r->msg = strdup(buf);
+}
+
 static int runner_suite(const struct cf_opts *o, struct cf_agent *a,
                         struct cf_run *run)
 {
@@ -274,6 +309,7 @@ static int runner_suite(const struct cf_opts *o, struct cf_agent *a,
             continue;
         struct cf_result *r = &run->res[run->n_res++];
         cf_run_one(all[i], a, o, &run->rules, r);
+        runner_retry(all[i], a, o, run, r);
         cf_report_console_line(r, o->verbose);
         if (o->stop_on_fail && cf_must_fail(r) && !r->xfail)
             break;

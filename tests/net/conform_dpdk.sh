@@ -70,7 +70,7 @@ XFAIL=(--xfail enc.max_size --xfail msg.pkt.too_long --xfail mon.R-SACK-2
 # processes share: timing margins x3
 rc=0
 timeout 280 ip netns exec "$NS_U" "$CONFORM" --target "unix:$SOCK" \
-    --ip 10.88.0.2 --slow 3 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
+    --ip 10.88.0.2 --slow 3 --retry 1 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
     --md "$OUT/dpdk.md" "${XFAIL[@]}" "$@" || rc=$?
 echo "reports: $OUT/dpdk.json $OUT/dpdk.xml $OUT/dpdk.md"
 if [[ $rc -ne 0 ]]; then

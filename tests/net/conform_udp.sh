@@ -18,8 +18,11 @@ mkdir -p "$OUT"
 
 XFAIL=()
 
+# --retry 1: a test that fails runs once more (a timing check on a host
+# that other jobs keep busy); a pass on the second try shows in the
+# reports ("retries")
 rc=0
-timeout 300 "$CONFORM" --json "$OUT/udp.json" --junit "$OUT/udp.xml" \
+timeout 300 "$CONFORM" --retry 1 --json "$OUT/udp.json" --junit "$OUT/udp.xml" \
     --md "$OUT/udp.md" "${XFAIL[@]}" "$@" || rc=$?
 echo "reports: $OUT/udp.json $OUT/udp.xml $OUT/udp.md"
 [[ $rc -eq 0 ]] || { echo "FAIL: mroce-conform exit $rc"; exit 1; }
