@@ -329,8 +329,9 @@ struct cf_open {
      * own random draws) */
     bool iut_init;
     uint32_t iut_init_psn, iut_init_dsn, iut_init_msn;
-    bool no_mr;    /* no default region at the IUT */
-    bool slow_tlp; /* announce ack_delay just below the IUT's min_rto */
+    bool no_mr;            /* no default region at the IUT */
+    bool slow_tlp;         /* announce ack_delay just below the IUT's min_rto */
+    uint32_t my_ack_every; /* the suite's announced ack_every [1] */
 };
 
 struct cf_wc {

@@ -316,7 +316,7 @@ void cf_my_params(struct cf_t *t, struct cf_params *out)
         .init_dsn = o->my_init_dsn,
         .init_msn = o->my_init_msn,
         .path_window = 256,
-        .ack_every = 1,
+        .ack_every = o->my_ack_every ? o->my_ack_every : 1,
         .ack_delay_ns = cf_my_ack_delay(t),
         .min_rto_ns = 1000000,
         .max_rto_ns = 100000000,

@@ -506,6 +506,86 @@ static void ack_sender_ackreq(struct cf_t *t)
     CF_CHECK(t, last == 3, "%d last packets seen of 3 messages", last);
 }
 
+/* R-ACK-100 (SHOULD): an ACK of one path whose dsn_cum covers a DSN
+ * sent on another resolves that transmission too: its path has nothing
+ * left in flight, so no tail-loss probe or retransmission follows. The
+ * suite announces an ack_delay just below the IUT's min_rto (slow_tlp),
+ * so that a probe of the other path would come within ~2 min_rto. */
+static void ack_cum_resolves(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 2, .min_rto_ns = 40000000, .slow_tlp = true});
+    t->p->auto_ack = false;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 2048});
+    const struct cf_pkt *a = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    const struct cf_pkt *b = cf_wait(t, cf_is_data, NULL, cf_ms(t, 1000));
+    CF_REQUIRE(t, a && b, "the IUT sent %d of 2 packets", !!a + !!b);
+    if (a->h.path == b->h.path) {
+        cf_note(t,
+                "both packets on path %u: nothing to resolve across "
+                "paths",
+                a->h.path);
+        return;
+    }
+    uint16_t other = a->h.path;
+    cf_send_ack(t, b->h.path); /* dsn_cum covers both DSNs */
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+    int from = t->p->n_log;
+    cf_pump(t, (int)(4 * t->iut.params.min_rto_ns / 1000000));
+    for (int i = from; i < t->p->n_log; i++) {
+        const struct cf_pkt *pk = t->p->log[i];
+        CF_CHECK(t,
+                 pk->derr ||
+                     (pk->h.opcode != MROCE_OP_PROBE && !cf_is_data(pk, NULL)),
+                 "%s on path %u after dsn_cum acknowledged path %u's only "
+                 "packet: its transmission was left unresolved",
+                 mroce_wire_op_name(pk->h.opcode), pk->h.path, other);
+    }
+}
+
+/* The most data packets in flight in 3 ms under a 1 Mbit/s hint (as
+ * cc.hint_cap) toward a suite that announces ack_every my_every. */
+static int ack_slack_burst(struct cf_t *t, uint32_t my_every)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 4,
+                                 .my_ack_every = my_every,
+                                 .min_rto_ns = 100000000});
+    t->p->auto_ack = false;
+    t->p->rate_mbps = 1;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 200000});
+    int most = 0;
+    for (int round = 0; round < 10; round++) {
+        int from = t->p->n_log;
+        cf_pump(t, 3);
+        int n = 0;
+        for (int i = from; i < t->p->n_log; i++)
+            n += cf_is_data(t->p->log[i], NULL);
+        if (round >= 3 && n > most)
+            most = n;
+        for (uint16_t q = 0; q < 4; q++)
+            if (t->p->rx[q].any)
+                cf_send_ack(t, q);
+    }
+    cf_close(t);
+    return most;
+}
+
+/* R-ACK-101 (SHOULD): a peer that announces ack_every 16 may hold 15
+ * packets' ACKs, so a window R-CC-3 caps near one mtu leaves room for 15
+ * more full packets than toward a peer that acknowledges every packet. */
+static void ack_window_slack(struct cf_t *t)
+{
+    int one = ack_slack_burst(t, 1);
+    int held = ack_slack_burst(t, 16);
+    cf_note(t, "%d packets in flight toward ack_every 16, %d toward 1", held,
+            one);
+    CF_CHECK(t, one > 0 && held >= one + 12,
+             "%d data packets in flight at once under a 1 Mbit/s hint toward "
+             "a peer announcing ack_every 16, %d toward ack_every 1: expected "
+             "~15 more",
+             held, one);
+}
+
 const struct cf_test cf_t_ack[] = {
     CF_TEST("ack.now.ackreq", "6.2", "R-ACK-1", MUST,
             "ACKREQ acknowledged at once", ack_now_ackreq),
@@ -555,5 +635,11 @@ const struct cf_test cf_t_ack[] = {
             ack_route_dup),
     CF_TEST("ack.sender_ackreq", "6.2", "R-ACK-1", SHOULD,
             "ACKREQ on the last packet of each message", ack_sender_ackreq),
+    CF_TEST("ack.cum_resolves", "6.2", "R-ACK-100 R-DSN-8", SHOULD,
+            "dsn_cum resolves a DSN's only copy on another path",
+            ack_cum_resolves),
+    CF_TEST("ack.window_slack", "6.2", "R-ACK-101 R-CC-3", SHOULD,
+            "the window leaves room for the ACKs the peer may hold",
+            ack_window_slack),
     {0},
 };

@@ -202,6 +202,55 @@ static void loss_probe_not_resent(struct cf_t *t)
     CF_REQUIRE(t, n >= 2, "%d PROBEs in four RTOs of silence", n);
 }
 
+/* R-LOSS-8 (SHOULD): a packet sent before one that another path of the
+ * same plane has delivered is lost within the reorder window, long before
+ * the PTO (the suite announces an ack_delay just below min_rto). */
+static void loss_rack(struct cf_t *t)
+{
+    cf_open(t, &(struct cf_open){
+                   .n_paths = 2, .min_rto_ns = 40000000, .slow_tlp = true});
+    /* an RTT sample first */
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 64});
+    cf_wc_is(t, cf_wait_wc(t, "send", 1, cf_ms(t, 1000)), 1, "SUCCESS");
+    cf_pump(t, 5);
+    int64_t rack0 = cf_counter(t, "conn", "lost_rack");
+    t->p->auto_ack = false;
+    struct cf_drop_dsn d = {.dsn = cf_iut_dsn(t, 1), .times = 1};
+    t->p->drop = cf_drop_dsn_fn;
+    t->p->drop_ud = &d;
+    int from = t->p->n_log;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 2, .len = 1024});
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 3, .len = 1024});
+    const struct cf_pkt *w = NULL;
+    for (int k = 0; k < 100 && !w; k++) {
+        cf_pump(t, 1);
+        for (int i = from; i < t->p->n_log && !w; i++)
+            if (cf_is_data(t->p->log[i], NULL) &&
+                t->p->log[i]->h.dsn == d.dsn + 1)
+                w = t->p->log[i];
+    }
+    const struct cf_pkt *x = cf_nth_tx(t, d.dsn, 0);
+    CF_REQUIRE(t, x && w, "the IUT did not send DSNs %u and %u", d.dsn,
+               d.dsn + 1);
+    if (x->h.path == w->h.path) {
+        cf_note(t, "both packets on path %u: a SACK case, not RACK", x->h.path);
+        return;
+    }
+    uint64_t t0 = cf_now();
+    cf_send_ack(t, w->h.path); /* DSN + 1 delivered, DSN not */
+    t->p->auto_ack = true;
+    cf_wc_is(t, cf_wait_wc(t, "send", 2, cf_ms(t, 1000)), 2, "SUCCESS");
+    const struct cf_pkt *r = cf_nth_tx(t, d.dsn, 1);
+    CF_REQUIRE(t, r, "DSN %u was not sent again", d.dsn);
+    double ms = (double)(r->t - t0) / 1e6;
+    double pto = (double)cf_my_ack_delay(t) / 1e6;
+    CF_CHECK(t, ms < pto / 2 || cf_counter(t, "conn", "lost_rack") > rack0,
+             "DSN %u resent %.1f ms after DSN %u showed delivered on path %u "
+             "(lost_rack %lld): not as a RACK loss",
+             d.dsn, ms, d.dsn + 1, w->h.path,
+             (long long)(cf_counter(t, "conn", "lost_rack") - rack0));
+}
+
 const struct cf_test cf_t_loss[] = {
     CF_TEST("loss.sack_hole", "6.3", "R-LOSS-1 R-LOSS-2 R-LOSS-5", MUST,
             "a hole below sack_high is resent at once", loss_sack_hole),
@@ -220,6 +269,10 @@ const struct cf_test cf_t_loss[] = {
             "RETX on a first arrival changes nothing", loss_rx_retx_flag),
     CF_TEST("loss.third_twice", "6.3", "R-LOSS-7", SHOULD,
             "a DSN lost twice is sent twice, on two paths", loss_third_twice),
+    CF_TEST("loss.rack", "6.3", "R-LOSS-8", SHOULD,
+            "a packet sent before one delivered on another path is lost "
+            "within the reorder window",
+            loss_rack),
     CF_TEST("loss.probe_not_resent", "5.3", "R-PATH-7 R-LOSS-5", MUST,
             "a lost PROBE is never sent again", loss_probe_not_resent),
     {0},
