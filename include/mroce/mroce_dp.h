@@ -102,6 +102,12 @@ struct mroce_ctx *mroce_dp_ctx(struct mroce_dp *dp);
 /* One pass: receive a burst, run due timers, send what the engine has
  * (within pacing). Returns packets moved (0: idle) or a negative error. */
 int mroce_progress(struct mroce_dp *dp);
+/* mroce_progress in two halves, for a caller that acts between them (the
+ * soft NIC delivers completions and feeds new work before sending):
+ * _rx receives a burst and runs due timers, _tx sends what the engine has.
+ * Same returns and locking as mroce_progress. */
+int mroce_progress_rx(struct mroce_dp *dp);
+int mroce_progress_tx(struct mroce_dp *dp);
 /* Sleeps until a packet arrives, a timer is due, or timeout_ns passed. */
 int mroce_dp_wait(struct mroce_dp *dp, uint64_t timeout_ns);
 /* Makes a mroce_dp_wait in progress in another thread return at once (or

@@ -290,9 +290,12 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
     uint32_t k = cq_take(cq, n, wc);
     if (k)
         return (int)k;
-    if (cq->ctx->prof.assist && sv_nic_assist(cq->ctx))
+    int moved = cq->ctx->prof.assist ? sv_nic_assist(cq->ctx) : -1;
+    if (moved >= 0)
         k = cq_take(cq, n, wc);
-    if (!k && cq->empty_polls % CQ_EMPTY_YIELD == 0)
+    /* a pass that sent or received without completing anything here:
+     * the answer needs the peer (or this NIC) to run first */
+    if (!k && (moved > 0 || cq->empty_polls % CQ_EMPTY_YIELD == 0))
         sched_yield(); /* a busy poller leaves the core to the NIC */
     return (int)k;
 }

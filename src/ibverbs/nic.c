@@ -175,10 +175,9 @@ static void nic_log_counters(struct sv_ctx *c)
            "%llu wakes; "
            "%llu packets out, %llu in, %llu lost by the impairment layer",
            c->port, (unsigned long long)c->passes,
-           (unsigned long long)c->assists,
-           (unsigned long long)c->sleeps, (unsigned long long)c->wakes,
-           (unsigned long long)d.tx_pkts, (unsigned long long)d.rx_pkts,
-           (unsigned long long)d.imp_lost);
+           (unsigned long long)c->assists, (unsigned long long)c->sleeps,
+           (unsigned long long)c->wakes, (unsigned long long)d.tx_pkts,
+           (unsigned long long)d.rx_pkts, (unsigned long long)d.imp_lost);
 }
 
 void sv_nic_close(struct sv_ctx *c)
@@ -198,13 +197,25 @@ void sv_nic_close(struct sv_ctx *c)
 
 /* ---- the thread ---- */
 
+/* The pass receives before it sends and, in between, delivers the
+ * completions and feeds what the application posted meanwhile: a
+ * completion (and the data a WRITE placed) does not wait behind the send
+ * system call of the same pass, and a response the application posts as
+ * soon as it sees a request leaves in the same burst as the ACK of that
+ * request (R-ACK-9 still puts the ACK first) instead of one pass later. */
 int sv_nic_pass(struct sv_ctx *c)
 {
     int n = sv_nic_feed(c);
-    int io = mroce_progress(c->dp);
-    if (io > 0)
-        n += io;
-    n += sv_nic_complete(c);
+    int rx = mroce_progress_rx(c->dp);
+    int done = sv_nic_complete(c);
+    if (rx > 0 || done > 0)
+        n += rx + done + sv_nic_feed(c);
+    int tx = mroce_progress_tx(c->dp);
+    if (tx > 0)
+        n += tx;
+    done += sv_nic_complete(c);
+    c->pass_rx = rx > 0 ? rx : 0;
+    c->pass_done = done;
     c->passes++;
     return n;
 }
@@ -214,21 +225,21 @@ int sv_nic_pass(struct sv_ctx *c)
  * thread is not in one (the control lock is free), so a polling
  * application moves its own packets without waiting for the NIC thread
  * to be scheduled. The NIC thread still owns the datapath when nobody
- * polls: one-sided operations need no caller. Returns whether a pass
- * ran. */
-bool sv_nic_assist(struct sv_ctx *c)
+ * polls: one-sided operations need no caller. Returns what the pass
+ * moved, or -1 if none ran. */
+int sv_nic_assist(struct sv_ctx *c)
 {
     if (atomic_load(&c->ctl_waiting))
-        return false;
+        return -1;
     if (pthread_mutex_trylock(&c->ctl)) {
         if (atomic_load(&c->sleeping))
             sv_nic_doorbell(c); /* it sleeps holding ctl: wake it */
-        return false;
+        return -1;
     }
-    sv_nic_pass(c);
+    int n = sv_nic_pass(c);
     c->assists++;
     pthread_mutex_unlock(&c->ctl);
-    return true;
+    return n;
 }
 
 /* Sleeps in the datapath's wait unless something was posted since the
@@ -264,15 +275,21 @@ static void *nic_main(void *arg)
         }
         atomic_store(&c->doorbell, 0);
         int n = sv_nic_pass(c);
+        bool handed = c->pass_rx > 0 || c->pass_done > 0;
         if (n == 0 && ++idle >= c->prof.spins) {
             nic_sleep(c);
             idle = 0;
         }
         pthread_mutex_unlock(&c->ctl);
         if (n > 0 || atomic_load(&c->doorbell))
-            idle = 0; /* more to do, or posted during the pass */
-        else
-            sched_yield(); /* the peer process may need this core */
+            idle = 0;
+        if (atomic_load(&c->doorbell))
+            continue; /* posted during the pass: feed it now */
+        /* Idle, or something arrived for the application: let the peer
+         * process or the thread that waits for it have the core (with
+         * a core of its own, the yield returns at once). */
+        if (n == 0 || handed)
+            sched_yield();
     }
     return NULL;
 }

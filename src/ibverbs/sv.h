@@ -217,6 +217,7 @@ struct sv_ctx {
     struct sv_async async;
     uint64_t passes, sleeps, wakes; /* NIC counters (extension) */
     uint64_t assists;               /* passes run by polling threads */
+    int pass_rx, pass_done; /* the last pass: packets in, completions out */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)
@@ -267,8 +268,10 @@ void sv_ctl_unlock(struct sv_ctx *c);
 int sv_nic_open(struct sv_ctx *c); /* datapath + thread; errno value */
 void sv_nic_close(struct sv_ctx *c);
 void sv_nic_doorbell(struct sv_ctx *c); /* application side: wake it */
-bool sv_nic_assist(struct sv_ctx *c);   /* a poller runs one pass */
-/* One pass under ctl: rings -> engine, engine I/O, completions. */
+/* A poller runs one pass: what it moved (>= 0), or -1 if it ran none. */
+int sv_nic_assist(struct sv_ctx *c);
+/* One pass under ctl: rings -> engine, receive, completions, rings ->
+ * engine again, send. Sets pass_rx and pass_done. */
 int sv_nic_pass(struct sv_ctx *c);
 
 /* nic_post.c: rings -> engine */

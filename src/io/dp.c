@@ -391,6 +391,24 @@ static int dp_tx(struct mroce_dp *dp, uint64_t now)
 
 /* ---- one pass ---- */
 
+int mroce_progress_rx(struct mroce_dp *dp)
+{
+    if (!dp)
+        return MROCE_EINVAL;
+    uint64_t now = mroce_dp_now_ns();
+    int rx = dp_rx(dp, now);
+    if (rx >= 0 && mroce_ctx_next_expiry(dp->ctx) <= now)
+        mroce_ctx_on_expiry(dp->ctx, now);
+    return rx;
+}
+
+int mroce_progress_tx(struct mroce_dp *dp)
+{
+    if (!dp)
+        return MROCE_EINVAL;
+    return dp_tx(dp, mroce_dp_now_ns());
+}
+
 int mroce_progress(struct mroce_dp *dp)
 {
     if (!dp)
