@@ -355,13 +355,6 @@ int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
 
 /* ---- timers ---- */
 
-/* The top of the deadline heap (sched.c): exact, O(1). */
-uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
-}
-
 static void ctx_conn_expiry(struct mroce_conn *c, uint64_t now)
 {
     eng_path_timers(c, now);

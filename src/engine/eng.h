@@ -567,7 +567,6 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                size_t len);
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta);
-uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx);
 void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now);
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                     struct mroce_conn **out);
@@ -607,13 +606,21 @@ void eng_sched_timer(struct mroce_conn *c);
 /* Whether any connection is ready or has an ACK to send: the summary
  * words only (one per 4,096 connections), so that a transmit call with
  * nothing to do costs little. */
+bool eng_sched_busy_many(const struct mroce_ctx *ctx);
 static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
 {
     const struct eng_sched *s = &ctx->sched;
-    uint64_t any = 0;
-    for (uint32_t i = 0; i < (s->cap + 4095) / 4096; i++)
-        any |= s->ready.s[i] | s->acks.s[i];
-    return any != 0;
+    if (s->cap <= 4096) /* one summary word; none before a connection */
+        return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
+    return eng_sched_busy_many(ctx);
+}
+
+/* The top of the deadline heap: exact, O(1), and inline, as drivers poll
+ * it several times per packet. */
+static inline uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
 }
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);

@@ -149,10 +149,13 @@ static inline bool ev_vec_push(struct ev_vec *v, struct ev_node nd)
     return true;
 }
 
-/* Insertion sort: buckets hold a few nodes. */
+/* Insertion sort: buckets hold a few nodes, often already in order (a
+ * node in place is not copied). */
 static void ev_sort_small(struct ev_node *a, uint32_t n)
 {
     for (uint32_t i = 1; i < n; i++) {
+        if (!ev_less(&a[i], &a[i - 1]))
+            continue;
         struct ev_node x = a[i];
         uint32_t j = i;
         while (j > 0 && ev_less(&x, &a[j - 1])) {
@@ -520,7 +523,8 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
         if (v.n) {
             ev_bit_clear(l, b);
             l->in_wheel -= v.n;
-            ev_sort(l->bot.v, v.n);
+            if (v.n > 1)
+                ev_sort(l->bot.v, v.n);
         }
         ev_migrate(l); /* those of tick t join the bottom in order */
         if (ev_bot_live(l))

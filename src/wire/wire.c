@@ -30,14 +30,6 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
 
-/* One extension header: its flag, size and codec pair. */
-struct ext_codec {
-    uint8_t flag;
-    uint8_t len;
-    void (*put)(const struct mroce_hdr *h, uint8_t *p);
-    void (*get)(struct mroce_hdr *h, const uint8_t *p);
-};
-
 static void dxh_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be32_put(p, h->dsn);
@@ -146,17 +138,72 @@ static void pad_get(struct mroce_hdr *h, const uint8_t *p)
     (void)p;
 }
 
-/* Wire order of the extension headers (R-HDR-5). */
-static const struct ext_codec ext_tab[] = {
-    {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
-    {MROCE_H_RETH, MROCE_RETH_LEN, reth_put, reth_get},
-    {MROCE_H_SNH, MROCE_SNH_LEN, snh_put, snh_get},
-    {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
-    {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
-    {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
-    {MROCE_H_PAD, MROCE_PAD_LEN, pad_put, pad_get},
-};
-#define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
+/* The extension headers present in `hdrs`, in wire order (R-HDR-5):
+ * straight-line code, as a loop over a table of codecs cost more in
+ * indirect calls and flag tests than the fields themselves. */
+static void ext_put(const struct mroce_hdr *h, uint8_t *p, uint8_t hdrs)
+{
+    if (hdrs & MROCE_H_DXH) {
+        dxh_put(h, p);
+        p += MROCE_DXH_LEN;
+    }
+    if (hdrs & MROCE_H_RETH) {
+        reth_put(h, p);
+        p += MROCE_RETH_LEN;
+    }
+    if (hdrs & MROCE_H_SNH) {
+        snh_put(h, p);
+        p += MROCE_SNH_LEN;
+    }
+    if (hdrs & MROCE_H_IMM) {
+        imm_put(h, p);
+        p += MROCE_IMM_LEN;
+    }
+    if (hdrs & MROCE_H_AKH) {
+        akh_put(h, p);
+        p += MROCE_AKH_LEN;
+    }
+    if (hdrs & MROCE_H_NKH) {
+        nkh_put(h, p);
+        p += MROCE_NKH_LEN;
+    }
+    if (hdrs & MROCE_H_PAD) {
+        pad_put(h, p);
+        p += MROCE_PAD_LEN;
+    }
+}
+
+static void ext_get(struct mroce_hdr *h, const uint8_t *p, uint8_t hdrs)
+{
+    if (hdrs & MROCE_H_DXH) {
+        dxh_get(h, p);
+        p += MROCE_DXH_LEN;
+    }
+    if (hdrs & MROCE_H_RETH) {
+        reth_get(h, p);
+        p += MROCE_RETH_LEN;
+    }
+    if (hdrs & MROCE_H_SNH) {
+        snh_get(h, p);
+        p += MROCE_SNH_LEN;
+    }
+    if (hdrs & MROCE_H_IMM) {
+        imm_get(h, p);
+        p += MROCE_IMM_LEN;
+    }
+    if (hdrs & MROCE_H_AKH) {
+        akh_get(h, p);
+        p += MROCE_AKH_LEN;
+    }
+    if (hdrs & MROCE_H_NKH) {
+        nkh_get(h, p);
+        p += MROCE_NKH_LEN;
+    }
+    if (hdrs & MROCE_H_PAD) {
+        pad_get(h, p);
+        p += MROCE_PAD_LEN;
+    }
+}
 
 const struct mroce_op_info *mroce_wire_op_info(uint8_t opcode)
 {
@@ -204,14 +251,7 @@ int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
         return MROCE_WIRE_ENOSPC;
     mth_put(h, buf);
     uint8_t *p = buf + MROCE_MTH_LEN;
-    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
-    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
-        if (!(left & ext_tab[i].flag))
-            continue;
-        left &= (uint8_t)~ext_tab[i].flag;
-        ext_tab[i].put(h, p);
-        p += ext_tab[i].len;
-    }
+    ext_put(h, p, oi->headers);
     return oi->hdr_len;
 }
 
@@ -271,14 +311,7 @@ static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
     h->psn = mroce_be32_get(buf + 8);
     h->ts = mroce_be32_get(buf + 12);
     const uint8_t *p = buf + MROCE_MTH_LEN;
-    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
-    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
-        if (!(left & ext_tab[i].flag))
-            continue;
-        left &= (uint8_t)~ext_tab[i].flag;
-        ext_tab[i].get(h, p);
-        p += ext_tab[i].len;
-    }
+    ext_get(h, p, oi->headers);
     h->payload = buf + oi->hdr_len;
     h->payload_len = (uint32_t)(body - oi->hdr_len);
     return MROCE_WIRE_OK;
