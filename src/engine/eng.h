@@ -603,16 +603,16 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
-/* Whether any connection is ready or has an ACK to send: the summary
- * words only (one per 4,096 connections), so that a transmit call with
- * nothing to do costs little. */
-bool eng_sched_busy_many(const struct mroce_ctx *ctx);
+/* Whether a connection may be ready or have an ACK to send: below 4,096
+ * connections the one summary word of each set says it exactly, so that
+ * a transmit call with nothing to do costs little; above, "maybe" (the
+ * pick finds out). No call here: it would cost eng_ctx_tx a prologue. */
 static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
 {
     const struct eng_sched *s = &ctx->sched;
-    if (s->cap <= 4096) /* one summary word; none before a connection */
-        return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
-    return eng_sched_busy_many(ctx);
+    if (s->cap > 4096)
+        return true;
+    return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
 }
 
 /* The top of the deadline heap: exact, O(1), and inline, as drivers poll

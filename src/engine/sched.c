@@ -267,16 +267,6 @@ struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
-/* eng_sched_busy past 4,096 connections: every summary word. */
-bool eng_sched_busy_many(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    uint64_t any = 0;
-    for (uint32_t i = 0; i < sched_sum_words(s->cap); i++)
-        any |= s->ready.s[i] | s->acks.s[i];
-    return any != 0;
-}
-
 /* R-ACK-9: connections with an ACK or NACK to send go before any data. */
 void eng_sched_ack(struct mroce_conn *c)
 {
