@@ -670,8 +670,18 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h);
 void eng_resp_retire(struct mroce_conn *c, struct stream *s);
 void eng_resp_release(struct mroce_conn *c, struct rd_resp *r);
-int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                    size_t cap, struct mroce_pkt_meta *meta);
+int eng_resp_ack_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                      size_t cap, struct mroce_pkt_meta *meta);
+/* R-ACK-9: the NACK or ACK c owes, if any; inline, as most calls (every
+ * transmit attempt of the connection) find none. */
+static inline int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now,
+                                  uint8_t *buf, size_t cap,
+                                  struct mroce_pkt_meta *meta)
+{
+    if (!c->nak_count && !c->ack_q_count)
+        return 0;
+    return eng_resp_ack_send(c, now, buf, cap, meta);
+}
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);
 bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h);
 

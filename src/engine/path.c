@@ -548,6 +548,13 @@ static void path_shift(uint64_t b[4], uint32_t d)
         b[0] = b[1] = b[2] = b[3] = 0;
         return;
     }
+    if (d < 64) { /* the usual case (d is 1 on a path that keeps order) */
+        b[3] = (b[3] >> d) | (b[2] << (64 - d));
+        b[2] = (b[2] >> d) | (b[1] << (64 - d));
+        b[1] = (b[1] >> d) | (b[0] << (64 - d));
+        b[0] >>= d;
+        return;
+    }
     uint32_t ws = d / 64, bs = d % 64;
     for (int w = 3; w >= 0; w--) {
         uint64_t hi = w - (int)ws >= 0 ? b[w - ws] : 0;
