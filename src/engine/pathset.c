@@ -102,7 +102,8 @@ static void ps_class(const struct mroce_conn *c, const uint64_t *ok, int avoid,
                      int r, uint64_t *m)
 {
     const struct eng_pset *s = &c->pset;
-    for (uint32_t w = 0; w < ps_words(c); w++) {
+    uint32_t words = ps_words(c); /* once: m may alias c for the compiler */
+    for (uint32_t w = 0; w < words; w++) {
         uint64_t cand = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w], own = 0;
         if (avoid >= 0 && (uint32_t)avoid / 64 == w) {
             own = cand & ((uint64_t)1 << (avoid % 64));

@@ -22,8 +22,10 @@
  * list measures the rate at which events were popped and sets the tick
  * to hold about 16 of them (fewer per tick cost more in finding the next
  * tick than they save in sorting: 64-host permutation, 4: 11,405
- * instructions per packet, 8: 11,196, 16: 11,112, 32: 11,267) and W to
- * twice the events pending (ev_resize).
+ * instructions per packet, 8: 11,196, 16: 11,112, 32: 11,267) and W
+ * to 8 / 16 of the events pending (ev_resize). A bucket starts with room
+ * for a tick's worth: grown from 4, its reallocations cost 125
+ * instructions per packet.
  * A change rebuilds the wheel (O(events in it)).
  *
  * Ties: every node carries its order key (event.h: the scheduling LP and
@@ -130,7 +132,7 @@ static bool ev_vec_reserve(struct ev_vec *v, uint32_t n)
 {
     if (n <= v->cap)
         return true;
-    uint32_t cap = v->cap ? v->cap : 4;
+    uint32_t cap = v->cap ? v->cap : EV_PER_TICK; /* a tick's worth */
     while (cap < n) {
         if (cap > UINT32_MAX / 2)
             return false;
@@ -447,9 +449,10 @@ static unsigned ev_log2(uint64_t v)
 }
 
 /* Sizes the wheel from the last epoch: a tick that holds about
- * EV_PER_TICK events at the rate they were popped, and W >= 2 x the
- * events pending, so that the wheel spans about 8 times the mean
- * distance at which events are scheduled and only timers go far. A
+ * EV_PER_TICK events at the rate they were popped, and W >= 8 /
+ * EV_PER_TICK x the events pending, so that the wheel spans about 8
+ * times the mean distance at which events are scheduled and only timers
+ * go far (more buckets would span more and only cost memory). A
  * change of less than a factor 2 (tick) or 4 (W) is not worth a
  * rebuild. */
 static void ev_resize(struct mroce_sim_evlist *l)
@@ -459,7 +462,7 @@ static void ev_resize(struct mroce_sim_evlist *l)
     unsigned shift = ev_log2(tick ? tick : 1);
     shift = shift > EV_MAX_SHIFT ? EV_MAX_SHIFT : shift;
     uint64_t w = EV_MIN_WHEEL;
-    while (w < 2 * (uint64_t)l->live && w < EV_MAX_WHEEL)
+    while (w * EV_PER_TICK < 8 * (uint64_t)l->live && w < EV_MAX_WHEEL)
         w *= 2;
     bool far = l->ep_far * 16 > l->ep_inserts;
     uint32_t W = (uint32_t)w;

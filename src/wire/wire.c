@@ -283,7 +283,7 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
                        bool check_crc)
 {
-    memset(h, 0, sizeof(*h));
+    *h = (struct mroce_hdr){0}; /* stores, not a call */
     if (len < MROCE_MTH_LEN + MROCE_ICRC_LEN)
         return MROCE_WIRE_ETRUNC;
     if (buf[0] >> 4 != MROCE_WIRE_VERSION)
