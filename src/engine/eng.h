@@ -750,8 +750,18 @@ enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
 bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);
-int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                      size_t cap, struct mroce_pkt_meta *meta);
+int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta);
+/* R-PATH-8: a PROBE that is due, if any; inline, as nearly every
+ * transmit attempt finds none. */
+static inline int eng_path_probe_tx(struct mroce_conn *c, uint64_t now,
+                                    uint8_t *buf, size_t cap,
+                                    struct mroce_pkt_meta *meta)
+{
+    if (c->state != MROCE_CONN_CONNECTED || !c->n_probe_due)
+        return 0;
+    return eng_path_probe_send(c, now, buf, cap, meta);
+}
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 void eng_path_first_hint(struct mroce_conn *c);
 

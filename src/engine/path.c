@@ -406,11 +406,9 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     return eng_tx_ctl(c, &h, buf, cap);
 }
 
-int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                      size_t cap, struct mroce_pkt_meta *meta)
+int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta)
 {
-    if (c->state != MROCE_CONN_CONNECTED || !c->n_probe_due)
-        return 0;
     for (uint16_t p = 0; p < c->n_paths; p++) {
         struct path_tx *pt = &c->ptx[p];
         if (!pt->probe_due)
