@@ -384,8 +384,9 @@ static bool ev_bot_insert(struct mroce_sim_evlist *l, struct ev_node nd)
 /* The wheel when its bucket has room, else the bottom, the far heap or
  * a growing bucket; counts inserts that go far (sizing). */
 static bool __attribute__((noinline))
-ev_insert_slow(struct mroce_sim_evlist *l, struct ev_node nd)
+ev_insert_slow(struct mroce_sim_evlist *l, const struct ev_node *ndp)
 {
+    struct ev_node nd = *ndp; /* by address: no copy on the fast path */
     uint64_t tick = nd.time >> l->shift;
     if (tick <= l->cur)
         return ev_bot_insert(l, nd);
@@ -418,7 +419,7 @@ static inline bool ev_insert(struct mroce_sim_evlist *l, struct ev_node nd)
             return true;
         }
     }
-    return ev_insert_slow(l, nd);
+    return ev_insert_slow(l, &nd);
 }
 
 /* ---- Sizing ---- */
@@ -645,23 +646,53 @@ static inline uint64_t ev_next_ord(struct mroce_sim_evlist *l)
     return (uint64_t)l->lp << MROCE_SIM_EV_SEQ_BITS | l->lp_seq[l->lp]++;
 }
 
-/* Inserts an event without a slot. */
-static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
-                               mroce_sim_ev_fn fn, void *obj, uint64_t arg,
-                               uint64_t ord, uint32_t run_lp)
+/* ev_post_ord when the node does not go straight into its bucket. */
+static bool __attribute__((noinline))
+ev_post_slow(struct mroce_sim_evlist *l, uint64_t t, mroce_sim_ev_fn fn,
+             void *obj, uint64_t arg, uint64_t ord, uint32_t run_lp)
 {
-    struct ev_node nd = {.time = t_ps < l->now ? l->now : t_ps,
+    struct ev_node nd = {.time = t,
                          .ord = ord,
                          .fn = fn,
                          .obj = obj,
                          .arg = arg,
                          .slot = EV_NO_SLOT,
                          .run_lp = run_lp};
-    if (!ev_insert(l, nd))
+    if (!ev_insert_slow(l, &nd))
         return false;
     l->ep_inserts++;
     l->live++;
     return true;
+}
+
+/* Inserts an event without a slot: ev_insert's common case, with the
+ * node written in place rather than built and copied. */
+static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
+                               mroce_sim_ev_fn fn, void *obj, uint64_t arg,
+                               uint64_t ord, uint32_t run_lp)
+{
+    uint64_t t = t_ps < l->now ? l->now : t_ps, tick = t >> l->shift;
+    if (tick - l->cur - 1 < l->W - 1) {
+        uint32_t b = (uint32_t)tick & (l->W - 1);
+        struct ev_vec *v = &l->wheel[b];
+        if (v->n < v->cap) {
+            struct ev_node *nd = &v->v[v->n++];
+            nd->time = t;
+            nd->ord = ord;
+            nd->fn = fn;
+            nd->obj = obj;
+            nd->arg = arg;
+            nd->slot = EV_NO_SLOT;
+            nd->run_lp = run_lp;
+            if (v->n == 1)
+                ev_bit_set(l, b);
+            l->in_wheel++;
+            l->ep_inserts++;
+            l->live++;
+            return true;
+        }
+    }
+    return ev_post_slow(l, t, fn, obj, arg, ord, run_lp);
 }
 
 bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
