@@ -166,7 +166,7 @@ static int verbs_transport(struct mroce_ctx *ctx,
                            const struct mroce_ctx_attr *a)
 {
     if (a->transport == MROCE_TRANSPORT_METAROCE) {
-        ctx->no_icrc = a->no_icrc; /* data only: control packets keep it */
+        ctx->no_icrc = a->no_icrc; /* every packet, sent and received */
         return 0;
     }
     if (a->transport != MROCE_TRANSPORT_ROCEV2)
