@@ -363,6 +363,8 @@ struct eng_sched {
     struct mroce_conn **by_rank;
     struct mroce_conn **heap; /* min-heap on deadline */
     uint32_t cap, heap_n;
+    uint64_t top;          /* heap[0]'s deadline, ENG_NEVER when empty: drivers
+                              poll it several times per packet */
     uint32_t tx_next;      /* round-robin cursor: its rank + 1; 0: newest */
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
@@ -615,12 +617,11 @@ static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
     return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
 }
 
-/* The top of the deadline heap: exact, O(1), and inline, as drivers poll
- * it several times per packet. */
+/* The top of the deadline heap, kept by sched.c: exact, O(1), and
+ * inline, as drivers poll it several times per packet. */
 static inline uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
-    const struct eng_sched *s = &ctx->sched;
-    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
+    return ctx->sched.top;
 }
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
