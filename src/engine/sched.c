@@ -287,8 +287,9 @@ void eng_sched_ack_done(struct mroce_conn *c)
 /* Any connection with an ACK to send (the newest first). */
 struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
 {
-    if (!ctx->n_conns)
-        return NULL;
+    const struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
+        return NULL; /* the one summary word says none: most calls */
     uint32_t r = sched_prev(&ctx->sched.acks, ctx->n_conns - 1);
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
 }
