@@ -118,6 +118,8 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags);
       "receives are completed out of order")                                   \
     X(IMM_LOST, "imm_lost", "R-MSG-5",                                         \
       "the immediate value of a receive completion is 0")                      \
+    X(MSN_READ_SHIFT, "msn_read_shift", "R-ORD-1",                             \
+      "a READ request carries the MSN after its own")                          \
     X(RECV_EARLY, "recv_early", "R-ORD-3",                                     \
       "a message completes one packet before it is complete")                  \
     X(READ_RESP_UNKNOWN_FATAL, "read_resp_unknown_fatal", "R-VAL-3",           \

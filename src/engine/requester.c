@@ -36,7 +36,8 @@ static const uint8_t *req_fill(struct mroce_conn *c, const struct txp *x,
     }
     const struct sq_slot *q = req_slot(c, x);
     h->opcode = q->op;
-    h->msn = q->msn;
+    h->msn = q->msn + (q->op == MROCE_OP_READ_REQ &&
+                       MROCE_FAULT(c->ctx, MSN_READ_SHIFT));
     h->msg_len = q->wr.sge.length;
     h->va = q->wr.remote_addr;
     h->rkey = q->wr.rkey;
