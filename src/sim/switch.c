@@ -376,10 +376,12 @@ static void sw_tx_done(void *obj, uint64_t arg, uint64_t now)
  * finds the link's end time itself, which saves an event per packet and
  * hop on uncongested ports. The packet leaves the buffer (and its ingress
  * accounting) as its first bit leaves. */
-static __attribute__((noinline)) void sw_send(struct mroce_sim_switch *sw,
-                                              int e, int q, uint64_t now)
+static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
 {
     struct sw_port *P = &sw->ports[e];
+    int q = P->busy || !P->out ? -1 : sw_pick_queue(P);
+    if (q < 0)
+        return;
     uint64_t free_at = mroce_sim_link_busy_until(P->out);
     if (free_at > now) {
         P->busy = true;
@@ -399,16 +401,6 @@ static __attribute__((noinline)) void sw_send(struct mroce_sim_switch *sw,
         mroce_sim_ev_post(sw->ev, end, sw_tx_done, sw, (uint64_t)e);
     }
     sw_check_xon(sw, in, q, now);
-}
-
-/* The test apart (sw_send out of line): a busy or empty port, found on
- * about a third of the calls, costs no register saves. */
-static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
-{
-    struct sw_port *P = &sw->ports[e];
-    int q = P->busy || !P->out ? -1 : sw_pick_queue(P);
-    if (q >= 0)
-        sw_send(sw, e, q, now);
 }
 
 static void sw_pause(void *obj, int port, int prio, bool on, uint64_t now)
