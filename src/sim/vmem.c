@@ -45,6 +45,7 @@ struct mroce_sim_vmem {
     uint64_t scratch_len;
     unsigned gshift;  /* log2 G */
     uint32_t n_tags;  /* tag positions in a full granule */
+    unsigned tshift;  /* log2 of the distance between tags */
     uint64_t mix[64]; /* mix(position k) of tag k */
     uint64_t label_key;
     struct mroce_sim_vbuf *bufs;
@@ -70,6 +71,7 @@ struct mroce_sim_vmem *mroce_sim_vmem_create(const struct mroce_sim_vmem_cfg *c)
     vm->n_tags = (uint32_t)(g / stride);
     if (vm->n_tags > 64) /* granules above 32 KiB: tags further apart */
         vm->n_tags = 64;
+    vm->tshift = vm->gshift - (unsigned)__builtin_ctz(vm->n_tags);
     for (uint32_t k = 0; k < 64; k++)
         vm->mix[k] = mroce_sim_mix64(0x746167ull << 32 | k); /* "tag" */
     vm->label_key = mroce_sim_seed(c->seed, VMEM_LABEL_SEED);
@@ -124,7 +126,7 @@ uint64_t mroce_sim_vmem_bytes(const struct mroce_sim_vmem *vm)
 /* Tag position k of a granule: its byte offset in the granule. */
 static inline uint64_t vmem_tag_pos(const struct mroce_sim_vmem *vm, uint32_t k)
 {
-    return (uint64_t)k << (vm->gshift - __builtin_ctz(vm->n_tags));
+    return (uint64_t)k << vm->tshift;
 }
 
 uint64_t mroce_sim_vbuf_label(const struct mroce_sim_vmem *vm, uint64_t id,
@@ -238,6 +240,14 @@ static void vmem_write(const struct mroce_sim_vmem *vm, uint64_t off,
     uint64_t end = off + len, g0 = off >> vm->gshift;
     for (uint64_t g = g0; (g << vm->gshift) < end; g++) {
         uint64_t base = g << vm->gshift, l = labels[g - g0];
+        uint64_t gend = base + vm->c.granule;
+        if (base >= off && gend <= end && gend <= blen) { /* all tags */
+            for (uint32_t k = 0; k < vm->n_tags; k++) {
+                uint64_t t = l ^ vm->mix[k];
+                memcpy(dst + (base - off) + vmem_tag_pos(vm, k), &t, 8);
+            }
+            continue;
+        }
         for (uint32_t k = 0; k < vm->n_tags; k++) {
             uint64_t p = base + vmem_tag_pos(vm, k);
             if (p < off || p + 8 > end || p + 8 > blen)
