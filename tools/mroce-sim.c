@@ -409,6 +409,17 @@ static int o_payload(struct opts *o, const char *v)
     return 0;
 }
 
+static int o_squeeze(struct opts *o, const char *v)
+{
+    if (strcmp(v, "on") == 0)
+        o->c.whole_pkts = false;
+    else if (strcmp(v, "off") == 0)
+        o->c.whole_pkts = true;
+    else
+        return -1;
+    return 0;
+}
+
 static const struct {
     const char *name;
     opt_fn fn;
@@ -463,6 +474,9 @@ static const struct {
     {"--payload", o_payload,
      "auto|real|free: buffers, or payload-free (every byte still "
      "accounted for) [auto: free above 256 MiB of buffers]"},
+    {"--squeeze", o_squeeze,
+     "on|off: payload-free packets travel squeezed in the packet pool "
+     "(same results, less memory) [on]"},
 };
 
 static void f_victim(struct opts *o)

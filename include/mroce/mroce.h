@@ -163,7 +163,7 @@ struct mroce_ctx_attr {
                                 0: 100000 */
     uint8_t transport;       /* MROCE_TRANSPORT_* [METAROCE] */
     uint8_t rocev2_no_dcqcn; /* RoCEv2 only: 1 turns DCQCN off [on] */
-    uint8_t no_icrc;         /* send data packets with a zero ICRC and
+    uint8_t no_icrc;         /* send packets with a zero ICRC and
                                 accept packets without checking it
                                 (simulation speed: a fabric that cannot
                                 corrupt; not valid on a wire). MetaRoCE

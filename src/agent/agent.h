@@ -35,7 +35,7 @@ struct agent_opts {
     const char *dpdk_port; /* DPDK: ethdev name, or NULL for the first */
     struct mroce_dp_neigh neigh[8]; /* DPDK: static neighbours (--neigh) */
     int n_neigh;
-    int eal_argc;          /* DPDK: EAL arguments, argv[0] included */
+    int eal_argc; /* DPDK: EAL arguments, argv[0] included */
     char **eal_argv;
     bool once;    /* serve one client, then exit */
     bool verbose; /* log every request and reply to stderr */

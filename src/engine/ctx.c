@@ -135,10 +135,15 @@ static int ctx_drop_wire(struct mroce_ctx *ctx, int err)
     return MROCE_EPROTO;
 }
 
+/* Constant lengths: the compiler compares words instead of calling
+ * memcmp (every packet received comes here). */
 static bool ctx_addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
 {
-    size_t n = a->family == MROCE_AF_INET ? 4 : 16;
-    return a->family == b->family && memcmp(a->ip, b->ip, n) == 0;
+    if (a->family != b->family)
+        return false;
+    if (a->family == MROCE_AF_INET)
+        return memcmp(a->ip, b->ip, 4) == 0;
+    return memcmp(a->ip, b->ip, 16) == 0;
 }
 
 /* R-RX-2 step 8, R-ENC-10: a packet sent on path p comes from the peer's
@@ -220,7 +225,8 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
         ctx->cnt.drop_bad_crc++;
         return MROCE_EPROTO;
     }
-    if (eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
+    if ((c->aead || (h.flags & MROCE_HF_SEAL)) && /* else nothing to open */
+        eng_open(c, buf, len, &h)) /* R-AEAD-8: counted by reason */
         return MROCE_EPROTO;
     ctx_dispatch(c, now, meta, &h);
     if (!ctx_plain_data(h.opcode)) {
@@ -354,13 +360,6 @@ int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
 }
 
 /* ---- timers ---- */
-
-/* The top of the deadline heap (sched.c): exact, O(1). */
-uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    return s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
-}
 
 static void ctx_conn_expiry(struct mroce_conn *c, uint64_t now)
 {

@@ -363,6 +363,8 @@ struct eng_sched {
     struct mroce_conn **by_rank;
     struct mroce_conn **heap; /* min-heap on deadline */
     uint32_t cap, heap_n;
+    uint64_t top;          /* heap[0]'s deadline, ENG_NEVER when empty: drivers
+                              poll it several times per packet */
     uint32_t tx_next;      /* round-robin cursor: its rank + 1; 0: newest */
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
@@ -567,7 +569,6 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                size_t len);
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta);
-uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx);
 void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now);
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                     struct mroce_conn **out);
@@ -604,16 +605,23 @@ struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
 void eng_sched_sent(struct mroce_conn *c);
 void eng_sched_timer(struct mroce_conn *c);
-/* Whether any connection is ready or has an ACK to send: the summary
- * words only (one per 4,096 connections), so that a transmit call with
- * nothing to do costs little. */
+/* Whether a connection may be ready or have an ACK to send: below 4,096
+ * connections the one summary word of each set says it exactly, so that
+ * a transmit call with nothing to do costs little; above, "maybe" (the
+ * pick finds out). No call here: it would cost eng_ctx_tx a prologue. */
 static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
 {
     const struct eng_sched *s = &ctx->sched;
-    uint64_t any = 0;
-    for (uint32_t i = 0; i < (s->cap + 4095) / 4096; i++)
-        any |= s->ready.s[i] | s->acks.s[i];
-    return any != 0;
+    if (s->cap > 4096)
+        return true;
+    return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
+}
+
+/* The top of the deadline heap, kept by sched.c: exact, O(1), and
+ * inline, as drivers poll it several times per packet. */
+static inline uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
+{
+    return ctx->sched.top;
 }
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now);
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx);
@@ -663,8 +671,18 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h);
 void eng_resp_retire(struct mroce_conn *c, struct stream *s);
 void eng_resp_release(struct mroce_conn *c, struct rd_resp *r);
-int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                    size_t cap, struct mroce_pkt_meta *meta);
+int eng_resp_ack_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                      size_t cap, struct mroce_pkt_meta *meta);
+/* R-ACK-9: the NACK or ACK c owes, if any; inline, as most calls (every
+ * transmit attempt of the connection) find none. */
+static inline int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now,
+                                  uint8_t *buf, size_t cap,
+                                  struct mroce_pkt_meta *meta)
+{
+    if (!c->nak_count && !c->ack_q_count)
+        return 0;
+    return eng_resp_ack_send(c, now, buf, cap, meta);
+}
 void eng_resp_timers(struct mroce_conn *c, uint64_t now);
 bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h);
 
@@ -733,8 +751,18 @@ enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
 bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
 void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
                         bool *stale);
-int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                      size_t cap, struct mroce_pkt_meta *meta);
+int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta);
+/* R-PATH-8: a PROBE that is due, if any; inline, as nearly every
+ * transmit attempt finds none. */
+static inline int eng_path_probe_tx(struct mroce_conn *c, uint64_t now,
+                                    uint8_t *buf, size_t cap,
+                                    struct mroce_pkt_meta *meta)
+{
+    if (c->state != MROCE_CONN_CONNECTED || !c->n_probe_due)
+        return 0;
+    return eng_path_probe_send(c, now, buf, cap, meta);
+}
 void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
 void eng_path_first_hint(struct mroce_conn *c);
 

@@ -406,11 +406,9 @@ static int path_probe_emit(struct mroce_conn *c, uint16_t p, uint64_t now,
     return eng_tx_ctl(c, &h, buf, cap);
 }
 
-int eng_path_probe_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                      size_t cap, struct mroce_pkt_meta *meta)
+int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta)
 {
-    if (c->state != MROCE_CONN_CONNECTED || !c->n_probe_due)
-        return 0;
     for (uint16_t p = 0; p < c->n_paths; p++) {
         struct path_tx *pt = &c->ptx[p];
         if (!pt->probe_due)
@@ -546,6 +544,13 @@ static void path_shift(uint64_t b[4], uint32_t d)
 {
     if (d >= MROCE_SACK_BITS) {
         b[0] = b[1] = b[2] = b[3] = 0;
+        return;
+    }
+    if (d < 64) { /* the usual case (d is 1 on a path that keeps order) */
+        b[3] = (b[3] >> d) | (b[2] << (64 - d));
+        b[2] = (b[2] >> d) | (b[1] << (64 - d));
+        b[1] = (b[1] >> d) | (b[0] << (64 - d));
+        b[0] >>= d;
         return;
     }
     uint32_t ws = d / 64, bs = d % 64;

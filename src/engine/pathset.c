@@ -102,7 +102,8 @@ static void ps_class(const struct mroce_conn *c, const uint64_t *ok, int avoid,
                      int r, uint64_t *m)
 {
     const struct eng_pset *s = &c->pset;
-    for (uint32_t w = 0; w < ps_words(c); w++) {
+    uint32_t words = ps_words(c); /* once: m may alias c for the compiler */
+    for (uint32_t w = 0; w < words; w++) {
         uint64_t cand = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w], own = 0;
         if (avoid >= 0 && (uint32_t)avoid / 64 == w) {
             own = cand & ((uint64_t)1 << (avoid % 64));
@@ -143,12 +144,55 @@ static int ps_proven(struct mroce_conn *c, uint64_t *fast, uint64_t now)
     return -1;
 }
 
+/* ps_next for one word that has a bit set. */
+static int ps_next1(uint64_t m, uint32_t n, uint32_t from)
+{
+    uint64_t at = from >= n ? m : m & (~(uint64_t)0 << from);
+    return (int)__builtin_ctzll(at ? at : m);
+}
+
+/* ps_best for up to 64 paths: every class from one word each, in
+ * registers, the first non-empty one searched (same classes and order
+ * as ps_class and ps_best). */
+static int ps_best1(struct mroce_conn *c, const uint64_t *ok, int avoid,
+                    uint64_t now, int *cls)
+{
+    const struct eng_pset *s = &c->pset;
+    uint64_t cand = s->b[PS_ACT][0] & s->b[PS_ROOM][0] & ok[0], own = 0;
+    if (avoid >= 0) {
+        own = cand & ((uint64_t)1 << avoid);
+        cand &= ~own;
+    }
+    uint64_t slow = s->b[PS_SLOW][0], idle = s->b[PS_IDLE][0];
+    uint64_t known = s->b[PS_KNOWN][0], fast = cand & ~idle & ~slow;
+    uint64_t m[RANK_NONE] = {[RANK_IDLE_KNOWN] = cand & idle & known & ~slow,
+                             [RANK_IDLE] = cand & idle & ~known,
+                             [RANK_PROVEN] = avoid >= 0 ? fast : 0,
+                             [RANK_FAST] = fast,
+                             [RANK_SLOW] = cand & slow,
+                             [RANK_OWN] = own};
+    for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
+        if (!m[r])
+            continue;
+        int p = r == RANK_PROVEN ? ps_proven(c, &m[r], now)
+                                 : ps_next1(m[r], c->n_paths, c->rr_path);
+        if (p >= 0) {
+            *cls = r;
+            return p;
+        }
+    }
+    *cls = RANK_NONE;
+    return -1;
+}
+
 /* The best class's first path from the round-robin position and its
  * class (RANK_NONE when no path qualifies); the classes are computed
  * one at a time, best first, and the first usually has one. */
 static int ps_best(struct mroce_conn *c, const uint64_t *ok, int avoid,
                    uint64_t now, int *cls)
 {
+    if (c->n_paths <= 64)
+        return ps_best1(c, ok, avoid, now, cls);
     uint64_t m[PS_WORDS];
     for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
         if (r == RANK_PROVEN && avoid < 0)

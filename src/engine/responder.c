@@ -787,8 +787,8 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
 }
 
-int eng_resp_ack_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                    size_t cap, struct mroce_pkt_meta *meta)
+int eng_resp_ack_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                      size_t cap, struct mroce_pkt_meta *meta)
 {
     if (c->nak_count)
         return resp_nak_tx(c, now, buf, cap, meta);

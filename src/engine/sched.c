@@ -172,6 +172,12 @@ static void sched_sift_down(struct eng_sched *s, uint32_t i)
     sched_heap_put(s, i, c);
 }
 
+/* After every change of the heap: what eng_ctx_next_expiry reads. */
+static void sched_note_top(struct eng_sched *s)
+{
+    s->top = s->heap_n ? s->heap[0]->deadline : ENG_NEVER;
+}
+
 static void sched_heap_del(struct eng_sched *s, struct mroce_conn *c)
 {
     uint32_t i = c->heap_pos;
@@ -194,14 +200,13 @@ void eng_sched_timer(struct mroce_conn *c)
             return;
         sched_heap_put(s, s->heap_n++, c);
         sched_sift_up(s, c->heap_pos);
-        return;
-    }
-    if (c->deadline == ENG_NEVER) {
+    } else if (c->deadline == ENG_NEVER) {
         sched_heap_del(s, c);
-        return;
+    } else {
+        sched_sift_up(s, c->heap_pos);
+        sched_sift_down(s, c->heap_pos);
     }
-    sched_sift_up(s, c->heap_pos);
-    sched_sift_down(s, c->heap_pos);
+    sched_note_top(s);
 }
 
 /* Takes every connection due at `now` out of the heap into the due set;
@@ -215,6 +220,7 @@ void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now)
         c->deadline = ENG_NEVER;
         sched_set(&s->due, c->rank);
     }
+    sched_note_top(s);
 }
 
 struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
@@ -281,8 +287,9 @@ void eng_sched_ack_done(struct mroce_conn *c)
 /* Any connection with an ACK to send (the newest first). */
 struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
 {
-    if (!ctx->n_conns)
-        return NULL;
+    const struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
+        return NULL; /* the one summary word says none: most calls */
     uint32_t r = sched_prev(&ctx->sched.acks, ctx->n_conns - 1);
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
 }
@@ -324,8 +331,10 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
 {
     struct eng_sched *s = &ctx->sched;
     uint32_t r = c->rank;
-    if (c->heap_pos != SCHED_NONE)
+    if (c->heap_pos != SCHED_NONE) {
         sched_heap_del(s, c);
+        sched_note_top(s);
+    }
     if (s->tx_next > r) /* at c: to the next older; above: shifts down */
         s->tx_next--;
     for (uint32_t k = r; k + 1 < ctx->n_conns; k++) {

@@ -70,11 +70,21 @@ size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
     return mroce_wire_seal(buf, hl + len);
 }
 
+/* Control packets (ACK, NACK, PROBE, CLOSE): sealed in secure modes,
+ * else with an ICRC, zero under no_icrc like data (its receivers check
+ * none: computing it cost a CRC32C per ACK). */
 int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
                size_t cap)
 {
-    if (!c->aead)
+    if (!c->aead && !c->ctx->no_icrc)
         return mroce_wire_encode(h, NULL, 0, buf, cap);
+    if (!c->aead) {
+        int hl = mroce_wire_write_hdr(h, buf, cap);
+        if (hl < 0 || (size_t)hl + MROCE_ICRC_LEN > cap)
+            return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
+        memset(buf + hl, 0, MROCE_ICRC_LEN);
+        return hl + MROCE_ICRC_LEN;
+    }
     int hl = mroce_wire_write_hdr(h, buf, cap);
     if (hl < 0 || (size_t)hl + MROCE_TAG_LEN > cap)
         return hl < 0 ? hl : MROCE_WIRE_ENOSPC;

@@ -113,6 +113,9 @@ bool mroce_sim_ev_cancel(struct mroce_sim_evlist *l, mroce_sim_ev_handle h);
 /* Time of the earliest pending event, MROCE_SIM_NEVER if none. */
 uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l);
 size_t mroce_sim_ev_pending(const struct mroce_sim_evlist *l);
+/* Bytes of event nodes the list holds room for (wheel, bottom, spare
+ * arrays, far heap): for memory reports and tests. O(wheel size). */
+size_t mroce_sim_ev_node_bytes(const struct mroce_sim_evlist *l);
 
 /* Runs the earliest event. Returns false if there was none. */
 bool mroce_sim_ev_step(struct mroce_sim_evlist *l);

@@ -174,6 +174,9 @@ struct mroce_sim_exp_cfg {
                            buffer `senders` times over [0] */
     uint64_t sample_ps; /* time-series interval [1 us] */
     int payload;        /* MROCE_SIM_EXP_PAYLOAD_* [AUTO] */
+    bool whole_pkts;    /* payload-free: keep packets whole in the pool
+                           rather than squeezed (sim/pkt.h; comparisons
+                           and tests: results are the same) [false] */
     int place_fault;    /* tests: MROCE_SIM_VMEM_FAULT_* on placement
                            number place_fault_at (sim/vmem.h) [none] */
     uint64_t place_fault_at;

@@ -16,6 +16,7 @@ struct mroce_sim_host {
     void *ep;
     struct mroce_sim_pkt *spare; /* a taken pool buffer the engine writes
                                     into; kept when it wrote nothing */
+    uint8_t *rxbuf; /* a squeezed packet is rebuilt here for the engine */
     size_t cap;
     mroce_sim_ev_handle timer; /* the one pending timer event, or 0 */
     uint64_t timer_at;
@@ -44,6 +45,7 @@ static void host_inject(struct mroce_sim_host *h,
                         const struct mroce_pkt_meta *meta, size_t len,
                         uint64_t now)
 {
+    int prio = host_classify(h, meta, h->spare->data, len);
     struct mroce_sim_pkt *p =
         mroce_sim_pkt_commit(h->pool, h->spare, meta, (uint32_t)len, now);
     h->spare = NULL;
@@ -51,7 +53,6 @@ static void host_inject(struct mroce_sim_host *h,
         h->c.tx_errors++;
         return;
     }
-    int prio = host_classify(h, meta, p->data, len);
     p->prio =
         prio == MROCE_SIM_PRIO_CTRL ? MROCE_SIM_PRIO_CTRL : MROCE_SIM_PRIO_DATA;
     p->src_host = h->cfg.id;
@@ -175,8 +176,9 @@ static void host_rx(void *ud, int port, struct mroce_sim_pkt *p, uint64_t now)
     }
     h->c.rx_pkts++;
     h->c.rx_bytes += p->len;
+    const uint8_t *buf = mroce_sim_pkt_bytes(h->pool, p, h->rxbuf);
     int rc =
-        h->ops->rx(h->ep, now / MROCE_SIM_PS_PER_NS, &p->meta, p->data, p->len);
+        h->ops->rx(h->ep, now / MROCE_SIM_PS_PER_NS, &p->meta, buf, p->len);
     h->c.rx_refused += rc < 0;
     mroce_sim_pkt_deliver(h->pool, p);
     host_interact(h, now);
@@ -215,6 +217,7 @@ void mroce_sim_host_destroy(struct mroce_sim_host *h)
     mroce_sim_nic_destroy(h->nic);
     if (h->spare)
         mroce_sim_pkt_untake(h->pool, h->spare);
+    free(h->rxbuf);
     free(h);
 }
 
@@ -241,6 +244,8 @@ int mroce_sim_host_attach(struct mroce_sim_host *h,
     size_t cap = ops ? ops->max_pkt(ep) : 0;
     if (cap > mroce_sim_pool_max_payload(h->pool))
         return MROCE_EINVAL;
+    if (!h->rxbuf && !(h->rxbuf = malloc(mroce_sim_pool_max_payload(h->pool))))
+        return MROCE_ENOMEM;
     h->cap = cap;
     h->ops = ops;
     h->ep = ops ? ep : NULL;

@@ -89,7 +89,7 @@ int mroce_sim_host_id(const struct mroce_sim_host *h);
 
 /* Attaches the endpoint (ops and ep stay the caller's and must outlive
  * the host or be detached with ops NULL) and kicks it. Errors: EINVAL
- * (ops incomplete, or max_pkt above the pool's max payload). */
+ * (ops incomplete, or max_pkt above the pool's max payload), ENOMEM. */
 int mroce_sim_host_attach(struct mroce_sim_host *h,
                           const struct mroce_ep_ops *ops, void *ep);
 

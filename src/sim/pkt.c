@@ -29,6 +29,7 @@ struct mroce_sim_pool {
     struct pool_chunk *chunks;
     uint32_t chunk;
     uint64_t taken; /* buffers out for an endpoint to write, not packets */
+    struct mroce_sim_squeeze sq; /* squeeze set: payload-free packets */
     struct mroce_sim_pool_counters c;
 };
 
@@ -165,6 +166,8 @@ static void pkt_init(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
     p->trimmed = 0;
     p->hops = 0;
     p->live = 1;
+    p->squeezed = 0;
+    p->clen = 0;
     pool->c.injected++;
     if (++pool->c.in_flight > pool->c.peak_in_flight)
         pool->c.peak_in_flight = pool->c.in_flight;
@@ -209,16 +212,46 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
         pool_unget(pool, p);
         return NULL;
     }
-    if (len <= pool->cls[0].cap) { /* ACK-sized: keep the big one free */
-        struct mroce_sim_pkt *s = pool_get(pool, 0);
-        if (s) {
-            memcpy(s->data, p->data, len);
-            pool_unget(pool, p);
-            p = s;
-        }
+    bool small = len <= pool->cls[0].cap;
+    struct mroce_sim_pkt *s =
+        small || pool->sq.squeeze ? pool_get(pool, 0) : NULL;
+    uint32_t clen = 0;
+    if (pool->sq.squeeze) /* told of every packet: its state is per packet */
+        clen = pool->sq.squeeze(pool->sq.ud, p->data, len, s ? s->data : NULL,
+                                !small && s ? pool->cls[0].cap : 0);
+    if (s && small) /* ACK-sized: keep the big one free */
+        memcpy(s->data, p->data, len);
+    if (s && (small || clen)) {
+        pool_unget(pool, p);
+        p = s;
+    } else if (s) {
+        pool_unget(pool, s);
     }
     pkt_init(pool, p, meta, len, now_ps);
+    p->squeezed = clen != 0;
+    p->clen = clen;
+    pool->c.squeezed += clen != 0;
     return p;
+}
+
+void mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
+                                const struct mroce_sim_squeeze *s)
+{
+    pool->sq = s ? *s : (struct mroce_sim_squeeze){0};
+}
+
+bool mroce_sim_pool_squeezes(const struct mroce_sim_pool *pool)
+{
+    return pool->sq.expand != NULL;
+}
+
+const uint8_t *mroce_sim_pkt_bytes(const struct mroce_sim_pool *pool,
+                                   const struct mroce_sim_pkt *p, uint8_t *buf)
+{
+    if (!p->squeezed)
+        return p->data;
+    pool->sq.expand(pool->sq.ud, p->data, p->clen, buf);
+    return buf;
 }
 
 void mroce_sim_pkt_trim(struct mroce_sim_pkt *p, uint32_t keep)

@@ -61,6 +61,25 @@ struct mroce_sim_pkt {
     uint8_t hops;               /* switches traversed */
     uint8_t big;                /* size class (pool internal) */
     uint8_t live;               /* between inject and deliver/drop */
+    uint8_t squeezed;           /* data holds the squeezed form, clen
+                                   bytes (mroce_sim_pkt_bytes) */
+    uint32_t clen;
+};
+
+/* Payload-free runs (sim/vmem.h): a packet whose payload a codec can
+ * rebuild travels squeezed in a small buffer (its headers and what the
+ * payload is, ~100 bytes instead of ~4 KiB), so the memory of an
+ * 8,192-host run is not the packets in flight times the MTU. squeeze is
+ * told of every committed packet (its state is per packet); it writes
+ * the compact form of pkt[0..len) into out (cap bytes; cap 0: no room,
+ * out may be NULL) and returns its length, or 0 if it does not squeeze
+ * this packet. It must only squeeze a packet expand rebuilds byte for
+ * byte: expand writes the whole packet (the len squeeze saw) into pkt. */
+struct mroce_sim_squeeze {
+    uint32_t (*squeeze)(void *ud, const uint8_t *pkt, uint32_t len,
+                        uint8_t *out, uint32_t cap);
+    void (*expand)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
+    void *ud;
 };
 
 struct mroce_sim_pool_counters {
@@ -76,6 +95,7 @@ struct mroce_sim_pool_counters {
     uint64_t exported, imported;
     uint64_t allocated;       /* packets the pool holds (live + free) */
     uint64_t allocated_bytes; /* memory those take, for RSS reports */
+    uint64_t squeezed;        /* packets committed squeezed */
 };
 
 struct mroce_sim_pool;
@@ -124,10 +144,23 @@ void mroce_sim_pkt_untake(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
  * copy; it leaves this pool without being delivered or dropped. import:
  * a packet arriving from another rank, with room for len payload bytes
  * (NULL if len exceeds the max payload or memory ran out); the caller
- * fills every field. */
+ * fills every field (a squeezed packet: len is its clen, and the pool
+ * must squeeze too). */
 void mroce_sim_pkt_export(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
 struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
                                            uint32_t len);
+
+/* Packets committed from now on are squeezed where s can (s copied; NULL
+ * stops it). */
+void mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
+                                const struct mroce_sim_squeeze *s);
+/* True if the pool has a codec: it can rebuild squeezed packets. */
+bool mroce_sim_pool_squeezes(const struct mroce_sim_pool *pool);
+/* The packet's bytes: p->data, or, for a squeezed packet, rebuilt into
+ * buf (room for max_payload bytes) and buf. The first p->len bytes are
+ * the packet (a trimmed one is cut to them). */
+const uint8_t *mroce_sim_pkt_bytes(const struct mroce_sim_pool *pool,
+                                   const struct mroce_sim_pkt *p, uint8_t *buf);
 
 /* Cuts the payload to keep bytes (no-op if already shorter), updates
  * wire_bytes and sets trimmed. */

@@ -36,7 +36,8 @@ struct prun_frame {
     uint64_t flow_hash, inject_ps;
     uint32_t len, wire_bytes, epoch;
     int32_t src_host, dst_host;
-    uint8_t prio, trimmed, hops, pad;
+    uint8_t prio, trimmed, hops, squeezed;
+    uint32_t body, pad; /* bytes that follow: len, or the squeezed form's */
 };
 
 struct prun_box {
@@ -117,8 +118,9 @@ static void prun_arrive(void *ud, struct mroce_sim_link *l,
 {
     (void)l;
     struct prun_link *pl = ud;
-    size_t n = sizeof(struct prun_hdr) + sizeof(struct prun_frame) +
-               prun_pad8(pk->len);
+    uint32_t body = pk->squeezed ? pk->clen : pk->len; /* kept squeezed */
+    size_t n =
+        sizeof(struct prun_hdr) + sizeof(struct prun_frame) + prun_pad8(body);
     uint8_t *at = prun_box_put(pl->p, pl->to_dst, n);
     if (!at)
         return;
@@ -136,10 +138,12 @@ static void prun_arrive(void *ud, struct mroce_sim_link *l,
         .prio = pk->prio,
         .trimmed = pk->trimmed,
         .hops = pk->hops,
+        .squeezed = pk->squeezed,
+        .body = body,
     };
     memcpy(at, &h, sizeof(h));
     memcpy(at + sizeof(h), &f, sizeof(f));
-    memcpy(at + sizeof(h) + sizeof(f), pk->data, pk->len);
+    memcpy(at + sizeof(h) + sizeof(f), pk->data, body);
 }
 
 static void prun_pause(void *ud, struct mroce_sim_link *l, int prio, bool on,
@@ -169,12 +173,18 @@ static int prun_take_frame(struct mroce_sim_prun *p, struct mroce_sim_link *l,
     if (left < sizeof(f))
         return MROCE_EPROTO;
     memcpy(&f, b, sizeof(f));
-    if (left - sizeof(f) < prun_pad8(f.len) || f.prio >= MROCE_SIM_NPRIO)
+    /* a squeezed packet stays squeezed: this rank's pool must rebuild it */
+    bool sq = f.squeezed != 0;
+    if (left - sizeof(f) < prun_pad8(f.body) || f.prio >= MROCE_SIM_NPRIO ||
+        f.squeezed > 1 || (!sq && f.body != f.len) ||
+        (sq && !mroce_sim_pool_squeezes(p->pool)))
         return MROCE_EPROTO;
-    struct mroce_sim_pkt *pk = mroce_sim_pkt_import(p->pool, f.len);
+    struct mroce_sim_pkt *pk = mroce_sim_pkt_import(p->pool, f.body);
     if (!pk)
         return MROCE_ENOMEM;
-    memcpy(pk->data, b + sizeof(f), f.len);
+    memcpy(pk->data, b + sizeof(f), f.body);
+    pk->squeezed = f.squeezed;
+    pk->clen = sq ? f.body : 0;
     pk->len = f.len;
     pk->wire_bytes = f.wire_bytes;
     pk->meta = f.meta;
@@ -219,7 +229,7 @@ static long prun_take(struct mroce_sim_prun *p, const uint8_t *b, size_t left)
         return err;
     struct prun_frame f;
     memcpy(&f, body, sizeof(f));
-    return (long)(sizeof(h) + sizeof(f) + prun_pad8(f.len));
+    return (long)(sizeof(h) + sizeof(f) + prun_pad8(f.body));
 }
 
 static int prun_take_all(struct mroce_sim_prun *p, const uint8_t *in,

@@ -506,9 +506,10 @@ static void json_counters(FILE *f, const struct mroce_sim_exp_result *r)
     fprintf(f, "],\n");
     fprintf(f,
             "  \"pkts\": {\"injected\": %" PRIu64 ", \"delivered\": %" PRIu64
-            ", \"dropped\": %" PRIu64 ", \"in_flight\": %" PRIu64 "},\n",
+            ", \"dropped\": %" PRIu64 ", \"in_flight\": %" PRIu64
+            ", \"squeezed\": %" PRIu64 "},\n",
             r->pkts.injected, r->pkts.delivered, r->pkts.dropped_total,
-            r->pkts.in_flight);
+            r->pkts.in_flight, r->pkts.squeezed);
     fprintf(f,
             "  \"sim_time_us\": %.6f,\n  \"events\": %" PRIu64
             ",\n  \"pcap_frames\": %" PRIu64 ",\n",

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sim/pkt.h"
 #include "sim/rng.h"
 
 #define VMEM_TAG_STRIDE 512u
@@ -28,10 +29,23 @@ struct mroce_sim_vbuf {
     void *owner;
 };
 
+/* The last fill of a payload-free region, which the packet being built
+ * carries (squeeze): where in the packet, and what. */
+struct vmem_fill {
+    const uint8_t *dst;
+    uint64_t len, off;
+    const struct mroce_sim_vbuf *b;
+    int n; /* fills since the last squeeze: one per packet to squeeze */
+};
+
 struct mroce_sim_vmem {
     struct mroce_sim_vmem_cfg c;
+    struct vmem_fill last;
+    uint8_t *scratch; /* squeeze: a payload rebuilt, to compare */
+    uint64_t scratch_len;
     unsigned gshift;  /* log2 G */
     uint32_t n_tags;  /* tag positions in a full granule */
+    unsigned tshift;  /* log2 of the distance between tags */
     uint64_t mix[64]; /* mix(position k) of tag k */
     uint64_t label_key;
     struct mroce_sim_vbuf *bufs;
@@ -57,6 +71,7 @@ struct mroce_sim_vmem *mroce_sim_vmem_create(const struct mroce_sim_vmem_cfg *c)
     vm->n_tags = (uint32_t)(g / stride);
     if (vm->n_tags > 64) /* granules above 32 KiB: tags further apart */
         vm->n_tags = 64;
+    vm->tshift = vm->gshift - (unsigned)__builtin_ctz(vm->n_tags);
     for (uint32_t k = 0; k < 64; k++)
         vm->mix[k] = mroce_sim_mix64(0x746167ull << 32 | k); /* "tag" */
     vm->label_key = mroce_sim_seed(c->seed, VMEM_LABEL_SEED);
@@ -83,6 +98,7 @@ void mroce_sim_vmem_destroy(struct mroce_sim_vmem *vm)
         vm->bufs = b->next;
         vbuf_free(b);
     }
+    free(vm->scratch);
     free(vm);
 }
 
@@ -110,7 +126,7 @@ uint64_t mroce_sim_vmem_bytes(const struct mroce_sim_vmem *vm)
 /* Tag position k of a granule: its byte offset in the granule. */
 static inline uint64_t vmem_tag_pos(const struct mroce_sim_vmem *vm, uint32_t k)
 {
-    return (uint64_t)k << (vm->gshift - __builtin_ctz(vm->n_tags));
+    return (uint64_t)k << vm->tshift;
 }
 
 uint64_t mroce_sim_vbuf_label(const struct mroce_sim_vmem *vm, uint64_t id,
@@ -212,17 +228,29 @@ static uint64_t vbuf_label_of(const struct mroce_sim_vbuf *b, uint64_t g)
 
 /* ---- Hooks: the engines' reads and writes ---- */
 
-/* Free mode: the tags of every granule of [off, +len) into dst. */
-static void vbuf_fill_tags(const struct mroce_sim_vbuf *b, uint64_t off,
-                           uint8_t *dst, size_t len)
+/* Free mode: [off, +len) of a region of blen bytes into dst: zeros, and
+ * at each tag position of each granule the tag of that granule's label
+ * (label(ud, g)), so that the bytes are a function of the labels alone
+ * and a squeezed packet is rebuilt to the very bytes its CRC covers. */
+static void vmem_write(const struct mroce_sim_vmem *vm, uint64_t off,
+                       uint8_t *dst, uint64_t len, uint64_t blen,
+                       const uint64_t *labels)
 {
-    const struct mroce_sim_vmem *vm = b->vm;
-    uint64_t end = off + len;
-    for (uint64_t g = off >> vm->gshift; (g << vm->gshift) < end; g++) {
-        uint64_t base = g << vm->gshift, l = vbuf_label_of(b, g);
+    memset(dst, 0, len);
+    uint64_t end = off + len, g0 = off >> vm->gshift;
+    for (uint64_t g = g0; (g << vm->gshift) < end; g++) {
+        uint64_t base = g << vm->gshift, l = labels[g - g0];
+        uint64_t gend = base + vm->c.granule;
+        if (base >= off && gend <= end && gend <= blen) { /* all tags */
+            for (uint32_t k = 0; k < vm->n_tags; k++) {
+                uint64_t t = l ^ vm->mix[k];
+                memcpy(dst + (base - off) + vmem_tag_pos(vm, k), &t, 8);
+            }
+            continue;
+        }
         for (uint32_t k = 0; k < vm->n_tags; k++) {
             uint64_t p = base + vmem_tag_pos(vm, k);
-            if (p < off || p + 8 > end || p + 8 > b->len)
+            if (p < off || p + 8 > end || p + 8 > blen)
                 continue;
             uint64_t t = l ^ vm->mix[k];
             memcpy(dst + (p - off), &t, 8);
@@ -230,14 +258,130 @@ static void vbuf_fill_tags(const struct mroce_sim_vbuf *b, uint64_t off,
     }
 }
 
-static void vbuf_fill(void *ud, uint64_t off, uint8_t *dst, size_t len)
+/* Granules [off, +len) touches; a packet's payload touches at most
+ * VMEM_SQ_LABELS (it is at most 9 KiB, granules at least 64 B: beyond
+ * that the packet is not squeezed). */
+#define VMEM_SQ_LABELS 20
+
+static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
+                            uint64_t len)
 {
-    struct mroce_sim_vbuf *b = ud;
+    return len ? ((off + len - 1) >> vm->gshift) - (off >> vm->gshift) + 1 : 0;
+}
+
+static void vbuf_fill_tags(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
+                           size_t len)
+{
+    struct mroce_sim_vmem *vm = b->vm;
+    uint64_t labels[VMEM_SQ_LABELS], end = off + len;
+    for (uint64_t at = off; at < end;) { /* VMEM_SQ_LABELS granules a go */
+        uint64_t g0 = at >> vm->gshift, stop = (g0 + VMEM_SQ_LABELS)
+                                               << vm->gshift;
+        uint64_t n = (stop < end ? stop : end) - at;
+        uint64_t ng = vmem_n_gran(vm, at, n);
+        for (uint64_t i = 0; i < ng; i++)
+            labels[i] = vbuf_label_of(b, g0 + i);
+        vmem_write(vm, at, dst + (at - off), n, b->len, labels);
+        at += n;
+    }
+    vm->last = (struct vmem_fill){dst, len, off, b, vm->last.n + 1};
+}
+
+void mroce_sim_vbuf_fill(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
+                         size_t len)
+{
     b->vm->n.fills++;
     if (b->vm->c.mode == MROCE_SIM_VMEM_REAL)
         memcpy(dst, b->addr + off, len);
     else
         vbuf_fill_tags(b, off, dst, len);
+}
+
+static void vbuf_fill(void *ud, uint64_t off, uint8_t *dst, size_t len)
+{
+    mroce_sim_vbuf_fill(ud, off, dst, len);
+}
+
+/* ---- Squeezed packets (pkt.h) ---- */
+
+/* The compact form: this head, the payload's labels, the bytes before
+ * the payload (headers) and after it (pad, CRC). */
+struct sq_head {
+    uint16_t hdr, tail;
+    uint32_t pay;
+    uint64_t off, blen;
+    uint32_t n; /* labels */
+};
+
+/* The payload f describes, rebuilt from its labels into vm->scratch,
+ * equals the bytes in the packet: the engine wrote nothing over them
+ * after the fill (an engine that seals payload would). */
+static bool vmem_rebuilds(struct mroce_sim_vmem *vm, const struct vmem_fill *f,
+                          const uint64_t *labels)
+{
+    if (f->len > vm->scratch_len) {
+        uint8_t *b = realloc(vm->scratch, f->len);
+        if (!b)
+            return false;
+        vm->scratch = b;
+        vm->scratch_len = f->len;
+    }
+    vmem_write(vm, f->off, vm->scratch, f->len, f->b->len, labels);
+    return !memcmp(vm->scratch, f->dst, f->len);
+}
+
+static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
+                             uint8_t *out, uint32_t cap)
+{
+    struct mroce_sim_vmem *vm = ud;
+    struct vmem_fill f = vm->last;
+    vm->last.n = 0; /* consumed, or stale: either way not for the next */
+    if (!cap || f.n != 1 || !f.b || f.dst < pkt || f.dst + f.len > pkt + len)
+        return 0;
+    struct sq_head h = {.hdr = (uint16_t)(f.dst - pkt),
+                        .tail = (uint16_t)(pkt + len - f.dst - f.len),
+                        .pay = (uint32_t)f.len,
+                        .off = f.off,
+                        .blen = f.b->len,
+                        .n = (uint32_t)vmem_n_gran(vm, f.off, f.len)};
+    uint64_t need = sizeof(h) + (uint64_t)h.n * 8 + h.hdr + h.tail;
+    if (h.n > VMEM_SQ_LABELS || need > cap)
+        return 0;
+    uint64_t labels[VMEM_SQ_LABELS];
+    for (uint32_t i = 0; i < h.n; i++)
+        labels[i] = vbuf_label_of(f.b, (f.off >> vm->gshift) + i);
+    if (!vmem_rebuilds(vm, &f, labels))
+        return 0;
+    memcpy(out, &h, sizeof(h));
+    memcpy(out + sizeof(h), labels, (size_t)h.n * 8);
+    uint8_t *o = out + sizeof(h) + (size_t)h.n * 8;
+    memcpy(o, pkt, h.hdr);
+    memcpy(o + h.hdr, f.dst + f.len, h.tail);
+    return (uint32_t)need;
+}
+
+static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
+                        uint8_t *pkt)
+{
+    (void)in_len;
+    const struct mroce_sim_vmem *vm = ud;
+    struct sq_head h;
+    uint64_t labels[VMEM_SQ_LABELS];
+    memcpy(&h, in, sizeof(h));
+    memcpy(labels, in + sizeof(h), (size_t)h.n * 8);
+    const uint8_t *bytes = in + sizeof(h) + (size_t)h.n * 8;
+    memcpy(pkt, bytes, h.hdr);
+    vmem_write(vm, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    memcpy(pkt + h.hdr + h.pay, bytes + h.hdr, h.tail);
+}
+
+bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
+                             struct mroce_sim_squeeze *out)
+{
+    if (vm->c.mode != MROCE_SIM_VMEM_FREE)
+        return false;
+    *out = (struct mroce_sim_squeeze){vmem_squeeze, vmem_expand, vm};
+    return true;
 }
 
 /* Free mode: the label the tags of granule g (at src, glen bytes) name;

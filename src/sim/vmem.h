@@ -10,9 +10,11 @@
  * free  the region has no bytes: an address range reserved without
  *       memory (PROT_NONE), and per granule of G bytes a 64-bit label
  *       naming its content. What a source region would hold is a
- *       function of its identity (mroce_sim_vbuf_label); fill writes, at
- *       every S-th byte of each granule of an outgoing packet (S =
- *       min(G, 512)), an 8-byte tag = label XOR mix(position); place
+ *       function of its identity (mroce_sim_vbuf_label); fill writes
+ *       zeros and, at every S-th byte of each granule of an outgoing
+ *       packet (S = min(G, 512)), an 8-byte tag = label XOR
+ *       mix(position), so a packet's payload is a function of its
+ *       labels (it can travel squeezed: mroce_sim_vmem_squeezer); place
  *       reads the tags back, checks they agree with each other and with
  *       their position (content shifted, cut or mixed fails), and stores
  *       the label. Collectives' local operations work on labels (a copy
@@ -94,6 +96,14 @@ void mroce_sim_vmem_get_counters(const struct mroce_sim_vmem *vm,
 /* Memory the vmem holds (bytes, labels, counts), for reports. */
 uint64_t mroce_sim_vmem_bytes(const struct mroce_sim_vmem *vm);
 
+/* Free mode: the codec that keeps payload-free packets squeezed in the
+ * packet pool (pkt.h): a packet whose payload is one fill of a region is
+ * kept as its headers, trailer and the payload's labels, and rebuilt to
+ * the same bytes (fill writes zeros and tags). False in real mode. */
+struct mroce_sim_squeeze;
+bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
+                             struct mroce_sim_squeeze *out);
+
 /* A region of len bytes. A source's content is its identity's pattern
  * (real: bytes written now; free: labels computed on demand); a
  * destination starts zeroed (real) or with label 0 everywhere (free).
@@ -114,6 +124,13 @@ void *mroce_sim_vbuf_owner(const struct mroce_sim_vbuf *b);
 int mroce_sim_vbuf_host(const struct mroce_sim_vbuf *b);
 /* Real mode: the bytes (the address); NULL in free mode. */
 uint8_t *mroce_sim_vbuf_bytes(const struct mroce_sim_vbuf *b);
+
+/* What the region's fill hook does when an engine sends [off, +len)
+ * of it into dst (a packet being built): the bytes (real), or zeros and
+ * the granules' tags (free; a packet with one such fill can then travel
+ * squeezed). Exported for tests. */
+void mroce_sim_vbuf_fill(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
+                         size_t len);
 
 /* Free mode: the label of granule g of a source of this identity. */
 uint64_t mroce_sim_vbuf_label(const struct mroce_sim_vmem *vm, uint64_t id,

@@ -166,7 +166,7 @@ static int verbs_transport(struct mroce_ctx *ctx,
                            const struct mroce_ctx_attr *a)
 {
     if (a->transport == MROCE_TRANSPORT_METAROCE) {
-        ctx->no_icrc = a->no_icrc; /* data only: control packets keep it */
+        ctx->no_icrc = a->no_icrc; /* every packet, sent and received */
         return 0;
     }
     if (a->transport != MROCE_TRANSPORT_ROCEV2)
@@ -255,6 +255,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     if (a->n_src_ports)
         memcpy(ctx->src_ports, a->src_ports,
                a->n_src_ports * sizeof(*a->src_ports));
+    ctx->sched.top = ENG_NEVER; /* no connection, no timer */
     ctx->conn_hash_cap = 1024;
     ctx->conn_hash = eng_alloc(ctx, 1024 * sizeof(*ctx->conn_hash));
     err = ctx->conn_hash ? eng_planes_init(ctx) : MROCE_ENOMEM;

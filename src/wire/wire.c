@@ -30,14 +30,6 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
 
-/* One extension header: its flag, size and codec pair. */
-struct ext_codec {
-    uint8_t flag;
-    uint8_t len;
-    void (*put)(const struct mroce_hdr *h, uint8_t *p);
-    void (*get)(struct mroce_hdr *h, const uint8_t *p);
-};
-
 static void dxh_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be32_put(p, h->dsn);
@@ -146,17 +138,91 @@ static void pad_get(struct mroce_hdr *h, const uint8_t *p)
     (void)p;
 }
 
-/* Wire order of the extension headers (R-HDR-5). */
-static const struct ext_codec ext_tab[] = {
-    {MROCE_H_DXH, MROCE_DXH_LEN, dxh_put, dxh_get},
-    {MROCE_H_RETH, MROCE_RETH_LEN, reth_put, reth_get},
-    {MROCE_H_SNH, MROCE_SNH_LEN, snh_put, snh_get},
-    {MROCE_H_IMM, MROCE_IMM_LEN, imm_put, imm_get},
-    {MROCE_H_AKH, MROCE_AKH_LEN, akh_put, akh_get},
-    {MROCE_H_NKH, MROCE_NKH_LEN, nkh_put, nkh_get},
-    {MROCE_H_PAD, MROCE_PAD_LEN, pad_put, pad_get},
-};
-#define N_EXT (sizeof(ext_tab) / sizeof(ext_tab[0]))
+/* The extension headers present in `hdrs`, in wire order (R-HDR-5):
+ * straight-line code, as a loop over a table of codecs cost more in
+ * indirect calls and flag tests than the fields themselves. */
+static void ext_put(const struct mroce_hdr *h, uint8_t *p, uint8_t hdrs)
+{
+    if (hdrs & MROCE_H_DXH) {
+        dxh_put(h, p);
+        p += MROCE_DXH_LEN;
+    }
+    if (hdrs & MROCE_H_RETH) {
+        reth_put(h, p);
+        p += MROCE_RETH_LEN;
+    }
+    if (hdrs & MROCE_H_SNH) {
+        snh_put(h, p);
+        p += MROCE_SNH_LEN;
+    }
+    if (hdrs & MROCE_H_IMM) {
+        imm_put(h, p);
+        p += MROCE_IMM_LEN;
+    }
+    if (hdrs & MROCE_H_AKH) {
+        akh_put(h, p);
+        p += MROCE_AKH_LEN;
+    }
+    if (hdrs & MROCE_H_NKH) {
+        nkh_put(h, p);
+        p += MROCE_NKH_LEN;
+    }
+    if (hdrs & MROCE_H_PAD) {
+        pad_put(h, p);
+        p += MROCE_PAD_LEN;
+    }
+}
+
+/* The fields of a header that is absent are zeroed here, group by group,
+ * rather than the whole header first (wire_decode). NKH comes after DXH
+ * and sets its copy of dsn, stream and msn. */
+static void ext_get(struct mroce_hdr *h, const uint8_t *p, uint8_t hdrs)
+{
+    if (hdrs & MROCE_H_DXH) {
+        dxh_get(h, p);
+        p += MROCE_DXH_LEN;
+    } else {
+        h->dsn = h->msn = h->msg_len = h->offset = 0;
+        h->stream = 0;
+        h->prot = 0;
+    }
+    if (hdrs & MROCE_H_RETH) {
+        reth_get(h, p);
+        p += MROCE_RETH_LEN;
+    } else {
+        h->va = 0;
+        h->rkey = 0;
+    }
+    if (hdrs & MROCE_H_SNH) {
+        snh_get(h, p);
+        p += MROCE_SNH_LEN;
+    } else {
+        h->ssn = 0;
+    }
+    if (hdrs & MROCE_H_IMM) {
+        imm_get(h, p);
+        p += MROCE_IMM_LEN;
+    } else {
+        h->imm = 0;
+    }
+    if (hdrs & MROCE_H_AKH) {
+        akh_get(h, p);
+        p += MROCE_AKH_LEN;
+    } else {
+        h->sack_high = h->dsn_cum = h->echo_ts = h->rate_mbps = 0;
+        h->ce_count = h->rx_count = 0;
+        h->sack[0] = h->sack[1] = h->sack[2] = h->sack[3] = 0;
+    }
+    if (hdrs & MROCE_H_NKH) {
+        nkh_get(h, p);
+        p += MROCE_NKH_LEN;
+    } else {
+        h->nak_code = 0;
+        h->nak_info = 0;
+    }
+    if (hdrs & MROCE_H_PAD)
+        pad_get(h, p);
+}
 
 const struct mroce_op_info *mroce_wire_op_info(uint8_t opcode)
 {
@@ -204,14 +270,7 @@ int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
         return MROCE_WIRE_ENOSPC;
     mth_put(h, buf);
     uint8_t *p = buf + MROCE_MTH_LEN;
-    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
-    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
-        if (!(left & ext_tab[i].flag))
-            continue;
-        left &= (uint8_t)~ext_tab[i].flag;
-        ext_tab[i].put(h, p);
-        p += ext_tab[i].len;
-    }
+    ext_put(h, p, oi->headers);
     return oi->hdr_len;
 }
 
@@ -240,27 +299,33 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
 /* R-RX-1: minimum length, version, opcode, length of the opcode's
  * headers and trailer, CRC (plain packets only: a sealed one's tag is
  * the engine's to check, R-AEAD-8), then the payload rule. */
+/* A packet refused: a header of zeros (as before any field is read). */
+static int wire_refuse(struct mroce_hdr *h, int err)
+{
+    *h = (struct mroce_hdr){0};
+    return err;
+}
+
 static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
                        bool check_crc)
 {
-    memset(h, 0, sizeof(*h));
     if (len < MROCE_MTH_LEN + MROCE_ICRC_LEN)
-        return MROCE_WIRE_ETRUNC;
+        return wire_refuse(h, MROCE_WIRE_ETRUNC);
     if (buf[0] >> 4 != MROCE_WIRE_VERSION)
-        return MROCE_WIRE_EVERSION;
+        return wire_refuse(h, MROCE_WIRE_EVERSION);
     const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
     if (!oi)
-        return MROCE_WIRE_EOPCODE;
+        return wire_refuse(h, MROCE_WIRE_EOPCODE);
     bool sealed = buf[0] & MROCE_HF_SEAL;
     size_t tl = mroce_aead_trailer_len(buf[0]);
     if (len < (size_t)oi->hdr_len + tl)
-        return MROCE_WIRE_ETRUNC;
+        return wire_refuse(h, MROCE_WIRE_ETRUNC);
     size_t body = len - tl;
     if (check_crc && !sealed &&
         mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
-        return MROCE_WIRE_ECRC;
+        return wire_refuse(h, MROCE_WIRE_ECRC);
     if (body > oi->hdr_len && !(oi->headers & MROCE_H_PAYLOAD))
-        return MROCE_WIRE_EPAYLOAD;
+        return wire_refuse(h, MROCE_WIRE_EPAYLOAD);
     /* R-HDR-3: the key phase bit means something on sealed packets only */
     h->flags =
         buf[0] & (sealed ? MROCE_HF_MASK | MROCE_HF_SEAL | MROCE_HF_KPHASE
@@ -271,14 +336,7 @@ static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
     h->psn = mroce_be32_get(buf + 8);
     h->ts = mroce_be32_get(buf + 12);
     const uint8_t *p = buf + MROCE_MTH_LEN;
-    uint8_t left = oi->headers & (uint8_t)~MROCE_H_PAYLOAD;
-    for (size_t i = 0; left && i < N_EXT; i++) { /* stops after the last */
-        if (!(left & ext_tab[i].flag))
-            continue;
-        left &= (uint8_t)~ext_tab[i].flag;
-        ext_tab[i].get(h, p);
-        p += ext_tab[i].len;
-    }
+    ext_get(h, p, oi->headers);
     h->payload = buf + oi->hdr_len;
     h->payload_len = (uint32_t)(body - oi->hdr_len);
     return MROCE_WIRE_OK;

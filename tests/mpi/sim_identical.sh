@@ -71,6 +71,8 @@ PERM=(--workload permutation --size 256k --paths 32 --seed 3)
 A2A=(--workload alltoall --size 512k --paths 4 --loss 0.01 --seed 3)
 
 check ls_perm "${LS[@]}" "${PERM[@]}"
+# payload-free: squeezed packets cross the cut (sim/pkt.h)
+check ls_perm_free "${LS[@]}" "${PERM[@]}" --payload free
 check ls_a2a_loss "${LS[@]}" "${A2A[@]}"
 check ls_fail "${LS[@]}" "${PERM[@]}" --fail-link leaf0-spine1@3
 check ft_perm "${FT[@]}" "${PERM[@]}"

@@ -123,9 +123,9 @@ static struct fix *fix_new(const char *ip, int mode,
             return NULL;
         }
         assert_int_equal(rc, 0);
-        assert_int_equal(mroce_conn_set_secret(f->s[i].conn, mode, secret,
-                                               sizeof(secret)),
-                         0);
+        assert_int_equal(
+            mroce_conn_set_secret(f->s[i].conn, mode, secret, sizeof(secret)),
+            0);
     }
     struct mroce_conn_params p0, p1;
     mroce_conn_get_params(f->s[0].conn, &p0);
@@ -183,8 +183,7 @@ enum op { OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ, N_OP };
 
 /* op from side 0 over [off, +len) to side 1 at the same offset (READ:
  * side 1's bytes into side 0), waited for and compared. */
-static void run_op(struct fix *f, int op, uint64_t id, size_t off,
-                   uint32_t len)
+static void run_op(struct fix *f, int op, uint64_t id, size_t off, uint32_t len)
 {
     struct side *a = &f->s[0], *b = &f->s[1];
     int src = op == OP_READ ? 1 : 0;
@@ -192,17 +191,15 @@ static void run_op(struct fix *f, int op, uint64_t id, size_t off,
     memset(f->s[1 - src].mem + off, 0x5A, len);
     struct mroce_send_wr w = {
         .wr_id = id,
-        .sge = {(uint64_t)(uintptr_t)(a->mem + off), len,
-                mroce_mr_lkey(a->mr)},
+        .sge = {(uint64_t)(uintptr_t)(a->mem + off), len, mroce_mr_lkey(a->mr)},
         .remote_addr = (uint64_t)(uintptr_t)(b->mem + off),
         .rkey = mroce_mr_rkey(b->mr),
         .imm = (uint32_t)id ^ 0xC0FFEEu};
     bool recv = op == OP_WRITE_IMM || op == OP_SEND || op == OP_SEND_IMM;
     if (recv) {
-        struct mroce_recv_wr r = {
-            .wr_id = id,
-            .sge = {(uint64_t)(uintptr_t)(b->mem + off), len,
-                    mroce_mr_lkey(b->mr)}};
+        struct mroce_recv_wr r = {.wr_id = id,
+                                  .sge = {(uint64_t)(uintptr_t)(b->mem + off),
+                                          len, mroce_mr_lkey(b->mr)}};
         assert_int_equal(mroce_post_recv(b->conn, &r), 0);
     }
     int rc = op == OP_WRITE       ? mroce_post_write(a->conn, &w)
@@ -288,9 +285,9 @@ static void send_to(uint16_t port, const uint8_t *buf, size_t len)
     assert_true(fd >= 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(sendto(fd, buf, len, 0, (struct sockaddr *)&sa,
-                            sizeof(sa)),
-                     (ssize_t)len);
+    assert_int_equal(
+        sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa)),
+        (ssize_t)len);
     close(fd);
 }
 

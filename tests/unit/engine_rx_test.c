@@ -227,7 +227,7 @@ static void test_bad_crc_each_byte(void **state)
 }
 
 /* mroce_ctx_attr.no_icrc (a simulator's fabric, which cannot corrupt):
- * the engine sends data with a zero ICRC and accepts a packet whatever
+ * the engine sends data and ACKs with a zero ICRC and accepts a packet whatever
  * its ICRC; the same packet with a wrong ICRC is dropped without it. A
  * data packet shorter than its place in the message is dropped. */
 static void test_no_icrc(void **state)
@@ -260,6 +260,10 @@ static void test_no_icrc(void **state)
     assert_int_equal(peer_post(q, MROCE_OP_WRITE, 0, 7, 0, 100), 0);
     peer_drain(q, NULL, 0);
     const struct peer_out *o = peer_find(q, MROCE_OP_WRITE, 0);
+    assert_non_null(o);
+    for (size_t i = o->len - MROCE_ICRC_LEN; i < o->len; i++)
+        assert_int_equal(o->buf[i], 0);
+    o = peer_find(q, MROCE_OP_ACK, 0); /* control packets too */
     assert_non_null(o);
     for (size_t i = o->len - MROCE_ICRC_LEN; i < o->len; i++)
         assert_int_equal(o->buf[i], 0);

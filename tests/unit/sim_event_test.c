@@ -353,6 +353,59 @@ static void bench_hold(size_t pending, uint64_t events)
     mroce_sim_ev_destroy(h.l);
 }
 
+/* ---- Memory ---- */
+
+/* Chains of events: each reposts itself a random 1..range ps later while
+ * its id is below active. */
+struct chains {
+    struct mroce_sim_evlist *l;
+    struct mroce_sim_rng rng;
+    uint64_t range;
+    uint32_t active;
+};
+
+static void chain_step(void *obj, uint64_t id, uint64_t now)
+{
+    struct chains *c = obj;
+    if (id < c->active)
+        assert_true(mroce_sim_ev_post(
+            c->l, now + 1 + mroce_sim_rng_next(&c->rng) % c->range, chain_step,
+            c, id));
+}
+
+/* The node storage follows the events pending, not the wheel's size or
+ * how much of it the run has swept: 60,000 chains grow the wheel, then
+ * 20,000 go on (at the same rate of events, so the tick stays) over many
+ * turns of it: a bucket's array is at least 4 nodes, and spares are
+ * kept, so about 6 nodes per event pending; buckets that kept their
+ * arrays held 65. */
+static void test_memory_follows_pending(void **state)
+{
+    (void)state;
+    struct chains c = {.l = mroce_sim_ev_create(0),
+                       .rng = {7},
+                       .range = 60000,
+                       .active = 60000};
+    assert_non_null(c.l);
+    for (uint32_t i = 0; i < c.active; i++)
+        assert_true(mroce_sim_ev_post(c.l, 1 + i, chain_step, &c, i));
+    mroce_sim_ev_run(c.l, 20 * c.range);
+    c.active = 20000;
+    c.range = 20000;
+    uint64_t t = mroce_sim_ev_now(c.l);
+    mroce_sim_ev_run(c.l, t + 60000); /* the others end */
+    size_t pending = mroce_sim_ev_pending(c.l);
+    assert_int_equal(pending, 20000);
+    t = mroce_sim_ev_now(c.l);
+    mroce_sim_ev_run(c.l, t + 100 * c.range);
+    size_t bytes = mroce_sim_ev_node_bytes(c.l), node = 48;
+    printf("[ memory   ] %zu events pending, %zu B of nodes (%.1f per event)\n",
+           pending, bytes, (double)bytes / node / (double)pending);
+    assert_true(bytes <
+                8 * node * pending); /* 6.0; buckets keeping theirs: 65 */
+    mroce_sim_ev_destroy(c.l);
+}
+
 static void test_bench(void **state)
 {
     (void)state;
@@ -371,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_run_until_and_stop),
         cmocka_unit_test(test_two_lists),
         cmocka_unit_test(test_against_model),
+        cmocka_unit_test(test_memory_follows_pending),
         cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

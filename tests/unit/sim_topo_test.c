@@ -178,6 +178,50 @@ static double lone_flow(int src, int dst, uint64_t bytes)
     return ratio;
 }
 
+/* The frame-by-frame recurrence of mroce_sim_topo_ideal_fct_ps, as the
+ * reference its closed form for equal link rates must match exactly. */
+static uint64_t ideal_ref(const struct mroce_sim_topo *t, uint64_t bytes,
+                          uint32_t mtu, uint32_t hdr, int src, int dst)
+{
+    const struct mroce_sim_topo_cfg *c = mroce_sim_topo_cfg(t);
+    int links = mroce_sim_topo_hops(t, src, dst);
+    uint64_t n = bytes ? (bytes + mtu - 1) / mtu : 1, f[6] = {0};
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t pay = k + 1 < n ? mtu : bytes - (n - 1) * mtu, ready = 0;
+        for (int j = 0; j < links; j++) {
+            uint64_t bps = j == 0 || j == links - 1 ? c->host_bps : c->link_bps;
+            uint64_t bits = (pay + hdr + MROCE_SIM_WIRE_OVERHEAD_V4) * 8u;
+            uint64_t start = f[j] > ready ? f[j] : ready;
+            f[j] = start + (bits * MROCE_SIM_PS_PER_S + bps - 1) / bps;
+            ready = f[j] + c->delay_ps;
+        }
+    }
+    return f[links - 1] + c->delay_ps;
+}
+
+/* Equal rates take the closed form, unequal ones the recurrence: both
+ * give the recurrence's integers, for short last frames and one frame
+ * too, on 2- and 4-link routes. */
+static void test_ideal_closed_form(void **state)
+{
+    (void)state;
+    static const uint64_t sizes[] = {1, 999, 1000, 1001, 3017, 1u << 20};
+    for (int uneq = 0; uneq < 2; uneq++) {
+        struct mroce_sim_topo_cfg c = {.hosts_per_leaf = 4, .leaves = 2};
+        if (uneq)
+            c.host_bps = 100000000000ull; /* 100G hosts, 400G fabric */
+        struct mroce_sim_topo *t;
+        assert_int_equal(mroce_sim_topo_create(&c, &t), 0);
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            for (int dst = 1; dst <= 5; dst += 4)
+                for (uint32_t hdr = 0; hdr <= 48; hdr += 48)
+                    assert_int_equal(mroce_sim_topo_ideal_fct_ps(
+                                         t, sizes[i], 1000, hdr, 0, dst),
+                                     ideal_ref(t, sizes[i], 1000, hdr, 0, dst));
+        mroce_sim_topo_destroy(t);
+    }
+}
+
 static void test_lone_flow_fct(void **state)
 {
     (void)state;
@@ -638,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_link_down_mid_flow),
         cmocka_unit_test(test_degrade),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_ideal_closed_form),
         cmocka_unit_test(test_multiplane),
         cmocka_unit_test(test_bench_permutation),
     };

@@ -1,7 +1,10 @@
 /* Payload-free runs (src/sim/vmem.c through mroce_sim_exp_run): the
  * same scenario gives the same results with real buffers and without
  * them, and a misplaced, a missing and a duplicated placement is caught
- * in both modes, for flows and for each collective, on both transports. */
+ * in both modes, for flows and for each collective, on both transports.
+ * Payload-free packets travel squeezed (sim/pkt.h): rebuilt byte for
+ * byte, and a run gives the same results with whole packets. */
+#define _DEFAULT_SOURCE /* mkstemp */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,9 +12,12 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/exp.h"
+#include "sim/pkt.h"
 #include "sim/vmem.h"
 
 static struct mroce_sim_exp_cfg base_cfg(int workload, int transport)
@@ -78,6 +84,9 @@ static void test_modes_agree(void **state)
             assert_int_equal(
                 b.vmem.misaligned + b.vmem.bad_tags + b.vmem.duplicates, 0);
             assert_true(b.buffer_bytes * 50 < a.buffer_bytes);
+            /* payload-free data packets travel squeezed (pkt.h) */
+            assert_int_equal(a.pkts.squeezed, 0);
+            assert_true(b.pkts.squeezed * 2 > b.data_pkts);
             mroce_sim_exp_result_free(&a);
             mroce_sim_exp_result_free(&b);
         }
@@ -141,12 +150,245 @@ static void test_auto(void **state)
     mroce_sim_exp_result_free(&r);
 }
 
+/* ---- Squeezed packets ---- */
+
+#define SQ_MAX 4200u /* pool's max payload: headers + 4096 + tail */
+
+struct sq_env {
+    struct mroce_sim_vmem *vm;
+    struct mroce_sim_vbuf *src;
+    struct mroce_sim_pool *pool;
+    uint8_t want[SQ_MAX], got[SQ_MAX];
+};
+
+static void sq_env_init(struct sq_env *e, uint64_t granule)
+{
+    struct mroce_sim_vmem_cfg vc = {
+        .mode = MROCE_SIM_VMEM_FREE, .granule = granule, .seed = 9};
+    assert_non_null(e->vm = mroce_sim_vmem_create(&vc));
+    /* 3 packets of 4096 B and a short one, which ends mid-granule */
+    e->src = mroce_sim_vbuf_new(e->vm, 3 * 4096 + 1000, true, 42, 0, NULL);
+    assert_non_null(e->src);
+    assert_non_null(e->pool = mroce_sim_pool_create(SQ_MAX, 0));
+    struct mroce_sim_squeeze sq;
+    assert_true(mroce_sim_vmem_squeezer(e->vm, &sq));
+    mroce_sim_pool_set_squeeze(e->pool, &sq);
+}
+
+static void sq_env_free(struct sq_env *e)
+{
+    mroce_sim_pool_destroy(e->pool);
+    mroce_sim_vmem_destroy(e->vm);
+}
+
+/* Builds a packet as an engine does: hdr header bytes, a fill of
+ * [off, +pay) of the source (fills: 0, 1 or 2 halves), tail bytes (the
+ * header and tail a function of seed); after it, corrupt flips one
+ * payload byte (what sealing the payload would do). Commits it; want
+ * holds what the engine wrote. */
+static struct mroce_sim_pkt *sq_build(struct sq_env *e, uint32_t hdr,
+                                      uint64_t off, uint32_t pay, uint32_t tail,
+                                      int fills, bool corrupt, uint8_t seed)
+{
+    struct mroce_sim_pkt *p = mroce_sim_pkt_take(e->pool);
+    assert_non_null(p);
+    uint32_t len = hdr + pay + tail;
+    for (uint32_t i = 0; i < hdr; i++)
+        p->data[i] = (uint8_t)(seed + i * 7);
+    if (fills == 1)
+        mroce_sim_vbuf_fill(e->src, off, p->data + hdr, pay);
+    else if (fills == 2) {
+        mroce_sim_vbuf_fill(e->src, off, p->data + hdr, pay / 2);
+        mroce_sim_vbuf_fill(e->src, off + pay / 2, p->data + hdr + pay / 2,
+                            pay - pay / 2);
+    } else
+        memset(p->data + hdr, 0x5a, pay);
+    for (uint32_t i = 0; i < tail; i++)
+        p->data[hdr + pay + i] = (uint8_t)(seed ^ (i * 13));
+    if (corrupt)
+        p->data[hdr + pay / 3] ^= 0x80;
+    memcpy(e->want, p->data, len);
+    struct mroce_pkt_meta meta = {0};
+    struct mroce_sim_pkt *c = mroce_sim_pkt_commit(e->pool, p, &meta, len, 0);
+    assert_non_null(c);
+    assert_int_equal(c->len, len);
+    return c;
+}
+
+/* The packet's bytes, squeezed or not, are what was written. */
+static void sq_check(struct sq_env *e, struct mroce_sim_pkt *p)
+{
+    memset(e->got, 0xee, sizeof(e->got));
+    const uint8_t *b = mroce_sim_pkt_bytes(e->pool, p, e->got);
+    assert_memory_equal(b, e->want, p->len);
+}
+
+/* Round trip: squeeze then expand gives the very bytes, for whole and
+ * short granules, at several granule sizes; the squeezed form is small. */
+static void test_squeeze_roundtrip(void **state)
+{
+    (void)state;
+    static const uint64_t granules[] = {4096, 1024, 256};
+    for (size_t gi = 0; gi < 3; gi++) {
+        struct sq_env e;
+        uint64_t g = granules[gi];
+        sq_env_init(&e, g);
+        uint64_t blen = mroce_sim_vbuf_len(e.src);
+        for (uint64_t off = 0; off < blen; off += 4096) {
+            uint32_t pay = (uint32_t)(blen - off < 4096 ? blen - off : 4096);
+            struct mroce_sim_pkt *p =
+                sq_build(&e, 58, off, pay, 4, 1, false, (uint8_t)off);
+            assert_true(p->squeezed); /* 16 labels at 256 B granules */
+            assert_true(p->clen <= 32 + 16 * 8 + 62);
+            sq_check(&e, p);
+            mroce_sim_pkt_deliver(e.pool, p);
+        }
+        struct mroce_sim_pool_counters pc;
+        mroce_sim_pool_get_counters(e.pool, &pc);
+        assert_int_equal(pc.squeezed, 4);
+        assert_int_equal(pc.injected, 4);
+        sq_env_free(&e);
+    }
+}
+
+/* What the codec must leave whole: a payload written over after its
+ * fill, two fills in one packet, a packet with no fill after a small
+ * packet's fill (stale state), and an ACK-sized packet. Each still reads
+ * back as written. */
+static void test_squeeze_refuses(void **state)
+{
+    (void)state;
+    struct sq_env e;
+    sq_env_init(&e, 4096);
+    struct mroce_sim_pkt *p = sq_build(&e, 58, 0, 4096, 4, 1, true, 1);
+    assert_false(p->squeezed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 0, 4096, 4, 2, false, 2);
+    assert_false(p->squeezed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 4096, 64, 4, 1, false, 3); /* small: not squeezed */
+    assert_false(p->squeezed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 0, 4096, 4, 0, false, 4); /* no fill of its own */
+    assert_false(p->squeezed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 0, 4096, 4, 1, false, 5); /* and a good one */
+    assert_true(p->squeezed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    sq_env_free(&e);
+}
+
+/* A switch trims a squeezed packet: its first bytes read back. */
+static void test_squeeze_trim(void **state)
+{
+    (void)state;
+    struct sq_env e;
+    sq_env_init(&e, 4096);
+    struct mroce_sim_pkt *p = sq_build(&e, 58, 4096, 4096, 4, 1, false, 6);
+    assert_true(p->squeezed);
+    mroce_sim_pkt_trim(p, 64);
+    assert_int_equal(p->len, 64);
+    assert_true(p->trimmed);
+    sq_check(&e, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    sq_env_free(&e);
+}
+
+/* Whole packets and squeezed ones: the same run, event for event, with
+ * loss, with switches trimming, and over 2 ranks (squeezed packets
+ * cross between partitions); a traced run keeps whole packets. */
+static void sq_same(struct mroce_sim_exp_cfg c, const char *what)
+{
+    struct mroce_sim_exp_result a, b;
+    c.payload = MROCE_SIM_EXP_PAYLOAD_FREE;
+    c.whole_pkts = true;
+    assert_int_equal(mroce_sim_exp_run(&c, &a), 0);
+    c.whole_pkts = false;
+    assert_int_equal(mroce_sim_exp_run(&c, &b), 0);
+    printf("[ squeeze  ] %-30s %llu of %llu data packets squeezed\n", what,
+           (unsigned long long)b.pkts.squeezed,
+           (unsigned long long)b.data_pkts);
+    assert_int_equal(a.pkts.squeezed, 0);
+    assert_int_equal(b.flows_corrupt + b.flows_failed, 0);
+    assert_int_equal(a.flows_completed, b.flows_completed);
+    assert_int_equal(a.events, b.events);
+    assert_int_equal(a.jct_ps, b.jct_ps);
+    assert_int_equal(a.end_ps, b.end_ps);
+    assert_int_equal(a.data_pkts, b.data_pkts);
+    assert_int_equal(a.retx_pkts, b.retx_pkts);
+    assert_int_equal(a.ooo_pkts, b.ooo_pkts);
+    assert_int_equal(a.ecn_marks, b.ecn_marks);
+    assert_int_equal(a.trimmed, b.trimmed);
+    assert_int_equal(a.pkts.injected, b.pkts.injected);
+    assert_int_equal(a.pkts.dropped_total, b.pkts.dropped_total);
+    assert_int_equal(a.vmem.placements, b.vmem.placements);
+    assert_int_equal(b.vmem.misaligned + b.vmem.bad_tags + b.vmem.duplicates,
+                     0);
+    for (int i = 0; i < a.n_flows; i++)
+        assert_int_equal(a.flows[i].fct_ps, b.flows[i].fct_ps);
+    if (c.trim == MROCE_SIM_EXP_ON) /* the case is about trimming */
+        assert_true(b.trimmed > 0);
+    if (c.ranks > 1) /* and this about packets crossing ranks */
+        assert_true(b.pkts.exported > 0);
+    if (c.pcap) {
+        assert_int_equal(b.pkts.squeezed, 0);
+        assert_int_equal(a.pcap_frames, b.pcap_frames);
+    } else {
+        assert_true(b.pkts.squeezed * 2 > b.data_pkts);
+    }
+    mroce_sim_exp_result_free(&a);
+    mroce_sim_exp_result_free(&b);
+}
+
+static void test_squeeze_same_results(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++)
+        for (size_t w = 0; w < sizeof(workloads) / sizeof(*workloads); w++) {
+            int tr = t ? MROCE_TRANSPORT_ROCEV2 : MROCE_TRANSPORT_METAROCE;
+            char what[64];
+            snprintf(what, sizeof(what), "%s %s", t ? "rocev2" : "metaroce",
+                     mroce_sim_exp_workload_str(workloads[w]));
+            sq_same(base_cfg(workloads[w], tr), what);
+        }
+    struct mroce_sim_exp_cfg c =
+        base_cfg(MROCE_SIM_EXP_PERMUTATION, MROCE_TRANSPORT_METAROCE);
+    c.hosts = 16;
+    c.loss = 0;
+    c.workload = MROCE_SIM_EXP_INCAST;
+    c.senders = 8;
+    c.trim = MROCE_SIM_EXP_ON;
+    c.buf_per_port = 64 * 1024;
+    sq_same(c, "metaroce incast, trimming");
+    c = base_cfg(MROCE_SIM_EXP_PERMUTATION, MROCE_TRANSPORT_METAROCE);
+    c.hosts = 16;
+    c.ranks = 2;
+    sq_same(c, "metaroce permutation, 2 ranks");
+    char path[] = "/tmp/sim_vmem_test_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    c.ranks = 0;
+    c.pcap = path;
+    sq_same(c, "metaroce permutation, traced");
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_modes_agree),
         cmocka_unit_test(test_faults_caught),
         cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_squeeze_roundtrip),
+        cmocka_unit_test(test_squeeze_refuses),
+        cmocka_unit_test(test_squeeze_trim),
+        cmocka_unit_test(test_squeeze_same_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
