@@ -100,18 +100,24 @@ void sv_nic_retire_recv(struct sv_qp *q, uint32_t seq)
 
 /* ---- engine completions ---- */
 
+/* The entry is retired before its completion is pushed: an application
+ * on another core that polls the completion may post again at once, and
+ * must find the entry free (verbs: a polled request's queue entry is the
+ * application's again). Pushed first, a queue of depth 1 refused that
+ * post with ENOMEM now and then (perftest's ib_write_lat: "Couldn't post
+ * send"). The completion is built before the entry can be reused. */
 static void comp_send(struct sv_qp *q, const struct mroce_wc *w, uint32_t seq)
 {
     const struct sv_swqe *e = &q->sqe[seq & q->sq.mask];
-    if (w->status != MROCE_WC_SUCCESS || (e->flags & SV_WR_SIGNALED)) {
-        struct ibv_wc wc = {.wr_id = e->wr_id,
-                            .status = comp_status(w->status),
-                            .opcode = comp_send_op(e->opcode),
-                            .byte_len = e->length,
-                            .qp_num = q->ibv.qp_num};
-        sv_cq_push(q->scq, &wc); /* room was checked for the batch */
-    }
+    bool push = w->status != MROCE_WC_SUCCESS || (e->flags & SV_WR_SIGNALED);
+    struct ibv_wc wc = {.wr_id = e->wr_id,
+                        .status = comp_status(w->status),
+                        .opcode = comp_send_op(e->opcode),
+                        .byte_len = e->length,
+                        .qp_num = q->ibv.qp_num};
     comp_retire(&q->sq, seq);
+    if (push)
+        sv_cq_push(q->scq, &wc); /* room was checked for the batch */
 }
 
 static void comp_recv(struct sv_qp *q, const struct mroce_wc *w, uint32_t seq)
@@ -132,8 +138,8 @@ static void comp_recv(struct sv_qp *q, const struct mroce_wc *w, uint32_t seq)
         wc.imm_data = w->imm; /* as posted: network byte order */
         wc.wc_flags = IBV_WC_WITH_IMM;
     }
+    comp_retire(&q->rq, seq); /* before the push, as comp_send */
     sv_cq_push(q->rcq, &wc);
-    comp_retire(&q->rq, seq);
 }
 
 static void comp_one(struct sv_ctx *c, const struct mroce_wc *w)
