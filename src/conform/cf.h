@@ -462,7 +462,7 @@ bool cf_reply_ok(json_t *rep, char *code, size_t cap);
 struct cf_peer *cf_peer_new(struct cf_t *t);
 void cf_peer_free(struct cf_peer *p);
 /* Next packet from the IUT within ms (answered by the automatic rules,
- * checked by the monitor); NULL on timeout. */
+ * checked by the monitor); NULL on timeout. A negative ms counts as 0. */
 const struct cf_pkt *cf_next(struct cf_t *t, int ms);
 typedef bool (*cf_match_fn)(const struct cf_pkt *pk, const void *arg);
 /* The first packet within ms that matches; others are handled as usual. */

@@ -493,6 +493,8 @@ static struct cf_pkt *peer_recv(struct cf_t *t, int ms)
 
 const struct cf_pkt *cf_next(struct cf_t *t, int ms)
 {
+    if (ms < 0) /* never poll without a timeout */
+        ms = 0;
     uint64_t end = cf_now() + (uint64_t)ms * 1000000ull;
     for (;;) {
         if (cf_timed_out)

@@ -30,8 +30,11 @@ static void rtt_one(struct cf_t *t, uint64_t wr, uint64_t hold_ns)
     CF_REQUIRE(t, pk, "no WRITE from the IUT");
     uint64_t due = pk->t + hold_ns;
     int from = t->p->n_log;
-    while (cf_now() < due)
-        cf_next(t, (int)((due - cf_now()) / 1000000));
+    /* the clock is read once per step: read twice, a step that began just
+     * before due computed due - now < 0, an infinite poll, and the ACK
+     * waited for the IUT's next timer */
+    for (uint64_t now; (now = cf_now()) < due;)
+        cf_next(t, (int)((due - now) / 1000000));
     /* a hold that overran the IUT's RTO (the suite descheduled) would
      * make the ACK name the RTO's PROBE: say so rather than blame the
      * IUT's estimator */
