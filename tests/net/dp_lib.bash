@@ -58,6 +58,19 @@ srv_start() {
     return 1
 }
 
+# attacked_client ARGS...: the client (ARGS as for `client`) while the
+# attacker runs; then waits for the attacker and prints its lines. Sets rc
+# (the client's status) and KDROP (datagrams the kernel dropped meanwhile).
+attacked_client() {
+    local k0
+    k0=$(rcvbuf_errors)
+    client "$@"
+    rc=$?
+    wait_pid $ATK 15 || fail "attacker: $(tail -n 3 "$TMP/attack.log")"
+    KDROP=$(($(rcvbuf_errors) - k0))
+    grep -v '^RESULT' "$TMP/attack.log"
+}
+
 # attack_start ATTACK ARGS...: the attacker in the background, capturing
 # before the client dials. ATK: its pid; its output in $TMP/attack.log.
 attack_start() {

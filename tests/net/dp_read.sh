@@ -37,12 +37,7 @@ nft_count() {
 srv_start || fail "server did not start"
 attack_start read --secs 1 --rounds 2 --sweep 256 ||
     fail "attacker did not start"
-k0=$(rcvbuf_errors)
-client write_bw -s 64k -D 3
-rc=$?
-wait_pid $ATK 15 || fail "attacker: $(tail -n 3 "$TMP/attack.log")"
-KDROP=$(($(rcvbuf_errors) - k0))
-grep -v '^RESULT' "$TMP/attack.log"
+attacked_client write_bw -s 64k -D 3
 read -r resp_pkts resp_bytes <<<"$(nft_count 0)"
 read -r req_pkts req_bytes <<<"$(nft_count 1)"
 echo "  READ_REQ sent in the namespace: $req_pkts ($req_bytes bytes);" \
