@@ -663,6 +663,12 @@ bool cf_drop_dsn_fn(struct cf_t *t, const struct cf_pkt *pk, void *ud);
 /* The i-th transmission of dsn in the log; how many there are. */
 const struct cf_pkt *cf_nth_tx(struct cf_t *t, uint32_t dsn, int i);
 int cf_count_dsn(struct cf_t *t, uint32_t dsn);
+/* Opens a 4-path connection (the suite announcing ack_every my_ack_every;
+ * 0: the default) under a 1 Mbit/s hint, posts one 200,000-byte WRITE,
+ * holds its ACKs 3 ms at a time and returns the most data packets that
+ * arrived in one such hold after the first three (cc.hint_cap, R-ACK-101's
+ * window slack). The connection stays open. */
+int cf_held_burst(struct cf_t *t, uint32_t my_ack_every);
 
 /* ---- below the UDP socket (cap.c, root only) ---- */
 

@@ -547,25 +547,7 @@ static void ack_cum_resolves(struct cf_t *t)
  * cc.hint_cap) toward a suite that announces ack_every my_every. */
 static int ack_slack_burst(struct cf_t *t, uint32_t my_every)
 {
-    cf_open(t, &(struct cf_open){.n_paths = 4,
-                                 .my_ack_every = my_every,
-                                 .min_rto_ns = 100000000});
-    t->p->auto_ack = false;
-    t->p->rate_mbps = 1;
-    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 200000});
-    int most = 0;
-    for (int round = 0; round < 10; round++) {
-        int from = t->p->n_log;
-        cf_pump(t, 3);
-        int n = 0;
-        for (int i = from; i < t->p->n_log; i++)
-            n += cf_is_data(t->p->log[i], NULL);
-        if (round >= 3 && n > most)
-            most = n;
-        for (uint16_t q = 0; q < 4; q++)
-            if (t->p->rx[q].any)
-                cf_send_ack(t, q);
-    }
+    int most = cf_held_burst(t, my_every);
     cf_close(t);
     return most;
 }

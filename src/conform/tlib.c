@@ -264,3 +264,27 @@ uint32_t cf_second_conn(struct cf_t *t)
     t->p->extra_ids[0] = mine.conn_id;
     return id2;
 }
+
+int cf_held_burst(struct cf_t *t, uint32_t my_ack_every)
+{
+    cf_open(t, &(struct cf_open){.n_paths = 4,
+                                 .my_ack_every = my_ack_every,
+                                 .min_rto_ns = 100000000});
+    t->p->auto_ack = false;
+    t->p->rate_mbps = 1;
+    cf_post(t, &(struct cf_wr){.op = "write", .wr_id = 1, .len = 200000});
+    int most = 0;
+    for (int round = 0; round < 10; round++) {
+        int from = t->p->n_log;
+        cf_pump(t, 3);
+        int n = 0;
+        for (int i = from; i < t->p->n_log; i++)
+            n += cf_is_data(t->p->log[i], NULL);
+        if (round >= 3 && n > most)
+            most = n;
+        for (uint16_t q = 0; q < 4; q++)
+            if (t->p->rx[q].any)
+                cf_send_ack(t, q);
+    }
+    return most;
+}
