@@ -1218,6 +1218,25 @@ static void test_tlp_no_double_retx(void **state)
     assert_int_equal(peer_cnt(p).retx_pkts, 1);
 }
 
+/* R-LOSS-8's set-up: WRITE wr (x) goes out on one path, WRITE wr + 1 (y)
+ * 1 us later on another, and 10 us later an ACK shows y delivered (not x:
+ * dsn_cum stays at x). Returns when x was sent. */
+static uint64_t x_then_y_acked(struct peer *p, uint64_t wr, struct mroce_hdr *x)
+{
+    post_write(p, wr, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    *x = p->out[0].h;
+    uint64_t t = p->now;
+    peer_advance(p, 1 * US);
+    post_write(p, wr + 1, 100);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    struct mroce_hdr y = p->out[0].h;
+    assert_int_not_equal(x->path, y.path);
+    peer_advance(p, 10 * US);
+    assert_int_equal(peer_ack(p, y.path, y.psn, x->dsn, &y.psn, 1), 0);
+    return t;
+}
+
 /* R-LOSS-8: x goes out on one path, y 1 us later on another; when y's
  * ACK shows it delivered, x is late a reorder window (max RTT / 4 + 1 us)
  * after its send plus the RTT: probed then, 13.5 us after its send,
@@ -1226,17 +1245,8 @@ static void test_rack_across_paths(void **state)
 {
     struct peer *p = *state;
     rtt_10us_everywhere(p);
-    post_write(p, 2, 100);
-    assert_int_equal(peer_drain(p, NULL, 0), 1);
-    struct mroce_hdr x = p->out[0].h;
-    uint64_t t = p->now;
-    peer_advance(p, 1 * US);
-    post_write(p, 3, 100);
-    assert_int_equal(peer_drain(p, NULL, 0), 1);
-    struct mroce_hdr y = p->out[0].h;
-    assert_int_not_equal(x.path, y.path);
-    peer_advance(p, 10 * US);
-    assert_int_equal(peer_ack(p, y.path, y.psn, x.dsn, &y.psn, 1), 0);
+    struct mroce_hdr x;
+    uint64_t t = x_then_y_acked(p, 2, &x);
     assert_true(peer_fire_tx(p, 8) > 0);
     assert_int_equal(p->now, t + 10 * US + 10 * US / 4 + 1 * US);
     assert_int_equal(peer_cnt(p).tlp_pkts, 1);
@@ -1280,17 +1290,8 @@ static void test_rack_waits_recent_highest(void **state)
     peer_advance(p, 40 * US); /* timers not run: w is answered first */
     assert_int_equal(peer_ack(p, w.path, w.psn, w.dsn + 1, &w.psn, 1), 0);
     assert_one_wc(p->scq, 2, MROCE_WC_SUCCESS);
-    post_write(p, 3, 100);
-    assert_int_equal(peer_drain(p, NULL, 0), 1);
-    struct mroce_hdr x = p->out[0].h;
-    uint64_t t = p->now;
-    peer_advance(p, 1 * US);
-    post_write(p, 4, 100);
-    assert_int_equal(peer_drain(p, NULL, 0), 1);
-    struct mroce_hdr y = p->out[0].h;
-    assert_int_not_equal(x.path, y.path);
-    peer_advance(p, 10 * US);
-    assert_int_equal(peer_ack(p, y.path, y.psn, x.dsn, &y.psn, 1), 0);
+    struct mroce_hdr x;
+    uint64_t t = x_then_y_acked(p, 3, &x);
     assert_true(peer_fire_tx(p, 8) > 0);
     /* 13.5 us with y's RTT alone; h after y's sample is 40 - 30/64 us */
     assert_true(p->now >= t + 39 * US);
