@@ -907,7 +907,7 @@ static void exp_progress(struct exp *x, double t0, double *last)
 static bool exp_budget_spent(struct exp *x, double t0)
 {
     const struct mroce_sim_exp_cfg *c = &x->c;
-    return x->rank == 0 && c->soft_deadline_ps &&
+    return x->rank == 0 && c->soft_deadline_ps && c->wall_budget_s > 0 &&
            x->now >= c->soft_deadline_ps && exp_wall() - t0 >= c->wall_budget_s;
 }
 

@@ -159,8 +159,8 @@ struct mroce_sim_exp_cfg {
     uint8_t rocev2_timeout; /* RoCEv2 ACK timeout 4.096 us x 2^t [14] */
     uint64_t deadline_ps;   /* simulated time limit [2 s] */
     /* A softer limit: past soft_deadline_ps of simulated time the run
-     * also stops as soon as it has used wall_budget_s of wall time (a run
-     * that is cheap enough goes on to deadline_ps) [none] */
+     * also stops as soon as it has used wall_budget_s (> 0) of wall time
+     * (a run that is cheap enough goes on to deadline_ps) [none] */
     uint64_t soft_deadline_ps;
     double wall_budget_s;
     int iters;    /* collectives back to back [1] */

@@ -71,7 +71,11 @@ struct suite_ref {
 struct suite_def {
     const char *name;
     int hosts, hosts_per_leaf, spines;
-    double deadline_ms; /* simulated time limit; 0: exp's default */
+    double deadline_ms;   /* simulated time limit; 0: exp's default */
+    double wall_budget_s; /* past deadline_ms, wall time a run may use
+                             before deadline_ms stops it; 0: none, the
+                             run goes on to its end (docs/suite.md "The
+                             deadline") */
     const struct suite_scen *scen;
     int n_scen;
     const struct suite_transport *tr;
@@ -92,8 +96,7 @@ struct suite_opts {
     double timeout_s;       /* wall time per run */
     double deadline_ms;     /* a hard simulated deadline instead of the
                                suite's soft one; 0: none */
-    double wall_budget_s;   /* past the suite's soft deadline a run stops
-                               once it used this much wall time */
+    double wall_budget_s;   /* --wall-budget, the suite's own if < 0 */
     int ranks;              /* each run cut into this many partitions, run
                                as threads (docs/sim.md "Parallel runs") */
     bool quiet;
@@ -120,6 +123,8 @@ const struct suite_ref *suite_ref_find(const struct suite_def *d,
 const char *suite_kind_str(int kind);
 void suite_cfg(const struct suite_job *j, struct mroce_sim_exp_cfg *c);
 /* Human description of a scenario with its numbers, into buf. */
+/* The wall budget a run of j has past the soft deadline; 0: none. */
+double suite_budget(const struct suite_job *j);
 void suite_describe(const struct suite_job *j,
                     const struct mroce_sim_exp_cfg *c, char *buf, size_t n);
 bool suite_list_has(const char *list, const char *id);
