@@ -164,10 +164,9 @@ struct path_tx {
     uint32_t drain_ns;   /* R-RTT-7: fixed when its newest packet left */
     uint32_t ahead_mark; /* R-RTT-7: conn sent_bytes before its newest */
     uint64_t rto_at, probe_at;
-    uint64_t pto_at;   /* R-RTT-7: its tail-loss probe, as of its last data
-                          sent or progress (rechecked when due) */
-    uint64_t due;      /* the earliest of the three (ptimer.c) */
-    uint16_t heap_pos; /* in the connection's path timer heap */
+    uint64_t pto_at; /* R-RTT-7: its tail-loss probe, as of its last data
+                        sent or progress (rechecked when due) */
+    uint64_t due;    /* the earliest of the three (ptimer.c) */
     uint16_t rk_prev, rk_next; /* in its plane's R-LOSS-8 order (rack.c) */
     bool rk_in;
     bool tlp_done, probe_due, probe_retx;
@@ -218,7 +217,7 @@ enum path_rank {
     RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
 };
 
-/* An entry of a connection's path timer heap (ptimer.c). */
+/* A node of a connection's path timer tree (ptimer.c). */
 struct eng_tent {
     uint64_t due;
     uint32_t p;
@@ -333,8 +332,8 @@ struct mroce_conn {
     struct eng_aead *aead;  /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;     /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack;  /* R-LOSS-8: per plane (ctx->n_planes) */
-    struct eng_tent *theap; /* path timer heap (ptimer.c) */
-    uint32_t theap_n;
+    struct eng_tent *ttree; /* path timer tree, tt_leaves nodes (ptimer.c) */
+    uint32_t tt_leaves;
 
     bool close_pending, close_due;
     uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
@@ -705,7 +704,9 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
 void eng_comp_prove(struct mroce_conn *c);
 
-/* ptimer.c: the connection's path timers, a min-heap */
+/* ptimer.c: the connection's path timers, a tournament tree */
+uint32_t eng_ptimer_leaves(uint32_t n);
+void eng_ptimer_reset(struct mroce_conn *c);
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
 void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
 uint64_t eng_ptimer_next(const struct mroce_conn *c);
