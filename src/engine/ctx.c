@@ -273,9 +273,10 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     struct mroce_conn *c;
     while ((c = eng_sched_pick_ack(ctx))) {
         int n = eng_resp_ack_tx(c, now, buf, cap, meta);
+        if (n <= 0 || (!c->nak_count && !c->ack_q_count))
+            eng_sched_ack_done(c); /* none owed now: not picked again */
         if (n > 0)
             return ctx_count_tx(c, n);
-        eng_sched_ack_done(c);
     }
     return 0;
 }

@@ -709,14 +709,18 @@ uint32_t eng_ptimer_leaves(uint32_t n);
 void eng_ptimer_reset(struct mroce_conn *c);
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
 void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
-uint64_t eng_ptimer_next(const struct mroce_conn *c);
+/* The earliest path timer: the tree's root (inline: read after every
+ * packet, eng_conn_update_deadline). */
+static inline uint64_t eng_ptimer_next(const struct mroce_conn *c)
+{
+    return c->ttree[1].due;
+}
 int eng_ptimer_due(const struct mroce_conn *c, uint64_t now);
 
 /* rack.c: R-LOSS-8, the planes' paths in send order */
 void eng_rack_init(struct mroce_conn *c);
 void eng_rack_sent(struct mroce_conn *c, uint16_t p);
 void eng_rack_check(struct mroce_conn *c, uint16_t p);
-uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane);
 uint64_t eng_rack_next(const struct mroce_conn *c);
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
                         uint64_t rtt, uint64_t held);

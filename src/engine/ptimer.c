@@ -80,11 +80,6 @@ void eng_ptimer_set(struct mroce_conn *c, uint16_t p)
     pt_fix(c, p);
 }
 
-uint64_t eng_ptimer_next(const struct mroce_conn *c)
-{
-    return c->ttree[1].due;
-}
-
 /* A path whose earliest timer is due at `now`, or -1. The caller runs
  * its timers and re-keys it with eng_ptimer_set. */
 int eng_ptimer_due(const struct mroce_conn *c, uint64_t now)

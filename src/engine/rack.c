@@ -123,7 +123,7 @@ static uint64_t rack_clock(const struct mroce_conn *c, const struct path_tx *pt,
 /* R-LOSS-8: when the plane's oldest path is late (ENG_NEVER: none is).
  * Rule 1: its newest packet was sent before the latest-sent delivered
  * one, w, and has not arrived within the plane's RTT plus R. */
-uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
+static inline uint64_t rack_at(const struct mroce_conn *c, uint32_t plane)
 {
     const struct eng_rack *w = &c->rack[plane];
     if (w->head == RK_NONE || !w->sent || MROCE_FAULT(c->ctx, TLP_OFF))
@@ -135,12 +135,13 @@ uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
     return rack_clock(c, pt, w, rtt);
 }
 
-/* The earliest R-LOSS-8 time of the connection's planes. */
+/* The earliest R-LOSS-8 time of the connection's planes (after every
+ * packet: the plane loop inline). */
 uint64_t eng_rack_next(const struct mroce_conn *c)
 {
     uint64_t t = ENG_NEVER;
     for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
-        uint64_t a = eng_rack_at(c, k);
+        uint64_t a = rack_at(c, k);
         if (a < t)
             t = a;
     }
@@ -172,7 +173,7 @@ void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
 void eng_rack_fire(struct mroce_conn *c, uint64_t now)
 {
     for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
-        while (c->state == MROCE_CONN_CONNECTED && eng_rack_at(c, k) <= now)
+        while (c->state == MROCE_CONN_CONNECTED && rack_at(c, k) <= now)
             eng_path_tlp(c, c->rack[k].head, true);
     }
 }

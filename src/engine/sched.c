@@ -46,12 +46,10 @@ static void sched_clear(struct eng_bits *b, uint32_t i)
         b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
 }
 
-/* Highest set bit <= i, or SCHED_NONE. */
-static uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
+/* sched_prev below i's word: through the summary words. */
+__attribute__((noinline)) static uint32_t sched_prev_far(const struct eng_bits *b,
+                                                         uint32_t i)
 {
-    uint64_t m = b->w[i / 64] & sched_upto(i);
-    if (m)
-        return i / 64 * 64 + sched_top(m);
     if (i < 64)
         return SCHED_NONE;
     uint32_t j = i / 64 - 1, si = j / 64; /* highest word left to try */
@@ -63,6 +61,16 @@ static uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
     }
     uint32_t w = si * 64 + sched_top(sm);
     return w * 64 + sched_top(b->w[w]);
+}
+
+/* Highest set bit <= i, or SCHED_NONE: inline for the usual case, a bit
+ * in i's own word (every pick, several per packet). */
+static inline uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
+{
+    uint64_t m = b->w[i / 64] & sched_upto(i);
+    if (m)
+        return i / 64 * 64 + sched_top(m);
+    return sched_prev_far(b, i);
 }
 
 static size_t sched_words(uint32_t cap)
