@@ -387,18 +387,6 @@ void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
 
 /* ---- the receiver's fair share (R-CC-2) ---- */
 
-#define SHARE_WINDOW_NS 50000
-
-/* R-CC-2: a connection that starts delivering counts at once, so the
- * first ACKs of an incast already carry the shared rate; the periodic
- * recount retires the idle ones. */
-void eng_share_note(struct mroce_conn *c, uint64_t now)
-{
-    if (!c->last_data_rx || now - c->last_data_rx >= SHARE_WINDOW_NS)
-        c->ctx->active_senders++;
-    c->last_data_rx = now ? now : 1;
-}
-
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
 {
     if (now >= ctx->share_at) {

@@ -424,7 +424,14 @@ static inline struct mroce_ctx *eng_ctx_of(struct mroce_dev *d)
 /* plane.c (R-PATH-15) */
 int eng_planes_init(struct mroce_ctx *ctx);
 void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane);
-void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane);
+void eng_plane_delivered(struct mroce_ctx *ctx, uint8_t plane);
+/* A path on `plane` delivered (every ACK that makes progress): nothing
+ * to do with one plane (no table), so that case costs no call. */
+static inline void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane)
+{
+    if (ctx->planes)
+        eng_plane_delivered(ctx, plane);
+}
 
 /* R-PATH-15: new data avoids a plane on which paths fail and none
  * delivers, unless every plane is in that state. */
@@ -555,7 +562,17 @@ uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
 int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
-void eng_share_note(struct mroce_conn *c, uint64_t now);
+#define SHARE_WINDOW_NS 50000 /* R-CC-2: a sender counts this long */
+/* R-CC-2: a connection that starts delivering counts at once, so the
+ * first ACKs of an incast already carry the shared rate; the periodic
+ * recount (eng_rate_hint) retires the idle ones. Inline: every data
+ * packet received. */
+static inline void eng_share_note(struct mroce_conn *c, uint64_t now)
+{
+    if (!c->last_data_rx || now - c->last_data_rx >= SHARE_WINDOW_NS)
+        c->ctx->active_senders++;
+    c->last_data_rx = now ? now : 1;
+}
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
 
 /* The engine's side of the public API (src/verbs dispatches to these or to
@@ -633,9 +650,25 @@ void eng_ctx_release(struct mroce_ctx *ctx);
 int eng_mem_connect(struct mroce_conn *c, uint32_t n, uint32_t dsn_window,
                     uint32_t path_window);
 void eng_mem_free(struct mroce_conn *c);
-int eng_mem_txp_room(struct mroce_conn *c);
+int eng_mem_txp_grow(struct mroce_conn *c);
+/* Room for DSN snd_next; the caller has checked the DSN window. Inline:
+ * every new packet asks, and the ring rarely has to grow. */
+static inline int eng_mem_txp_room(struct mroce_conn *c)
+{
+    if (c->snd_next - c->snd_una <= c->txp_mask)
+        return 0;
+    return eng_mem_txp_grow(c);
+}
 int eng_mem_retx_room(struct mroce_conn *c);
-int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt);
+int eng_mem_psn_grow(struct mroce_conn *c, struct path_tx *pt);
+/* Room for the PSN after next_psn - 1: the ring doubles when every slot
+ * holds an unresolved PSN (path_room keeps that below path_window). */
+static inline int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
+{
+    if (pt->next_psn - pt->una <= pt->psn_mask)
+        return 0;
+    return eng_mem_psn_grow(c, pt);
+}
 
 /* conn.c */
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
@@ -720,7 +753,16 @@ int eng_ptimer_due(const struct mroce_conn *c, uint64_t now);
 /* rack.c: R-LOSS-8, the planes' paths in send order */
 void eng_rack_init(struct mroce_conn *c);
 void eng_rack_sent(struct mroce_conn *c, uint16_t p);
-void eng_rack_check(struct mroce_conn *c, uint16_t p);
+void eng_rack_move(struct mroce_conn *c, uint16_t p);
+/* p's unresolved data or its probe state changed: it is in its plane's
+ * order while it has data unresolved and no probe pending (inline: most
+ * calls find it where it belongs). */
+static inline void eng_rack_check(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    if ((pt->inflight && !pt->tlp_done) != pt->rk_in)
+        eng_rack_move(c, p);
+}
 uint64_t eng_rack_next(const struct mroce_conn *c);
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
                         uint64_t rtt, uint64_t held);
@@ -728,6 +770,7 @@ void eng_rack_fire(struct mroce_conn *c, uint64_t now);
 
 /* pathset.c: R-PATH-13 path choice over bitmaps */
 void eng_pset_update(struct mroce_conn *c, uint16_t p);
+void eng_pset_sent(struct mroce_conn *c, uint16_t p);
 void eng_pset_floor(struct mroce_conn *c);
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);
@@ -736,7 +779,11 @@ int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
 void eng_path_init(struct mroce_conn *c, uint16_t p);
 bool eng_path_proven(const struct mroce_conn *c, const struct path_tx *pt,
                      uint64_t now);
-bool eng_path_run_open(const struct mroce_conn *c);
+/* R-PATH-17: whether the current run may take another packet. */
+static inline bool eng_path_run_open(const struct mroce_conn *c)
+{
+    return c->run_len && c->run_len < c->ctx->spray_run;
+}
 int eng_path_rank(struct mroce_conn *c, uint32_t p, int avoid, uint32_t bytes,
                   uint64_t now);
 void eng_path_tlp(struct mroce_conn *c, uint16_t p, bool rack);
@@ -768,7 +815,17 @@ static inline int eng_path_probe_tx(struct mroce_conn *c, uint64_t now,
         return 0;
     return eng_path_probe_send(c, now, buf, cap, meta);
 }
-void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
+/* Any acknowledged PSN on a suspect or probing path makes it active; a
+ * path on a new source port starts again from the initial window (inline:
+ * every ACK that makes progress). */
+static inline void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
+{
+    if (pt->state == PATH_PROBING)
+        pt->cc.cwnd = eng_path_init_cwnd(c);
+    if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
+        pt->state = PATH_ACTIVE; /* R-PATH-3 */
+    pt->probe_at = ENG_NEVER;    /* the caller re-keys p's timers */
+}
 void eng_path_first_hint(struct mroce_conn *c);
 
 #endif

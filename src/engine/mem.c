@@ -35,14 +35,11 @@ static int mem_psn_alloc(struct mroce_ctx *ctx, struct path_tx *pt,
     return 0;
 }
 
-/* Room for the PSN after next_psn - 1: the ring doubles when every slot
- * holds an unresolved PSN. path_room keeps that below path_window. Every
- * slot moves (they are the last om + 1 PSNs sent), so that the ts of a
- * PSN resolved but recently sent still checks an ACK (R-VAL-1). */
-int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
+/* The PSN ring is full (eng_mem_psn_room): it doubles. Every slot moves
+ * (they are the last om + 1 PSNs sent), so that the ts of a PSN resolved
+ * but recently sent still checks an ACK (R-VAL-1). */
+int eng_mem_psn_grow(struct mroce_conn *c, struct path_tx *pt)
 {
-    if (pt->next_psn - pt->una <= pt->psn_mask)
-        return 0;
     uint32_t *dsn = pt->psn_dsn, *ts = eng_psn_ts(pt, 0), om = pt->psn_mask;
     uint16_t *len = pt->psn_len;
     if (mem_psn_alloc(c->ctx, pt, 2 * (om + 1)))
@@ -56,11 +53,9 @@ int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
     return 0;
 }
 
-/* Room for DSN snd_next; the caller has checked the DSN window. */
-int eng_mem_txp_room(struct mroce_conn *c)
+/* The DSN ring is full: it doubles (eng_mem_txp_room). */
+int eng_mem_txp_grow(struct mroce_conn *c)
 {
-    if (c->snd_next - c->snd_una <= c->txp_mask)
-        return 0;
     uint32_t nm = 2 * c->txp_mask + 1;
     struct txp *n = eng_alloc(c->ctx, (nm + 1) * sizeof(*n));
     if (!n)

@@ -429,17 +429,6 @@ int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Any acknowledged PSN on a suspect or probing path makes it active; a
- * path on a new source port starts again from the initial window. */
-void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
-{
-    if (pt->state == PATH_PROBING)
-        pt->cc.cwnd = eng_path_init_cwnd(c);
-    if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
-        pt->state = PATH_ACTIVE; /* R-PATH-3 */
-    pt->probe_at = ENG_NEVER;    /* the caller re-keys p's timers */
-}
-
 /* ---- path choice (R-PATH-13, R-LOSS-4, R-PATH-11) ---- */
 
 static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
@@ -471,12 +460,6 @@ static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
         return false;
     }
     return true;
-}
-
-/* R-PATH-17: whether the current run may take another packet. */
-bool eng_path_run_open(const struct mroce_conn *c)
-{
-    return c->run_len && c->run_len < c->ctx->spray_run;
 }
 
 /* R-PATH-13 idle; R-PATH-17: the path of an open run is ranked as when

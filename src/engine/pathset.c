@@ -52,6 +52,19 @@ void eng_pset_update(struct mroce_conn *c, uint16_t p)
 #undef PS_SET
 }
 
+/* p sent a packet: of its bits only these two can change (its state and
+ * RTT did not), and it is no longer idle. */
+void eng_pset_sent(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    struct eng_pset *s = &c->pset;
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+    s->b[PS_IDLE][w] &= ~m;
+    s->b[PS_ROOM][w] =
+        (s->b[PS_ROOM][w] & ~m) | (-(uint64_t)ps_room(c, pt) & m);
+}
+
 /* The connection's RTT floor fell: which paths are slow changes. */
 void eng_pset_floor(struct mroce_conn *c)
 {
@@ -59,15 +72,11 @@ void eng_pset_floor(struct mroce_conn *c)
         ps_put(c->pset.b[PS_SLOW], p, ps_slow(c, &c->ptx[p]));
 }
 
-/* Paths whose plane is up and, if `open`, may take data now (R-PATH-14,
- * R-PATH-15); each mask is kept until the planes change. */
-static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
+/* ps_planes when the planes changed: the mask again. */
+__attribute__((noinline)) static const uint64_t *
+ps_planes_build(struct mroce_conn *c, struct eng_pmask *m, uint64_t open_planes)
 {
     struct mroce_ctx *ctx = c->ctx;
-    struct eng_pmask *m = &c->pset.planes[open];
-    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
-    if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
-        return m->b;
     for (uint16_t p = 0; p < c->n_paths; p++) {
         uint8_t k = c->ptx[p].plane;
         ps_put(m->b, p, !eng_plane_down(ctx, k) && ((open_planes >> k) & 1));
@@ -76,6 +85,19 @@ static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
     m->open = open_planes;
     m->valid = true;
     return m->b;
+}
+
+/* Paths whose plane is up and, if `open`, may take data now (R-PATH-14,
+ * R-PATH-15); each mask is kept until the planes change (inline: every
+ * pick asks). */
+static inline const uint64_t *ps_planes(struct mroce_conn *c, bool open)
+{
+    const struct mroce_ctx *ctx = c->ctx;
+    struct eng_pmask *m = &c->pset.planes[open];
+    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
+    if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
+        return m->b;
+    return ps_planes_build(c, m, open_planes);
 }
 
 /* The first set bit of b at or after `from`, cyclically; -1 if none. */

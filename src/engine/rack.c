@@ -64,17 +64,13 @@ void eng_rack_sent(struct mroce_conn *c, uint16_t p)
     rack_link_after(c, p, c->rack[pt->plane].tail);
 }
 
-/* p's unresolved data or its probe state changed: it is in the order
- * while it has data unresolved and no probe pending. A path that comes
- * back (its probe answered with data still out) goes in by its newest
- * send time: a walk from the oldest end, short because it is old. */
-void eng_rack_check(struct mroce_conn *c, uint16_t p)
+/* p goes in or out of its plane's order (eng_rack_check). A path that
+ * comes back (its probe answered with data still out) goes in by its
+ * newest send time: a walk from the oldest end, short because it is old. */
+void eng_rack_move(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
-    bool in = pt->inflight && !pt->tlp_done;
-    if (in == pt->rk_in)
-        return;
-    if (!in) {
+    if (pt->rk_in) {
         rack_unlink(c, p);
         return;
     }

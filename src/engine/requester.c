@@ -60,7 +60,8 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
 {
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = eng_psn_slot(pt, pt->next_psn);
-    eng_path_run_sent(c, p);
+    if (c->ctx->spray_run > 1) /* else no runs (R-PATH-17): no call */
+        eng_path_run_sent(c, p);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
     eng_path_sent_ts(pt, i, eng_ts(c, now));
@@ -85,7 +86,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     c->cnt.tx_data_pkts++;
     eng_rack_sent(c, p);    /* R-LOSS-8: p is its plane's newest */
     eng_path_pto_arm(c, p); /* R-RTT-7; re-keys p's timers */
-    eng_pset_update(c, p);  /* R-PATH-13: no longer idle, less room */
+    eng_pset_sent(c, p);    /* R-PATH-13: no longer idle, less room */
 }
 
 static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
@@ -231,7 +232,7 @@ static struct txp *req_next_resp(struct mroce_conn *c)
     return NULL;
 }
 
-static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
+static inline bool req_stream_ready(struct mroce_conn *c, struct stream *s)
 {
     if (s->sq_next == s->sq_tail)
         return false;

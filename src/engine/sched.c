@@ -47,8 +47,8 @@ static void sched_clear(struct eng_bits *b, uint32_t i)
 }
 
 /* sched_prev below i's word: through the summary words. */
-__attribute__((noinline)) static uint32_t sched_prev_far(const struct eng_bits *b,
-                                                         uint32_t i)
+__attribute__((noinline)) static uint32_t
+sched_prev_far(const struct eng_bits *b, uint32_t i)
 {
     if (i < 64)
         return SCHED_NONE;
