@@ -353,7 +353,7 @@ __attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
-    if (cap < eng_ctx_max_pkt(ctx))
+    if (cap < ctx->max_pkt)
         return MROCE_ENOBUFS;
     if (!eng_sched_busy(ctx))
         return 0; /* no connection may send (sched.c) */

@@ -408,6 +408,8 @@ struct mroce_ctx {
     /* mroce_ctx_attr.no_icrc: data packets leave with a zero ICRC and no
      * ICRC is checked (a fabric that cannot corrupt: the simulator) */
     bool no_icrc;
+    uint32_t max_pkt; /* eng_ctx_max_pkt, fixed at open: every transmit
+                         call checks its buffer against it */
     uint8_t *aead_buf;
 
     struct mroce_ctx_counters cnt;
@@ -801,8 +803,28 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p);
 /* How a packet may move its path's receive state (R-VAL-2). */
 enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
 bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
-void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
-                        bool *stale);
+void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
+                            bool *gap, bool *stale);
+/* R-SACK-5: records psn on the receiver's bitmap of its path; dup: it was
+ * there, gap: it is not the next PSN, stale: too old to record. Inline
+ * for the usual arrival, the path's next PSN (a shift by one); the others
+ * are eng_path_rx_record_any's. */
+static inline void eng_path_rx_record(struct path_rx *pr, uint32_t psn,
+                                      bool *dup, bool *gap, bool *stale)
+{
+    if (psn - pr->high != 1) {
+        eng_path_rx_record_any(pr, psn, dup, gap, stale);
+        return;
+    }
+    uint64_t *b = pr->bits;
+    b[3] = (b[3] >> 1) | (b[2] << 63);
+    b[2] = (b[2] >> 1) | (b[1] << 63);
+    b[1] = (b[1] >> 1) | (b[0] << 63);
+    b[0] = (b[0] >> 1) | ((uint64_t)1 << 63); /* psn itself, bit 0 */
+    pr->high = psn;
+    pr->any = true;
+    *gap = false;
+}
 int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta);
 /* R-PATH-8: a PROBE that is due, if any; inline, as nearly every

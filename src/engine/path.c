@@ -561,8 +561,8 @@ bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind)
     return true;
 }
 
-void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
-                        bool *stale)
+void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
+                            bool *gap, bool *stale)
 {
     if (seq_lt(pr->high, psn)) { /* high starts just before init_psn */
         uint32_t d = psn - pr->high;

@@ -112,7 +112,10 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
                     struct mroce_pkt_meta *meta)
 {
     struct path_tx *pt = &c->ptx[p];
-    struct mroce_hdr h = {0};
+    /* Not zeroed (136 bytes per packet): req_fill and the lines below set
+     * every field mroce_wire_write_hdr reads for a data opcode (MTH, DXH,
+     * RETH, SNH, IMM); nothing else reads h. */
+    struct mroce_hdr h;
     const uint8_t *payload = req_fill(c, x, &h);
     h.flags = flags;
     h.path = p;
