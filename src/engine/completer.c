@@ -391,9 +391,7 @@ static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
 {
     if (h->sack_high == pt->next_psn - 1 && pt->newest_ackreq)
         return 0;
-    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                        c->peer_ack_delay_ns) -
-           c->peer_ack_delay_ns;
+    return eng_peer_hold(c) - c->peer_ack_delay_ns;
 }
 
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
@@ -416,7 +414,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         bool first = !c->rate_hint_mbps && h->rate_mbps;
-        c->rate_hint_mbps = h->rate_mbps;
+        eng_conn_hint(c, h->rate_mbps);
         if (first)
             eng_path_first_hint(c);
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),

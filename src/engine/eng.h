@@ -329,6 +329,9 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    /* eng_ack_hold at the peer's ack_every and ack_delay and the granted
+     * rate, kept by eng_conn_hint; UINT32_MAX: too long to keep here */
+    uint32_t peer_hold_ns;
     struct eng_aead *aead;  /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;     /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack;  /* R-LOSS-8: per plane (ctx->n_planes) */
@@ -472,6 +475,25 @@ static inline uint64_t eng_ack_hold(const struct mroce_conn *c, uint32_t mbps,
     if (n > ENG_ACK_HOLD_MAX)
         n = ENG_ACK_HOLD_MAX;
     return n > ack_delay ? n : ack_delay;
+}
+
+/* R-ACK-1, R-RTT-7: how long the peer may hold the ACK of in-order data
+ * it received from us (path PTOs and R-LOSS-8 after every packet ask). */
+static inline uint64_t eng_peer_hold(const struct mroce_conn *c)
+{
+    if (c->peer_hold_ns != UINT32_MAX)
+        return c->peer_hold_ns;
+    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                        c->peer_ack_delay_ns);
+}
+
+/* The granted rate (R-CC-2) changed, or the peer's ACK parameters were
+ * set (connect): the hold they give again. */
+static inline void eng_conn_hint(struct mroce_conn *c, uint32_t mbps)
+{
+    c->rate_hint_mbps = mbps;
+    uint64_t h = eng_ack_hold(c, mbps, c->peer_ack_every, c->peer_ack_delay_ns);
+    c->peer_hold_ns = h < UINT32_MAX ? (uint32_t)h : UINT32_MAX;
 }
 
 /* Bytes leave the connection's in flight (resolved, or resent by a

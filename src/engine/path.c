@@ -145,10 +145,8 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 static uint64_t path_ack_hold(const struct mroce_conn *c,
                               const struct path_tx *pt)
 {
-    return pt->newest_ackreq
-               ? c->peer_ack_delay_ns /* R-CONN-3 */
-               : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                              c->peer_ack_delay_ns);
+    return pt->newest_ackreq ? c->peer_ack_delay_ns /* R-CONN-3 */
+                             : eng_peer_hold(c);
 }
 
 /* A path without its own RTT sample borrows the connection's latest. */

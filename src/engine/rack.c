@@ -109,10 +109,7 @@ static uint64_t rack_clock(const struct mroce_conn *c, const struct path_tx *pt,
     uint64_t own = pt->srtt > rtt ? pt->srtt : rtt;
     uint64_t sent = pt->last_send + own;
     uint64_t clock = w->sent + w->rtt + eng_drain_ns(c, ENG_PSN_BYTES(newest));
-    uint64_t hold = pt->newest_ackreq
-                        ? 0
-                        : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                                       c->peer_ack_delay_ns);
+    uint64_t hold = pt->newest_ackreq ? 0 : eng_peer_hold(c);
     return (sent > clock ? sent : clock) + rack_reo(c, w) + hold;
 }
 
