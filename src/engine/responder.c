@@ -701,6 +701,23 @@ static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
     return 2 * other + !eng_path_fast(c, pt);
 }
 
+/* resp_ack_path with one plane and up to 64 paths: the ranks of ACTIVE
+ * paths are then 0 (fast) and 1 (slow), which the path bits hold
+ * (pathset.c): the first fast one from the round-robin position, else the
+ * first slow one; -1 when none is ACTIVE (the scan decides). */
+static int resp_ack_bits(const struct mroce_conn *c)
+{
+    const struct eng_pset *s = &c->pset;
+    uint64_t all = c->n_paths < 64 ? ((uint64_t)1 << c->n_paths) - 1 : ~0ull;
+    uint64_t act = s->b[PS_ACT][0] & all;
+    if (!act)
+        return -1;
+    uint64_t fast = act & ~s->b[PS_SLOW][0];
+    uint64_t m = fast ? fast : act;
+    uint64_t at = m & (~(uint64_t)0 << (c->rr_ack % c->n_paths));
+    return __builtin_ctzll(at ? at : m);
+}
+
 /* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
  * the best ranked first (an ACK must go somewhere: path 0 at worst). */
 static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
@@ -708,6 +725,12 @@ static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
     int plane = c->prx[acked].plane, best = -1, best_rank = 5;
     if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
         return 0;
+    int b =
+        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
+    if (b >= 0) {
+        c->rr_ack = (uint32_t)b + 1u;
+        return (uint16_t)b;
+    }
     for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
         uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
         int r = resp_ack_rank(c, q, plane);
