@@ -782,22 +782,22 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->ack_q_count--;
     c->ack_pending[p] = 0;
     struct path_rx *pr = &c->prx[p];
-    struct mroce_hdr h = {.opcode = MROCE_OP_ACK,
-                          .path = p,
-                          .sack_high = pr->high,
-                          .dsn_cum =
-                              c->rcv_cum - MROCE_FAULT(c->ctx, DSN_CUM_LAG),
-                          .echo_ts = pr->echo_ts,
-                          .rate_mbps = MROCE_FAULT(c->ctx, RATE_HINT_ZERO)
-                                           ? 0
-                                           : eng_rate_hint(c->ctx, now),
-                          .ce_count = pr->ce_count,
-                          .rx_count = pr->rx_count};
+    /* Not zeroed (136 bytes per ACK): every field mroce_wire_write_hdr
+     * reads for an ACK (MTH, AKH) is set here or by resp_emit. */
+    struct mroce_hdr h;
+    h.opcode = MROCE_OP_ACK;
+    h.flags = MROCE_FAULT(c->ctx, ACK_FLAGS_SET) ? MROCE_HF_ACKREQ : 0;
+    h.path = p;
+    h.sack_high = pr->high;
+    h.dsn_cum = c->rcv_cum - MROCE_FAULT(c->ctx, DSN_CUM_LAG);
+    h.echo_ts = pr->echo_ts;
+    h.rate_mbps =
+        MROCE_FAULT(c->ctx, RATE_HINT_ZERO) ? 0 : eng_rate_hint(c->ctx, now);
+    h.ce_count = pr->ce_count;
+    h.rx_count = pr->rx_count;
     memcpy(h.sack, pr->bits, sizeof(h.sack));
     if (MROCE_FAULT(c->ctx, SACK_WORDS_SWAPPED))
         h.sack[1] = pr->bits[2], h.sack[2] = pr->bits[1];
-    if (MROCE_FAULT(c->ctx, ACK_FLAGS_SET))
-        h.flags = MROCE_HF_ACKREQ;
     h.psn = pr->echo_due && !MROCE_FAULT(c->ctx, PROBE_ANSWER_HIGH)
                 ? pr->echo_psn
                 : pr->high; /* R-VAL-4 */
