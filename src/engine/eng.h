@@ -636,14 +636,55 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_release(struct mroce_ctx *ctx);
 size_t eng_sched_bytes(const struct mroce_ctx *ctx);
-void eng_sched_ack(struct mroce_conn *c);
-void eng_sched_ack_done(struct mroce_conn *c);
-struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx);
-void eng_sched_ready(struct mroce_conn *c);
-void eng_sched_idle(struct mroce_conn *c);
+struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
-void eng_sched_sent(struct mroce_conn *c);
+/* The sets' bit of a rank and its summary bit (sched.c); inline, as
+ * several change per packet. */
+static inline void eng_bits_set(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] |= 1ull << (i % 64);
+    b->s[i / 4096] |= 1ull << (i / 64 % 64);
+}
+static inline void eng_bits_clear(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] &= ~(1ull << (i % 64));
+    if (!b->w[i / 64])
+        b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
+}
+/* c may have something to send (it changed: its `ver` counts that). */
+static inline void eng_sched_ready(struct mroce_conn *c)
+{
+    c->ver++;
+    eng_bits_set(&c->ctx->sched.ready, c->rank);
+}
+static inline void eng_sched_idle(struct mroce_conn *c)
+{
+    eng_bits_clear(&c->ctx->sched.ready, c->rank);
+}
+/* R-ACK-9: connections with an ACK or NACK to send go before any data. */
+static inline void eng_sched_ack(struct mroce_conn *c)
+{
+    eng_bits_set(&c->ctx->sched.acks, c->rank);
+}
+static inline void eng_sched_ack_done(struct mroce_conn *c)
+{
+    eng_bits_clear(&c->ctx->sched.acks, c->rank);
+}
+/* Any connection with an ACK to send (the newest first); below 4,096
+ * connections the one summary word says "none" inline (most calls). */
+static inline struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
+        return NULL;
+    return eng_sched_pick_ack_any(ctx);
+}
+/* c sent: the round-robin continues after it (the next older one). */
+static inline void eng_sched_sent(struct mroce_conn *c)
+{
+    c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
+}
 void eng_sched_timer(struct mroce_conn *c);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
  * connections the one summary word of each set says it exactly, so that
