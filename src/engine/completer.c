@@ -324,7 +324,7 @@ static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
     eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
     comp_path_progress(c, pt, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
-    eng_pset_update(c, x->last_path); /* its window */
+    eng_pset_acked(c, x->last_path); /* its state and window */
 }
 
 static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)

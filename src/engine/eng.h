@@ -836,6 +836,7 @@ void eng_rack_fire(struct mroce_conn *c, uint64_t now);
 /* pathset.c: R-PATH-13 path choice over bitmaps */
 void eng_pset_update(struct mroce_conn *c, uint16_t p);
 void eng_pset_sent(struct mroce_conn *c, uint16_t p);
+void eng_pset_acked(struct mroce_conn *c, uint16_t p);
 void eng_pset_floor(struct mroce_conn *c);
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);

@@ -65,6 +65,22 @@ void eng_pset_sent(struct mroce_conn *c, uint16_t p)
         (s->b[PS_ROOM][w] & ~m) | (-(uint64_t)ps_room(c, pt) & m);
 }
 
+/* p progressed without an RTT sample (an ACK of another path covered
+ * its packet, R-ACK-100): its state, idleness and room may change, its
+ * RTT class does not. */
+void eng_pset_acked(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    struct eng_pset *s = &c->pset;
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
+    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
+    PS_SET(PS_IDLE, pt->una == pt->next_psn);
+    PS_SET(PS_ROOM, ps_room(c, pt));
+#undef PS_SET
+}
+
 /* The connection's RTT floor fell: which paths are slow changes. */
 void eng_pset_floor(struct mroce_conn *c)
 {
