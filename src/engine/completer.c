@@ -98,8 +98,13 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         comp_resp_acked(c, &c->resp[x->msn]);
     } else {
         struct stream *s = &c->streams[x->stream];
-        eng_sq(c, s, x->msn)->acked++;
-        eng_comp_retire(c, s);
+        struct sq_slot *q = eng_sq(c, s, x->msn);
+        /* retiring moves only past messages whose last DSN (or, with
+         * COMPLETE_EARLY, last but one) was acknowledged, and a READ's
+         * response retires it itself (resp_after): a message still short
+         * of that changes nothing (every packet of a long one came here) */
+        if (++q->acked + 1 >= q->npkts)
+            eng_comp_retire(c, s);
     }
     while (c->snd_una != c->snd_next &&
            eng_txp(c, c->snd_una)->state == TXP_ACKED)
