@@ -203,24 +203,26 @@ static int ps_best1(struct mroce_conn *c, const uint64_t *ok, int avoid,
     }
     uint64_t slow = s->b[PS_SLOW][0], idle = s->b[PS_IDLE][0];
     uint64_t known = s->b[PS_KNOWN][0], fast = cand & ~idle & ~slow;
-    uint64_t m[RANK_NONE] = {[RANK_IDLE_KNOWN] = cand & idle & known & ~slow,
-                             [RANK_IDLE] = cand & idle & ~known,
-                             [RANK_PROVEN] = avoid >= 0 ? fast : 0,
-                             [RANK_FAST] = fast,
-                             [RANK_SLOW] = cand & slow,
-                             [RANK_OWN] = own};
-    for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
-        if (!m[r])
-            continue;
-        int p = r == RANK_PROVEN ? ps_proven(c, &m[r], now)
-                                 : ps_next1(m[r], c->n_paths, c->rr_path);
+    uint64_t m;
+    int r = RANK_IDLE_KNOWN; /* each class tested in turn: no table */
+    if ((m = cand & idle & known & ~slow) || (r++, m = cand & idle & ~known))
+        goto found;
+    r = RANK_PROVEN;
+    if (avoid >= 0 && fast) {
+        uint64_t proven = fast; /* ps_proven clears the unproven */
+        int p = ps_proven(c, &proven, now);
         if (p >= 0) {
             *cls = r;
             return p;
         }
     }
+    if ((r++, m = fast) || (r++, m = cand & slow) || (r++, m = own))
+        goto found;
     *cls = RANK_NONE;
     return -1;
+found:
+    *cls = r;
+    return ps_next1(m, c->n_paths, c->rr_path);
 }
 
 /* The best class's first path from the round-robin position and its
