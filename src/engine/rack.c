@@ -132,8 +132,11 @@ static inline uint64_t rack_at(const struct mroce_conn *c, uint32_t plane)
  * packet: the plane loop inline). */
 uint64_t eng_rack_next(const struct mroce_conn *c)
 {
+    uint32_t n = c->ctx->dev.n_planes;
+    if (n == 1)
+        return rack_at(c, 0); /* no loop for the usual single plane */
     uint64_t t = ENG_NEVER;
-    for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
+    for (uint32_t k = 0; k < n; k++) {
         uint64_t a = rack_at(c, k);
         if (a < t)
             t = a;
