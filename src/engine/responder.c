@@ -428,6 +428,15 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
     dev_cq_push(c->rcq, &wc);
 }
 
+/* Whether the stream's oldest inbound message has all its packets. */
+static inline bool resp_head_done(const struct mroce_conn *c,
+                                  const struct stream *s)
+{
+    const struct in_msg *m = eng_in(c, s, s->in_base);
+    return m->used && m->msn == s->in_base &&
+           m->got + MROCE_FAULT(c->ctx, RECV_EARLY) >= m->npkts;
+}
+
 void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 {
     if (c->state != MROCE_CONN_CONNECTED)
@@ -435,8 +444,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
         struct in_msg *m = eng_in(c, s, s->in_base);
-        if (!m->used || m->msn != s->in_base ||
-            m->got + MROCE_FAULT(c->ctx, RECV_EARLY) < m->npkts)
+        if (!resp_head_done(c, s))
             return;
         if (!resp_execute(c, s, sid, m))
             return; /* a READ resumes when a response slot frees */
@@ -513,7 +521,8 @@ static void resp_after(struct mroce_conn *c, uint64_t now,
         struct in_msg *m = eng_in(c, s, h->msn);
         m->got = m->npkts; /* a READ request is complete on arrival */
     }
-    eng_resp_retire(c, s);
+    if (resp_head_done(c, s)) /* else nothing retires: no call (most) */
+        eng_resp_retire(c, s);
 }
 
 /* R-ACK-8: a PROBE sent because its path went silent, or a
