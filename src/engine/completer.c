@@ -98,8 +98,13 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
         comp_resp_acked(c, &c->resp[x->msn]);
     } else {
         struct stream *s = &c->streams[x->stream];
-        eng_sq(c, s, x->msn)->acked++;
-        eng_comp_retire(c, s);
+        struct sq_slot *q = eng_sq(c, s, x->msn);
+        /* retiring moves only past messages whose last DSN (or, with
+         * COMPLETE_EARLY, last but one) was acknowledged, and a READ's
+         * response retires it itself (resp_after): a message still short
+         * of that changes nothing (every packet of a long one came here) */
+        if (++q->acked + 1 >= q->npkts)
+            eng_comp_retire(c, s);
     }
     while (c->snd_una != c->snd_next &&
            eng_txp(c, c->snd_una)->state == TXP_ACKED)
@@ -324,7 +329,7 @@ static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
     eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
     comp_path_progress(c, pt, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
-    eng_pset_update(c, x->last_path); /* its window */
+    eng_pset_acked(c, x->last_path); /* its state and window */
 }
 
 static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
@@ -391,9 +396,7 @@ static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
 {
     if (h->sack_high == pt->next_psn - 1 && pt->newest_ackreq)
         return 0;
-    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                        c->peer_ack_delay_ns) -
-           c->peer_ack_delay_ns;
+    return eng_peer_hold(c) - c->peer_ack_delay_ns;
 }
 
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
@@ -416,7 +419,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         bool first = !c->rate_hint_mbps && h->rate_mbps;
-        c->rate_hint_mbps = h->rate_mbps;
+        eng_conn_hint(c, h->rate_mbps);
         if (first)
             eng_path_first_hint(c);
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),

@@ -329,6 +329,7 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
     c->peer_msg_window = r->msg_window;
     c->peer_max_rd = conn_min(c->attr.max_rd, r->max_rd);
     c->ack_slack = (c->peer_ack_every - 1) * eng_pkt_charge(c); /* R-ACK-101 */
+    eng_conn_hint(c, c->rate_hint_mbps); /* the peer's ACK hold */
     conn_init_seq(c);
     for (uint16_t p = 0; p < c->n_paths; p++)
         eng_path_init(c, p);

@@ -273,9 +273,10 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     struct mroce_conn *c;
     while ((c = eng_sched_pick_ack(ctx))) {
         int n = eng_resp_ack_tx(c, now, buf, cap, meta);
+        if (n <= 0 || (!c->nak_count && !c->ack_q_count))
+            eng_sched_ack_done(c); /* none owed now: not picked again */
         if (n > 0)
             return ctx_count_tx(c, n);
-        eng_sched_ack_done(c);
     }
     return 0;
 }
@@ -352,7 +353,7 @@ __attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
 int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
-    if (cap < eng_ctx_max_pkt(ctx))
+    if (cap < ctx->max_pkt)
         return MROCE_ENOBUFS;
     if (!eng_sched_busy(ctx))
         return 0; /* no connection may send (sched.c) */
@@ -385,18 +386,6 @@ void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)
 }
 
 /* ---- the receiver's fair share (R-CC-2) ---- */
-
-#define SHARE_WINDOW_NS 50000
-
-/* R-CC-2: a connection that starts delivering counts at once, so the
- * first ACKs of an incast already carry the shared rate; the periodic
- * recount retires the idle ones. */
-void eng_share_note(struct mroce_conn *c, uint64_t now)
-{
-    if (!c->last_data_rx || now - c->last_data_rx >= SHARE_WINDOW_NS)
-        c->ctx->active_senders++;
-    c->last_data_rx = now ? now : 1;
-}
 
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now)
 {

@@ -164,10 +164,9 @@ struct path_tx {
     uint32_t drain_ns;   /* R-RTT-7: fixed when its newest packet left */
     uint32_t ahead_mark; /* R-RTT-7: conn sent_bytes before its newest */
     uint64_t rto_at, probe_at;
-    uint64_t pto_at;   /* R-RTT-7: its tail-loss probe, as of its last data
-                          sent or progress (rechecked when due) */
-    uint64_t due;      /* the earliest of the three (ptimer.c) */
-    uint16_t heap_pos; /* in the connection's path timer heap */
+    uint64_t pto_at; /* R-RTT-7: its tail-loss probe, as of its last data
+                        sent or progress (rechecked when due) */
+    uint64_t due;    /* the earliest of the three (ptimer.c) */
     uint16_t rk_prev, rk_next; /* in its plane's R-LOSS-8 order (rack.c) */
     bool rk_in;
     bool tlp_done, probe_due, probe_retx;
@@ -218,7 +217,7 @@ enum path_rank {
     RANK_NONE /* not ACTIVE, no room, or its plane is down or full */
 };
 
-/* An entry of a connection's path timer heap (ptimer.c). */
+/* A node of a connection's path timer tree (ptimer.c). */
 struct eng_tent {
     uint64_t due;
     uint32_t p;
@@ -330,11 +329,14 @@ struct mroce_conn {
 
     struct cc_conn cc;
     uint32_t rate_hint_mbps;
+    /* eng_ack_hold at the peer's ack_every and ack_delay and the granted
+     * rate, kept by eng_conn_hint; UINT32_MAX: too long to keep here */
+    uint32_t peer_hold_ns;
     struct eng_aead *aead;  /* secure modes (seal.c); NULL: MROCE_SEC_NONE */
     uint64_t rtt_floor;     /* R-PATH-13: smallest RTT sample of any path */
     struct eng_rack *rack;  /* R-LOSS-8: per plane (ctx->n_planes) */
-    struct eng_tent *theap; /* path timer heap (ptimer.c) */
-    uint32_t theap_n;
+    struct eng_tent *ttree; /* path timer tree, tt_leaves nodes (ptimer.c) */
+    uint32_t tt_leaves;
 
     bool close_pending, close_due;
     uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
@@ -409,6 +411,8 @@ struct mroce_ctx {
     /* mroce_ctx_attr.no_icrc: data packets leave with a zero ICRC and no
      * ICRC is checked (a fabric that cannot corrupt: the simulator) */
     bool no_icrc;
+    uint32_t max_pkt; /* eng_ctx_max_pkt, fixed at open: every transmit
+                         call checks its buffer against it */
     uint8_t *aead_buf;
 
     struct mroce_ctx_counters cnt;
@@ -425,7 +429,14 @@ static inline struct mroce_ctx *eng_ctx_of(struct mroce_dev *d)
 /* plane.c (R-PATH-15) */
 int eng_planes_init(struct mroce_ctx *ctx);
 void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane);
-void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane);
+void eng_plane_delivered(struct mroce_ctx *ctx, uint8_t plane);
+/* A path on `plane` delivered (every ACK that makes progress): nothing
+ * to do with one plane (no table), so that case costs no call. */
+static inline void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane)
+{
+    if (ctx->planes)
+        eng_plane_delivered(ctx, plane);
+}
 
 /* R-PATH-15: new data avoids a plane on which paths fail and none
  * delivers, unless every plane is in that state. */
@@ -464,6 +475,25 @@ static inline uint64_t eng_ack_hold(const struct mroce_conn *c, uint32_t mbps,
     if (n > ENG_ACK_HOLD_MAX)
         n = ENG_ACK_HOLD_MAX;
     return n > ack_delay ? n : ack_delay;
+}
+
+/* R-ACK-1, R-RTT-7: how long the peer may hold the ACK of in-order data
+ * it received from us (path PTOs and R-LOSS-8 after every packet ask). */
+static inline uint64_t eng_peer_hold(const struct mroce_conn *c)
+{
+    if (c->peer_hold_ns != UINT32_MAX)
+        return c->peer_hold_ns;
+    return eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
+                        c->peer_ack_delay_ns);
+}
+
+/* The granted rate (R-CC-2) changed, or the peer's ACK parameters were
+ * set (connect): the hold they give again. */
+static inline void eng_conn_hint(struct mroce_conn *c, uint32_t mbps)
+{
+    c->rate_hint_mbps = mbps;
+    uint64_t h = eng_ack_hold(c, mbps, c->peer_ack_every, c->peer_ack_delay_ns);
+    c->peer_hold_ns = h < UINT32_MAX ? (uint32_t)h : UINT32_MAX;
 }
 
 /* Bytes leave the connection's in flight (resolved, or resent by a
@@ -556,7 +586,17 @@ uint16_t eng_rand_port(struct mroce_ctx *ctx);
 struct mroce_conn *eng_conn_find(struct mroce_ctx *ctx, uint32_t id);
 int eng_conn_link(struct mroce_ctx *ctx, struct mroce_conn *c, uint32_t id);
 void eng_conn_unlink(struct mroce_ctx *ctx, struct mroce_conn *c);
-void eng_share_note(struct mroce_conn *c, uint64_t now);
+#define SHARE_WINDOW_NS 50000 /* R-CC-2: a sender counts this long */
+/* R-CC-2: a connection that starts delivering counts at once, so the
+ * first ACKs of an incast already carry the shared rate; the periodic
+ * recount (eng_rate_hint) retires the idle ones. Inline: every data
+ * packet received. */
+static inline void eng_share_note(struct mroce_conn *c, uint64_t now)
+{
+    if (!c->last_data_rx || now - c->last_data_rx >= SHARE_WINDOW_NS)
+        c->ctx->active_senders++;
+    c->last_data_rx = now ? now : 1;
+}
 uint32_t eng_rate_hint(struct mroce_ctx *ctx, uint64_t now);
 
 /* The engine's side of the public API (src/verbs dispatches to these or to
@@ -596,14 +636,55 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c);
 void eng_sched_release(struct mroce_ctx *ctx);
 size_t eng_sched_bytes(const struct mroce_ctx *ctx);
-void eng_sched_ack(struct mroce_conn *c);
-void eng_sched_ack_done(struct mroce_conn *c);
-struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx);
-void eng_sched_ready(struct mroce_conn *c);
-void eng_sched_idle(struct mroce_conn *c);
+struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after(const struct mroce_conn *c);
-void eng_sched_sent(struct mroce_conn *c);
+/* The sets' bit of a rank and its summary bit (sched.c); inline, as
+ * several change per packet. */
+static inline void eng_bits_set(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] |= 1ull << (i % 64);
+    b->s[i / 4096] |= 1ull << (i / 64 % 64);
+}
+static inline void eng_bits_clear(struct eng_bits *b, uint32_t i)
+{
+    b->w[i / 64] &= ~(1ull << (i % 64));
+    if (!b->w[i / 64])
+        b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
+}
+/* c may have something to send (it changed: its `ver` counts that). */
+static inline void eng_sched_ready(struct mroce_conn *c)
+{
+    c->ver++;
+    eng_bits_set(&c->ctx->sched.ready, c->rank);
+}
+static inline void eng_sched_idle(struct mroce_conn *c)
+{
+    eng_bits_clear(&c->ctx->sched.ready, c->rank);
+}
+/* R-ACK-9: connections with an ACK or NACK to send go before any data. */
+static inline void eng_sched_ack(struct mroce_conn *c)
+{
+    eng_bits_set(&c->ctx->sched.acks, c->rank);
+}
+static inline void eng_sched_ack_done(struct mroce_conn *c)
+{
+    eng_bits_clear(&c->ctx->sched.acks, c->rank);
+}
+/* Any connection with an ACK to send (the newest first); below 4,096
+ * connections the one summary word says "none" inline (most calls). */
+static inline struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
+{
+    const struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
+        return NULL;
+    return eng_sched_pick_ack_any(ctx);
+}
+/* c sent: the round-robin continues after it (the next older one). */
+static inline void eng_sched_sent(struct mroce_conn *c)
+{
+    c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
+}
 void eng_sched_timer(struct mroce_conn *c);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
  * connections the one summary word of each set says it exactly, so that
@@ -634,9 +715,25 @@ void eng_ctx_release(struct mroce_ctx *ctx);
 int eng_mem_connect(struct mroce_conn *c, uint32_t n, uint32_t dsn_window,
                     uint32_t path_window);
 void eng_mem_free(struct mroce_conn *c);
-int eng_mem_txp_room(struct mroce_conn *c);
+int eng_mem_txp_grow(struct mroce_conn *c);
+/* Room for DSN snd_next; the caller has checked the DSN window. Inline:
+ * every new packet asks, and the ring rarely has to grow. */
+static inline int eng_mem_txp_room(struct mroce_conn *c)
+{
+    if (c->snd_next - c->snd_una <= c->txp_mask)
+        return 0;
+    return eng_mem_txp_grow(c);
+}
 int eng_mem_retx_room(struct mroce_conn *c);
-int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt);
+int eng_mem_psn_grow(struct mroce_conn *c, struct path_tx *pt);
+/* Room for the PSN after next_psn - 1: the ring doubles when every slot
+ * holds an unresolved PSN (path_room keeps that below path_window). */
+static inline int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
+{
+    if (pt->next_psn - pt->una <= pt->psn_mask)
+        return 0;
+    return eng_mem_psn_grow(c, pt);
+}
 
 /* conn.c */
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
@@ -705,17 +802,32 @@ void eng_comp_timers(struct mroce_conn *c, uint64_t now);
 void eng_comp_read_watch(struct mroce_conn *c, uint64_t now);
 void eng_comp_prove(struct mroce_conn *c);
 
-/* ptimer.c: the connection's path timers, a min-heap */
+/* ptimer.c: the connection's path timers, a tournament tree */
+uint32_t eng_ptimer_leaves(uint32_t n);
+void eng_ptimer_reset(struct mroce_conn *c);
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
 void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
-uint64_t eng_ptimer_next(const struct mroce_conn *c);
+/* The earliest path timer: the tree's root (inline: read after every
+ * packet, eng_conn_update_deadline). */
+static inline uint64_t eng_ptimer_next(const struct mroce_conn *c)
+{
+    return c->ttree[1].due;
+}
 int eng_ptimer_due(const struct mroce_conn *c, uint64_t now);
 
 /* rack.c: R-LOSS-8, the planes' paths in send order */
 void eng_rack_init(struct mroce_conn *c);
 void eng_rack_sent(struct mroce_conn *c, uint16_t p);
-void eng_rack_check(struct mroce_conn *c, uint16_t p);
-uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane);
+void eng_rack_move(struct mroce_conn *c, uint16_t p);
+/* p's unresolved data or its probe state changed: it is in its plane's
+ * order while it has data unresolved and no probe pending (inline: most
+ * calls find it where it belongs). */
+static inline void eng_rack_check(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    if ((pt->inflight && !pt->tlp_done) != pt->rk_in)
+        eng_rack_move(c, p);
+}
 uint64_t eng_rack_next(const struct mroce_conn *c);
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
                         uint64_t rtt, uint64_t held);
@@ -723,6 +835,8 @@ void eng_rack_fire(struct mroce_conn *c, uint64_t now);
 
 /* pathset.c: R-PATH-13 path choice over bitmaps */
 void eng_pset_update(struct mroce_conn *c, uint16_t p);
+void eng_pset_sent(struct mroce_conn *c, uint16_t p);
+void eng_pset_acked(struct mroce_conn *c, uint16_t p);
 void eng_pset_floor(struct mroce_conn *c);
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);
@@ -731,7 +845,11 @@ int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
 void eng_path_init(struct mroce_conn *c, uint16_t p);
 bool eng_path_proven(const struct mroce_conn *c, const struct path_tx *pt,
                      uint64_t now);
-bool eng_path_run_open(const struct mroce_conn *c);
+/* R-PATH-17: whether the current run may take another packet. */
+static inline bool eng_path_run_open(const struct mroce_conn *c)
+{
+    return c->run_len && c->run_len < c->ctx->spray_run;
+}
 int eng_path_rank(struct mroce_conn *c, uint32_t p, int avoid, uint32_t bytes,
                   uint64_t now);
 void eng_path_tlp(struct mroce_conn *c, uint16_t p, bool rack);
@@ -749,8 +867,28 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p);
 /* How a packet may move its path's receive state (R-VAL-2). */
 enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
 bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
-void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
-                        bool *stale);
+void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
+                            bool *gap, bool *stale);
+/* R-SACK-5: records psn on the receiver's bitmap of its path; dup: it was
+ * there, gap: it is not the next PSN, stale: too old to record. Inline
+ * for the usual arrival, the path's next PSN (a shift by one); the others
+ * are eng_path_rx_record_any's. */
+static inline void eng_path_rx_record(struct path_rx *pr, uint32_t psn,
+                                      bool *dup, bool *gap, bool *stale)
+{
+    if (psn - pr->high != 1) {
+        eng_path_rx_record_any(pr, psn, dup, gap, stale);
+        return;
+    }
+    uint64_t *b = pr->bits;
+    b[3] = (b[3] >> 1) | (b[2] << 63);
+    b[2] = (b[2] >> 1) | (b[1] << 63);
+    b[1] = (b[1] >> 1) | (b[0] << 63);
+    b[0] = (b[0] >> 1) | ((uint64_t)1 << 63); /* psn itself, bit 0 */
+    pr->high = psn;
+    pr->any = true;
+    *gap = false;
+}
 int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta);
 /* R-PATH-8: a PROBE that is due, if any; inline, as nearly every
@@ -763,7 +901,17 @@ static inline int eng_path_probe_tx(struct mroce_conn *c, uint64_t now,
         return 0;
     return eng_path_probe_send(c, now, buf, cap, meta);
 }
-void eng_path_alive(struct mroce_conn *c, struct path_tx *pt);
+/* Any acknowledged PSN on a suspect or probing path makes it active; a
+ * path on a new source port starts again from the initial window (inline:
+ * every ACK that makes progress). */
+static inline void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
+{
+    if (pt->state == PATH_PROBING)
+        pt->cc.cwnd = eng_path_init_cwnd(c);
+    if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
+        pt->state = PATH_ACTIVE; /* R-PATH-3 */
+    pt->probe_at = ENG_NEVER;    /* the caller re-keys p's timers */
+}
 void eng_path_first_hint(struct mroce_conn *c);
 
 #endif

@@ -35,14 +35,11 @@ static int mem_psn_alloc(struct mroce_ctx *ctx, struct path_tx *pt,
     return 0;
 }
 
-/* Room for the PSN after next_psn - 1: the ring doubles when every slot
- * holds an unresolved PSN. path_room keeps that below path_window. Every
- * slot moves (they are the last om + 1 PSNs sent), so that the ts of a
- * PSN resolved but recently sent still checks an ACK (R-VAL-1). */
-int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
+/* The PSN ring is full (eng_mem_psn_room): it doubles. Every slot moves
+ * (they are the last om + 1 PSNs sent), so that the ts of a PSN resolved
+ * but recently sent still checks an ACK (R-VAL-1). */
+int eng_mem_psn_grow(struct mroce_conn *c, struct path_tx *pt)
 {
-    if (pt->next_psn - pt->una <= pt->psn_mask)
-        return 0;
     uint32_t *dsn = pt->psn_dsn, *ts = eng_psn_ts(pt, 0), om = pt->psn_mask;
     uint16_t *len = pt->psn_len;
     if (mem_psn_alloc(c->ctx, pt, 2 * (om + 1)))
@@ -56,11 +53,9 @@ int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
     return 0;
 }
 
-/* Room for DSN snd_next; the caller has checked the DSN window. */
-int eng_mem_txp_room(struct mroce_conn *c)
+/* The DSN ring is full: it doubles (eng_mem_txp_room). */
+int eng_mem_txp_grow(struct mroce_conn *c)
 {
-    if (c->snd_next - c->snd_una <= c->txp_mask)
-        return 0;
     uint32_t nm = 2 * c->txp_mask + 1;
     struct txp *n = eng_alloc(c->ctx, (nm + 1) * sizeof(*n));
     if (!n)
@@ -99,10 +94,12 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
     c->rack = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*c->rack));
-    c->theap = eng_alloc(ctx, n * sizeof(*c->theap));
+    c->tt_leaves = eng_ptimer_leaves(n);
+    c->ttree = eng_alloc(ctx, c->tt_leaves * sizeof(*c->ttree));
     if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack ||
-        !c->theap)
+        !c->ttree)
         return MROCE_ENOMEM;
+    eng_ptimer_reset(c);
     for (uint32_t p = 0; p < n; p++)
         if (mem_psn_alloc(ctx, &c->ptx[p], psn_cap))
             return MROCE_ENOMEM;
@@ -133,7 +130,7 @@ void eng_mem_free(struct mroce_conn *c)
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
     void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue,
-                    c->txp, c->retx, c->rack,        c->theap};
+                    c->txp, c->retx, c->rack,        c->ttree};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
     c->ptx = NULL;
@@ -143,8 +140,8 @@ void eng_mem_free(struct mroce_conn *c)
     c->txp = NULL;
     c->retx = NULL;
     c->rack = NULL;
-    c->theap = NULL;
-    c->theap_n = 0;
+    c->ttree = NULL;
+    c->tt_leaves = 0;
     c->n_alloc_paths = 0;
 }
 
@@ -154,7 +151,7 @@ static size_t mem_per_path(void)
 {
     return sizeof(struct path_tx) + sizeof(struct path_rx) + 1 +
            sizeof(uint16_t) + sizeof(struct eng_tent); /* ACK queue, timer
-                                                           heap */
+                                                           tree node */
 }
 
 /* Queues sized by the application's depths (sq_depth, rq_depth), each
@@ -183,6 +180,9 @@ static void mem_conn_add(const struct mroce_conn *c,
     if (c->rack)
         o->conn_bytes += c->ctx->dev.n_planes * sizeof(struct eng_rack);
     o->path_bytes += c->n_alloc_paths * mem_per_path();
+    if (c->tt_leaves > c->n_alloc_paths) /* the timer tree's power of two */
+        o->conn_bytes +=
+            (c->tt_leaves - c->n_alloc_paths) * sizeof(struct eng_tent);
     if (c->txp)
         o->dsn_bytes += (c->txp_mask + 1) * sizeof(struct txp) +
                         (c->retx_mask + 1) * sizeof(uint32_t);

@@ -145,10 +145,8 @@ uint32_t eng_path_init_cwnd(const struct mroce_conn *c)
 static uint64_t path_ack_hold(const struct mroce_conn *c,
                               const struct path_tx *pt)
 {
-    return pt->newest_ackreq
-               ? c->peer_ack_delay_ns /* R-CONN-3 */
-               : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                              c->peer_ack_delay_ns);
+    return pt->newest_ackreq ? c->peer_ack_delay_ns /* R-CONN-3 */
+                             : eng_peer_hold(c);
 }
 
 /* A path without its own RTT sample borrows the connection's latest. */
@@ -429,17 +427,6 @@ int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Any acknowledged PSN on a suspect or probing path makes it active; a
- * path on a new source port starts again from the initial window. */
-void eng_path_alive(struct mroce_conn *c, struct path_tx *pt)
-{
-    if (pt->state == PATH_PROBING)
-        pt->cc.cwnd = eng_path_init_cwnd(c);
-    if (pt->state == PATH_SUSPECT || pt->state == PATH_PROBING)
-        pt->state = PATH_ACTIVE; /* R-PATH-3 */
-    pt->probe_at = ENG_NEVER;    /* the caller re-keys p's timers */
-}
-
 /* ---- path choice (R-PATH-13, R-LOSS-4, R-PATH-11) ---- */
 
 static bool path_room(const struct mroce_conn *c, const struct path_tx *pt,
@@ -471,12 +458,6 @@ static bool path_usable(struct mroce_conn *c, uint32_t p, uint32_t bytes)
         return false;
     }
     return true;
-}
-
-/* R-PATH-17: whether the current run may take another packet. */
-bool eng_path_run_open(const struct mroce_conn *c)
-{
-    return c->run_len && c->run_len < c->ctx->spray_run;
 }
 
 /* R-PATH-13 idle; R-PATH-17: the path of an open run is ranked as when
@@ -578,8 +559,8 @@ bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind)
     return true;
 }
 
-void eng_path_rx_record(struct path_rx *pr, uint32_t psn, bool *dup, bool *gap,
-                        bool *stale)
+void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
+                            bool *gap, bool *stale)
 {
     if (seq_lt(pr->high, psn)) { /* high starts just before init_psn */
         uint32_t d = psn - pr->high;

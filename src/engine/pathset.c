@@ -52,6 +52,35 @@ void eng_pset_update(struct mroce_conn *c, uint16_t p)
 #undef PS_SET
 }
 
+/* p sent a packet: of its bits only these two can change (its state and
+ * RTT did not), and it is no longer idle. */
+void eng_pset_sent(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    struct eng_pset *s = &c->pset;
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+    s->b[PS_IDLE][w] &= ~m;
+    s->b[PS_ROOM][w] =
+        (s->b[PS_ROOM][w] & ~m) | (-(uint64_t)ps_room(c, pt) & m);
+}
+
+/* p progressed without an RTT sample (an ACK of another path covered
+ * its packet, R-ACK-100): its state, idleness and room may change, its
+ * RTT class does not. */
+void eng_pset_acked(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    struct eng_pset *s = &c->pset;
+    uint32_t w = p / 64;
+    uint64_t m = (uint64_t)1 << (p % 64);
+#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
+    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
+    PS_SET(PS_IDLE, pt->una == pt->next_psn);
+    PS_SET(PS_ROOM, ps_room(c, pt));
+#undef PS_SET
+}
+
 /* The connection's RTT floor fell: which paths are slow changes. */
 void eng_pset_floor(struct mroce_conn *c)
 {
@@ -59,15 +88,11 @@ void eng_pset_floor(struct mroce_conn *c)
         ps_put(c->pset.b[PS_SLOW], p, ps_slow(c, &c->ptx[p]));
 }
 
-/* Paths whose plane is up and, if `open`, may take data now (R-PATH-14,
- * R-PATH-15); each mask is kept until the planes change. */
-static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
+/* ps_planes when the planes changed: the mask again. */
+__attribute__((noinline)) static const uint64_t *
+ps_planes_build(struct mroce_conn *c, struct eng_pmask *m, uint64_t open_planes)
 {
     struct mroce_ctx *ctx = c->ctx;
-    struct eng_pmask *m = &c->pset.planes[open];
-    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
-    if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
-        return m->b;
     for (uint16_t p = 0; p < c->n_paths; p++) {
         uint8_t k = c->ptx[p].plane;
         ps_put(m->b, p, !eng_plane_down(ctx, k) && ((open_planes >> k) & 1));
@@ -76,6 +101,19 @@ static const uint64_t *ps_planes(struct mroce_conn *c, bool open)
     m->open = open_planes;
     m->valid = true;
     return m->b;
+}
+
+/* Paths whose plane is up and, if `open`, may take data now (R-PATH-14,
+ * R-PATH-15); each mask is kept until the planes change (inline: every
+ * pick asks). */
+static inline const uint64_t *ps_planes(struct mroce_conn *c, bool open)
+{
+    const struct mroce_ctx *ctx = c->ctx;
+    struct eng_pmask *m = &c->pset.planes[open];
+    uint64_t open_planes = open ? ctx->dev.tx_planes : UINT64_MAX;
+    if (m->valid && m->ver == ctx->plane_ver && m->open == open_planes)
+        return m->b;
+    return ps_planes_build(c, m, open_planes);
 }
 
 /* The first set bit of b at or after `from`, cyclically; -1 if none. */
@@ -165,24 +203,26 @@ static int ps_best1(struct mroce_conn *c, const uint64_t *ok, int avoid,
     }
     uint64_t slow = s->b[PS_SLOW][0], idle = s->b[PS_IDLE][0];
     uint64_t known = s->b[PS_KNOWN][0], fast = cand & ~idle & ~slow;
-    uint64_t m[RANK_NONE] = {[RANK_IDLE_KNOWN] = cand & idle & known & ~slow,
-                             [RANK_IDLE] = cand & idle & ~known,
-                             [RANK_PROVEN] = avoid >= 0 ? fast : 0,
-                             [RANK_FAST] = fast,
-                             [RANK_SLOW] = cand & slow,
-                             [RANK_OWN] = own};
-    for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
-        if (!m[r])
-            continue;
-        int p = r == RANK_PROVEN ? ps_proven(c, &m[r], now)
-                                 : ps_next1(m[r], c->n_paths, c->rr_path);
+    uint64_t m;
+    int r = RANK_IDLE_KNOWN; /* each class tested in turn: no table */
+    if ((m = cand & idle & known & ~slow) || (r++, m = cand & idle & ~known))
+        goto found;
+    r = RANK_PROVEN;
+    if (avoid >= 0 && fast) {
+        uint64_t proven = fast; /* ps_proven clears the unproven */
+        int p = ps_proven(c, &proven, now);
         if (p >= 0) {
             *cls = r;
             return p;
         }
     }
+    if ((r++, m = fast) || (r++, m = cand & slow) || (r++, m = own))
+        goto found;
     *cls = RANK_NONE;
     return -1;
+found:
+    *cls = r;
+    return ps_next1(m, c->n_paths, c->rr_path);
 }
 
 /* The best class's first path from the round-robin position and its

@@ -33,10 +33,8 @@ void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane)
     }
 }
 
-void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane)
+void eng_plane_delivered(struct mroce_ctx *ctx, uint8_t plane)
 {
-    if (!ctx->planes)
-        return;
     struct eng_plane *pl = &ctx->planes[plane];
     pl->fails = 0;
     if (pl->down) {

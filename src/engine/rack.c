@@ -64,17 +64,13 @@ void eng_rack_sent(struct mroce_conn *c, uint16_t p)
     rack_link_after(c, p, c->rack[pt->plane].tail);
 }
 
-/* p's unresolved data or its probe state changed: it is in the order
- * while it has data unresolved and no probe pending. A path that comes
- * back (its probe answered with data still out) goes in by its newest
- * send time: a walk from the oldest end, short because it is old. */
-void eng_rack_check(struct mroce_conn *c, uint16_t p)
+/* p goes in or out of its plane's order (eng_rack_check). A path that
+ * comes back (its probe answered with data still out) goes in by its
+ * newest send time: a walk from the oldest end, short because it is old. */
+void eng_rack_move(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
-    bool in = pt->inflight && !pt->tlp_done;
-    if (in == pt->rk_in)
-        return;
-    if (!in) {
+    if (pt->rk_in) {
         rack_unlink(c, p);
         return;
     }
@@ -113,17 +109,14 @@ static uint64_t rack_clock(const struct mroce_conn *c, const struct path_tx *pt,
     uint64_t own = pt->srtt > rtt ? pt->srtt : rtt;
     uint64_t sent = pt->last_send + own;
     uint64_t clock = w->sent + w->rtt + eng_drain_ns(c, ENG_PSN_BYTES(newest));
-    uint64_t hold = pt->newest_ackreq
-                        ? 0
-                        : eng_ack_hold(c, c->rate_hint_mbps, c->peer_ack_every,
-                                       c->peer_ack_delay_ns);
+    uint64_t hold = pt->newest_ackreq ? 0 : eng_peer_hold(c);
     return (sent > clock ? sent : clock) + rack_reo(c, w) + hold;
 }
 
 /* R-LOSS-8: when the plane's oldest path is late (ENG_NEVER: none is).
  * Rule 1: its newest packet was sent before the latest-sent delivered
  * one, w, and has not arrived within the plane's RTT plus R. */
-uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
+static inline uint64_t rack_at(const struct mroce_conn *c, uint32_t plane)
 {
     const struct eng_rack *w = &c->rack[plane];
     if (w->head == RK_NONE || !w->sent || MROCE_FAULT(c->ctx, TLP_OFF))
@@ -135,12 +128,16 @@ uint64_t eng_rack_at(const struct mroce_conn *c, uint32_t plane)
     return rack_clock(c, pt, w, rtt);
 }
 
-/* The earliest R-LOSS-8 time of the connection's planes. */
+/* The earliest R-LOSS-8 time of the connection's planes (after every
+ * packet: the plane loop inline). */
 uint64_t eng_rack_next(const struct mroce_conn *c)
 {
+    uint32_t n = c->ctx->dev.n_planes;
+    if (n == 1)
+        return rack_at(c, 0); /* no loop for the usual single plane */
     uint64_t t = ENG_NEVER;
-    for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
-        uint64_t a = eng_rack_at(c, k);
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t a = rack_at(c, k);
         if (a < t)
             t = a;
     }
@@ -172,7 +169,7 @@ void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
 void eng_rack_fire(struct mroce_conn *c, uint64_t now)
 {
     for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++) {
-        while (c->state == MROCE_CONN_CONNECTED && eng_rack_at(c, k) <= now)
+        while (c->state == MROCE_CONN_CONNECTED && rack_at(c, k) <= now)
             eng_path_tlp(c, c->rack[k].head, true);
     }
 }

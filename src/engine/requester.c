@@ -60,7 +60,8 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
 {
     struct path_tx *pt = &c->ptx[p];
     uint32_t i = eng_psn_slot(pt, pt->next_psn);
-    eng_path_run_sent(c, p);
+    if (c->ctx->spray_run > 1) /* else no runs (R-PATH-17): no call */
+        eng_path_run_sent(c, p);
     pt->psn_dsn[i] = x->dsn;
     pt->psn_len[i] = (uint16_t)charge;
     eng_path_sent_ts(pt, i, eng_ts(c, now));
@@ -85,7 +86,7 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     c->cnt.tx_data_pkts++;
     eng_rack_sent(c, p);    /* R-LOSS-8: p is its plane's newest */
     eng_path_pto_arm(c, p); /* R-RTT-7; re-keys p's timers */
-    eng_pset_update(c, p);  /* R-PATH-13: no longer idle, less room */
+    eng_pset_sent(c, p);    /* R-PATH-13: no longer idle, less room */
 }
 
 static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
@@ -111,7 +112,10 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
                     struct mroce_pkt_meta *meta)
 {
     struct path_tx *pt = &c->ptx[p];
-    struct mroce_hdr h = {0};
+    /* Not zeroed (136 bytes per packet): req_fill and the lines below set
+     * every field mroce_wire_write_hdr reads for a data opcode (MTH, DXH,
+     * RETH, SNH, IMM); nothing else reads h. */
+    struct mroce_hdr h;
     const uint8_t *payload = req_fill(c, x, &h);
     h.flags = flags;
     h.path = p;
@@ -231,7 +235,7 @@ static struct txp *req_next_resp(struct mroce_conn *c)
     return NULL;
 }
 
-static bool req_stream_ready(struct mroce_conn *c, struct stream *s)
+static inline bool req_stream_ready(struct mroce_conn *c, struct stream *s)
 {
     if (s->sq_next == s->sq_tail)
         return false;
@@ -263,16 +267,27 @@ static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
     return x;
 }
 
-static struct txp *req_next_msg(struct mroce_conn *c)
+/* The stream whose message goes next, round-robin; -1 if none may. */
+static int req_next_stream(struct mroce_conn *c)
 {
     for (uint32_t i = 0; i < c->n_streams; i++) {
         uint32_t sid = (c->rr_stream + i) % c->n_streams;
-        if (!req_stream_ready(c, &c->streams[sid]))
-            continue;
-        c->rr_stream = sid + 1;
-        return req_from_stream(c, (uint16_t)sid);
+        if (req_stream_ready(c, &c->streams[sid]))
+            return (int)sid;
     }
-    return NULL;
+    return -1;
+}
+
+/* The next packet of stream sid (req_next_stream's) or, for -1, of the
+ * next stream that may send. */
+static struct txp *req_next_msg(struct mroce_conn *c, int sid)
+{
+    if (sid < 0)
+        sid = req_next_stream(c);
+    if (sid < 0)
+        return NULL;
+    c->rr_stream = (uint32_t)sid + 1;
+    return req_from_stream(c, (uint16_t)sid);
 }
 
 /* Anything new to send: a READ response or a stream with a message that
@@ -317,8 +332,14 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         return 0;
     if (req_first_window_full(c))
         return 0;
-    if (c->inflight >= c->cc.cwnd || !req_has_new(c))
+    if (c->inflight >= c->cc.cwnd)
         return 0; /* cheap checks first: idle connections skip the path scan */
+    /* Without READ responses in service, anything new is a stream's, and
+     * the one found here is the one that sends (the path pick changes no
+     * stream): one scan of the streams instead of two. */
+    int sid = -1;
+    if (c->n_resp ? !req_has_new(c) : (sid = req_next_stream(c)) < 0)
+        return 0;
     if (eng_mem_txp_room(c))
         return 0; /* out of memory: as if the window were full */
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
@@ -326,7 +347,7 @@ static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         return 0;
     struct txp *x = req_next_resp(c);
     if (!x)
-        x = req_next_msg(c);
+        x = req_next_msg(c, sid);
     if (!x)
         return 0;
     uint8_t flags = req_tail_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)

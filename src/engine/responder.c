@@ -428,6 +428,15 @@ static void resp_complete_recv(struct mroce_conn *c, struct stream *s,
     dev_cq_push(c->rcq, &wc);
 }
 
+/* Whether the stream's oldest inbound message has all its packets. */
+static inline bool resp_head_done(const struct mroce_conn *c,
+                                  const struct stream *s)
+{
+    const struct in_msg *m = eng_in(c, s, s->in_base);
+    return m->used && m->msn == s->in_base &&
+           m->got + MROCE_FAULT(c->ctx, RECV_EARLY) >= m->npkts;
+}
+
 void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 {
     if (c->state != MROCE_CONN_CONNECTED)
@@ -435,8 +444,7 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
     uint16_t sid = (uint16_t)(s - c->streams);
     for (;;) {
         struct in_msg *m = eng_in(c, s, s->in_base);
-        if (!m->used || m->msn != s->in_base ||
-            m->got + MROCE_FAULT(c->ctx, RECV_EARLY) < m->npkts)
+        if (!resp_head_done(c, s))
             return;
         if (!resp_execute(c, s, sid, m))
             return; /* a READ resumes when a response slot frees */
@@ -513,7 +521,8 @@ static void resp_after(struct mroce_conn *c, uint64_t now,
         struct in_msg *m = eng_in(c, s, h->msn);
         m->got = m->npkts; /* a READ request is complete on arrival */
     }
-    eng_resp_retire(c, s);
+    if (resp_head_done(c, s)) /* else nothing retires: no call (most) */
+        eng_resp_retire(c, s);
 }
 
 /* R-ACK-8: a PROBE sent because its path went silent, or a
@@ -701,6 +710,23 @@ static int resp_ack_rank(const struct mroce_conn *c, uint16_t q, int plane)
     return 2 * other + !eng_path_fast(c, pt);
 }
 
+/* resp_ack_path with one plane and up to 64 paths: the ranks of ACTIVE
+ * paths are then 0 (fast) and 1 (slow), which the path bits hold
+ * (pathset.c): the first fast one from the round-robin position, else the
+ * first slow one; -1 when none is ACTIVE (the scan decides). */
+static int resp_ack_bits(const struct mroce_conn *c)
+{
+    const struct eng_pset *s = &c->pset;
+    uint64_t all = c->n_paths < 64 ? ((uint64_t)1 << c->n_paths) - 1 : ~0ull;
+    uint64_t act = s->b[PS_ACT][0] & all;
+    if (!act)
+        return -1;
+    uint64_t fast = act & ~s->b[PS_SLOW][0];
+    uint64_t m = fast ? fast : act;
+    uint64_t at = m & (~(uint64_t)0 << (c->rr_ack % c->n_paths));
+    return __builtin_ctzll(at ? at : m);
+}
+
 /* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
  * the best ranked first (an ACK must go somewhere: path 0 at worst). */
 static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
@@ -708,6 +734,12 @@ static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
     int plane = c->prx[acked].plane, best = -1, best_rank = 5;
     if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
         return 0;
+    int b =
+        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
+    if (b >= 0) {
+        c->rr_ack = (uint32_t)b + 1u;
+        return (uint16_t)b;
+    }
     for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
         uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
         int r = resp_ack_rank(c, q, plane);
@@ -759,22 +791,22 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->ack_q_count--;
     c->ack_pending[p] = 0;
     struct path_rx *pr = &c->prx[p];
-    struct mroce_hdr h = {.opcode = MROCE_OP_ACK,
-                          .path = p,
-                          .sack_high = pr->high,
-                          .dsn_cum =
-                              c->rcv_cum - MROCE_FAULT(c->ctx, DSN_CUM_LAG),
-                          .echo_ts = pr->echo_ts,
-                          .rate_mbps = MROCE_FAULT(c->ctx, RATE_HINT_ZERO)
-                                           ? 0
-                                           : eng_rate_hint(c->ctx, now),
-                          .ce_count = pr->ce_count,
-                          .rx_count = pr->rx_count};
+    /* Not zeroed (136 bytes per ACK): every field mroce_wire_write_hdr
+     * reads for an ACK (MTH, AKH) is set here or by resp_emit. */
+    struct mroce_hdr h;
+    h.opcode = MROCE_OP_ACK;
+    h.flags = MROCE_FAULT(c->ctx, ACK_FLAGS_SET) ? MROCE_HF_ACKREQ : 0;
+    h.path = p;
+    h.sack_high = pr->high;
+    h.dsn_cum = c->rcv_cum - MROCE_FAULT(c->ctx, DSN_CUM_LAG);
+    h.echo_ts = pr->echo_ts;
+    h.rate_mbps =
+        MROCE_FAULT(c->ctx, RATE_HINT_ZERO) ? 0 : eng_rate_hint(c->ctx, now);
+    h.ce_count = pr->ce_count;
+    h.rx_count = pr->rx_count;
     memcpy(h.sack, pr->bits, sizeof(h.sack));
     if (MROCE_FAULT(c->ctx, SACK_WORDS_SWAPPED))
         h.sack[1] = pr->bits[2], h.sack[2] = pr->bits[1];
-    if (MROCE_FAULT(c->ctx, ACK_FLAGS_SET))
-        h.flags = MROCE_HF_ACKREQ;
     h.psn = pr->echo_due && !MROCE_FAULT(c->ctx, PROBE_ANSWER_HIGH)
                 ? pr->echo_psn
                 : pr->high; /* R-VAL-4 */

@@ -35,23 +35,18 @@ static bool sched_test(const struct eng_bits *b, uint32_t i)
 
 static void sched_set(struct eng_bits *b, uint32_t i)
 {
-    b->w[i / 64] |= 1ull << (i % 64);
-    b->s[i / 4096] |= 1ull << (i / 64 % 64);
+    eng_bits_set(b, i);
 }
 
 static void sched_clear(struct eng_bits *b, uint32_t i)
 {
-    b->w[i / 64] &= ~(1ull << (i % 64));
-    if (!b->w[i / 64])
-        b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
+    eng_bits_clear(b, i);
 }
 
-/* Highest set bit <= i, or SCHED_NONE. */
-static uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
+/* sched_prev below i's word: through the summary words. */
+__attribute__((noinline)) static uint32_t
+sched_prev_far(const struct eng_bits *b, uint32_t i)
 {
-    uint64_t m = b->w[i / 64] & sched_upto(i);
-    if (m)
-        return i / 64 * 64 + sched_top(m);
     if (i < 64)
         return SCHED_NONE;
     uint32_t j = i / 64 - 1, si = j / 64; /* highest word left to try */
@@ -63,6 +58,16 @@ static uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
     }
     uint32_t w = si * 64 + sched_top(sm);
     return w * 64 + sched_top(b->w[w]);
+}
+
+/* Highest set bit <= i, or SCHED_NONE: inline for the usual case, a bit
+ * in i's own word (every pick, several per packet). */
+static inline uint32_t sched_prev(const struct eng_bits *b, uint32_t i)
+{
+    uint64_t m = b->w[i / 64] & sched_upto(i);
+    if (m)
+        return i / 64 * 64 + sched_top(m);
+    return sched_prev_far(b, i);
 }
 
 static size_t sched_words(uint32_t cap)
@@ -237,17 +242,6 @@ struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
 
 /* ---- ready set ---- */
 
-void eng_sched_ready(struct mroce_conn *c)
-{
-    c->ver++;
-    sched_set(&c->ctx->sched.ready, c->rank);
-}
-
-void eng_sched_idle(struct mroce_conn *c)
-{
-    sched_clear(&c->ctx->sched.ready, c->rank);
-}
-
 /* The next ready connection in round-robin order from the cursor. */
 struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx)
 {
@@ -273,31 +267,11 @@ struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
-/* R-ACK-9: connections with an ACK or NACK to send go before any data. */
-void eng_sched_ack(struct mroce_conn *c)
+/* eng_sched_pick_ack past its summary-word test. */
+struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx)
 {
-    sched_set(&c->ctx->sched.acks, c->rank);
-}
-
-void eng_sched_ack_done(struct mroce_conn *c)
-{
-    sched_clear(&c->ctx->sched.acks, c->rank);
-}
-
-/* Any connection with an ACK to send (the newest first). */
-struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
-{
-    const struct eng_sched *s = &ctx->sched;
-    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
-        return NULL; /* the one summary word says none: most calls */
     uint32_t r = sched_prev(&ctx->sched.acks, ctx->n_conns - 1);
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
-}
-
-/* c sent: the round-robin continues after it (the next older one). */
-void eng_sched_sent(struct mroce_conn *c)
-{
-    c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
 }
 
 /* ---- membership ---- */

@@ -261,6 +261,7 @@ int mroce_ctx_open(const struct mroce_ctx_attr *a, struct mroce_ctx **out)
     err = ctx->conn_hash ? eng_planes_init(ctx) : MROCE_ENOMEM;
     if (!err)
         err = verbs_crypto(ctx, a);
+    ctx->max_pkt = (uint32_t)eng_ctx_max_pkt(ctx); /* mtu and crypto set */
     if (!err)
         err = verbs_transport(ctx, a);
     if (err) {

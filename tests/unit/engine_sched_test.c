@@ -1,7 +1,8 @@
 /* The context's scheduler (src/engine/sched.c) against a model of the
  * connection-list scan it replaced: the ready set's round-robin order,
  * the deadline heap's exact minimum, due timers in list order, removal on
- * destroy; and the memory accounting of mroce_ctx_state_bytes (mem.c). */
+ * destroy; the path timer tree (ptimer.c) against a scan; and the memory
+ * accounting of mroce_ctx_state_bytes (mem.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,10 @@ static struct mroce_conn *model_add(struct model *m)
     c->rack = calloc(m->ctx->dev.n_planes, sizeof(*c->rack)); /* no paths */
     assert_non_null(c->rack);
     eng_rack_init(c);
+    c->tt_leaves = eng_ptimer_leaves(0); /* an empty path timer tree */
+    c->ttree = calloc(c->tt_leaves, sizeof(*c->ttree));
+    assert_non_null(c->ttree);
+    eng_ptimer_reset(c);
     assert_int_equal(eng_sched_add(m->ctx, c), 0);
     m->ctx->n_conns++;
     memmove(&m->list[1], &m->list[0], m->n * sizeof(m->list[0]));
@@ -92,6 +97,7 @@ static void model_del(struct model *m, struct mroce_conn *c)
     m->n--;
     m->ready[c->local.conn_id] = false;
     free(c->rack);
+    free(c->ttree);
     free(c);
 }
 
@@ -434,15 +440,71 @@ static int teardown_peers(void **state)
     return 0;
 }
 
+/* ---- path timer tree (ptimer.c) ---- */
+
+/* The earliest path timer and its path, the lowest path on a tie, for
+ * path counts that are and are not a power of two, against a scan; keys
+ * drawn from a narrow range so that ties are frequent. */
+static void ptimer_run(uint32_t n, uint64_t seed)
+{
+    struct mroce_conn c = {.n_alloc_paths = n};
+    struct model m = {.rng = seed};
+    c.ptx = calloc(n, sizeof(*c.ptx));
+    c.tt_leaves = eng_ptimer_leaves(n);
+    c.ttree = calloc(c.tt_leaves, sizeof(*c.ttree));
+    assert_true(c.ptx && c.ttree);
+    eng_ptimer_reset(&c);
+    for (uint32_t p = 0; p < n; p++) {
+        c.ptx[p].rto_at = c.ptx[p].pto_at = c.ptx[p].probe_at = ENG_NEVER;
+        eng_ptimer_init(&c, (uint16_t)p);
+    }
+    assert_int_equal(eng_ptimer_next(&c), ENG_NEVER);
+    for (int i = 0; i < 20000; i++) {
+        struct path_tx *pt = &c.ptx[rnd(&m) % n];
+        uint64_t *t[3] = {&pt->rto_at, &pt->pto_at, &pt->probe_at};
+        *t[rnd(&m) % 3] = rnd(&m) % 5 ? 1000 + rnd(&m) % 40 : ENG_NEVER;
+        eng_ptimer_set(&c, (uint16_t)(pt - c.ptx));
+        uint64_t best = ENG_NEVER;
+        int at = -1;
+        for (uint32_t p = 0; p < n; p++) {
+            const struct path_tx *q = &c.ptx[p];
+            uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
+            d = q->probe_at < d ? q->probe_at : d;
+            if (d < best) {
+                best = d;
+                at = (int)p;
+            }
+        }
+        assert_int_equal(eng_ptimer_next(&c), best);
+        assert_int_equal(eng_ptimer_due(&c, 1019), best <= 1019 ? at : -1);
+    }
+    free(c.ptx);
+    free(c.ttree);
+}
+
+static void test_ptimer_tree(void **state)
+{
+    (void)state;
+    uint32_t sizes[] = {1, 2, 3, 13, 16, 64, 100, 256};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        ptimer_run(sizes[i], 7 + i);
+}
+
 #define M(f) cmocka_unit_test_setup_teardown(f, model_setup, model_teardown)
 #define P(f) cmocka_unit_test_teardown(f, teardown_peers)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        M(test_ready_round_robin), M(test_ready_destroy),  M(test_heap_exact),
-        M(test_heap_due_order),    P(test_api_many_conns), P(test_state_bytes),
-        P(test_state_bytes_lazy),  P(test_acks_first),
+        M(test_ready_round_robin),
+        M(test_ready_destroy),
+        M(test_heap_exact),
+        M(test_heap_due_order),
+        P(test_api_many_conns),
+        P(test_state_bytes),
+        P(test_state_bytes_lazy),
+        P(test_acks_first),
+        cmocka_unit_test(test_ptimer_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
