@@ -222,11 +222,12 @@ static bool ps_held(struct mroce_conn *c, const uint64_t *up_open)
 }
 
 /* R-TAIL-100: a path's RTT estimate, its latest sample (a queue that
- * builds shows there before the SRTT moves); a path without a sample
- * counts as the connection's fastest (it is "fast", R-PATH-13). */
+ * builds shows there before the SRTT moves); a path without one (its
+ * packets resolved through dsn_cum, R-ACK-100) counts as a typical path
+ * of the connection: the latest SRTT of any. */
 static uint64_t ps_rtt(const struct mroce_conn *c, const struct path_tx *pt)
 {
-    return pt->last_rtt ? pt->last_rtt : c->rtt_floor;
+    return pt->last_rtt ? pt->last_rtt : c->rtt_hint;
 }
 
 /* R-TAIL-100: the paths for new data that only `left` bytes follow. When
