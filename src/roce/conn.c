@@ -192,6 +192,7 @@ int roce_conn_connect(struct roce_conn *c, const struct roce_conn_params *r)
         roce_rp_init(qp);
     }
     c->state = MROCE_CONN_CONNECTED;
+    roce_conn_ready(c);
     return 0;
 }
 
@@ -361,6 +362,7 @@ void roce_conn_error(struct roce_conn *c, struct roce_qp *qp,
         conn_flush_qp(qp, bad, status);
     for (uint32_t i = 0; i < c->n_qps; i++)
         conn_flush_qp(&c->qps[i], NULL, 0);
+    roce_conn_ready(c);
 }
 
 /* Outstanding WRs vanish without completion: give back their CQ room. */

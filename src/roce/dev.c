@@ -47,6 +47,7 @@ int roce_dev_create(struct mroce_dev *md, const struct roce_dev_attr *attr,
     dev->attr = a;
     dev->next_qpn = a.first_qpn;
     dev->deadline = ROCE_NEVER;
+    dev->paced_min = ROCE_NEVER;
     *out = dev;
     return 0;
 }
@@ -58,6 +59,9 @@ void roce_dev_destroy(struct roce_dev *dev)
     while (dev->conns)
         roce_conn_destroy(dev->conns);
     dev_free(dev->mdev, dev->qps);
+    dev_free(dev->mdev, dev->ready);
+    dev_free(dev->mdev, dev->paced);
+    dev_free(dev->mdev, dev->blk);
     dev_free(dev->mdev, dev);
 }
 
@@ -91,14 +95,68 @@ static int dev_grow(struct roce_dev *dev, uint32_t more)
     while (cap < dev->n_qps + more)
         cap *= 2;
     struct roce_qp **q = dev_alloc(dev->mdev, cap * sizeof(*q));
-    if (!q)
+    uint64_t *r = dev_alloc(dev->mdev, cap / 64 * sizeof(*r));
+    struct roce_blk *b = dev_alloc(dev->mdev, cap / 64 * sizeof(*b));
+    uint64_t *pc = dev_alloc(dev->mdev, cap / 64 * sizeof(*pc));
+    if (!q || !r || !b || !pc) {
+        dev_free(dev->mdev, q);
+        dev_free(dev->mdev, r);
+        dev_free(dev->mdev, b);
+        dev_free(dev->mdev, pc);
         return MROCE_ENOMEM;
-    if (dev->n_qps)
+    }
+    if (dev->n_qps) {
         memcpy(q, dev->qps, dev->n_qps * sizeof(*q));
+        memcpy(r, dev->ready, dev->qps_cap / 64 * sizeof(*r));
+        memcpy(b, dev->blk, dev->qps_cap / 64 * sizeof(*b));
+        memcpy(pc, dev->paced, dev->qps_cap / 64 * sizeof(*pc));
+    }
+    for (uint32_t i = dev->qps_cap / 64; i < cap / 64; i++)
+        b[i].min = ROCE_NEVER;
     dev_free(dev->mdev, dev->qps);
+    dev_free(dev->mdev, dev->ready);
+    dev_free(dev->mdev, dev->blk);
+    dev_free(dev->mdev, dev->paced);
     dev->qps = q;
+    dev->ready = r;
+    dev->blk = b;
+    dev->paced = pc;
     dev->qps_cap = cap;
     return 0;
+}
+
+/* ---- The ready set ----
+ * A QP leaves it when it had nothing to send, and every entry point that
+ * can give it something (a packet received, a post, a timer, a state
+ * change) puts its connection's QPs back, and one that left paced comes
+ * back when its pace time has come, timer or not: the transmit
+ * round-robin then skips in one bit test what would return 0 and change
+ * nothing, instead of asking every QP of the device for each packet. */
+
+static void dev_ready_set(struct roce_dev *dev, uint32_t slot)
+{
+    dev->ready[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
+void roce_conn_ready(struct roce_conn *c)
+{
+    for (uint32_t i = 0; i < c->n_qps; i++)
+        dev_ready_set(c->dev, c->qps[i].slot);
+}
+
+/* The first ready slot in [from, end), or end. */
+static uint32_t dev_ready_next(const struct roce_dev *dev, uint32_t from,
+                               uint32_t end)
+{
+    while (from < end) {
+        uint64_t w = dev->ready[from / 64] >> (from % 64);
+        if (w) {
+            uint32_t s = from + (uint32_t)__builtin_ctzll(w);
+            return s < end ? s : end;
+        }
+        from = (from / 64 + 1) * 64;
+    }
+    return end;
 }
 
 static struct roce_qp *dev_find(struct roce_dev *dev, uint32_t qpn)
@@ -132,7 +190,9 @@ int roce_dev_add_qps(struct roce_dev *dev, struct roce_conn *c)
         qp->sport = dev_sport(qp->qpn);
         qp->hnext = dev->qp_hash[qp->qpn % ROCE_QP_HASH];
         dev->qp_hash[qp->qpn % ROCE_QP_HASH] = qp;
+        qp->slot = dev->n_qps;
         dev->qps[dev->n_qps++] = qp;
+        dev_ready_set(dev, qp->slot);
     }
     return 0;
 }
@@ -153,6 +213,15 @@ void roce_dev_del_qps(struct roce_dev *dev, struct roce_conn *c)
             dev->qps[n++] = dev->qps[i];
     dev->n_qps = n;
     dev->tx_cursor = 0;
+    memset(dev->ready, 0, dev->qps_cap / 64 * sizeof(*dev->ready));
+    memset(dev->paced, 0, dev->qps_cap / 64 * sizeof(*dev->paced));
+    dev->paced_min = ROCE_NEVER;
+    for (uint32_t i = 0; i < n; i++) { /* slots moved: all ready again */
+        dev->qps[i]->slot = i;
+        dev_ready_set(dev, i);
+    }
+    for (uint32_t i = 0; i < dev->qps_cap / 64; i++)
+        dev->blk[i].dirty = true;
 }
 
 /* ---- receive ---- */
@@ -238,6 +307,7 @@ int roce_dev_rx(struct roce_dev *dev, uint64_t now,
     qp->cnt.rx_pkts++;
     qp->cnt.rx_bytes += len;
     dev_dispatch(qp, now, meta, &h);
+    roce_conn_ready(qp->conn);
     return 0;
 }
 
@@ -307,25 +377,71 @@ static int dev_qp_tx(struct roce_qp *qp, uint64_t now, uint8_t *buf, size_t cap,
     return n;
 }
 
-int roce_dev_tx(struct roce_dev *dev, uint64_t now, uint8_t *buf, size_t cap,
-                struct mroce_pkt_meta *meta)
+/* qp had nothing to send at now; if pacing held it, until its pace_at. */
+static void dev_unready(struct roce_dev *dev, struct roce_qp *qp, uint64_t now)
 {
-    if (cap < roce_dev_max_pkt(dev))
-        return MROCE_ENOBUFS;
-    for (uint32_t i = 0; i < dev->n_qps; i++) {
-        uint32_t j = (dev->tx_cursor + i) % dev->n_qps;
+    uint32_t j = qp->slot;
+    dev->ready[j / 64] &= ~(UINT64_C(1) << (j % 64));
+    if (!roce_rp_may_send(qp, now)) {
+        dev->paced[j / 64] |= UINT64_C(1) << (j % 64);
+        if (qp->pace_at < dev->paced_min)
+            dev->paced_min = qp->pace_at;
+    }
+}
+
+/* The paced QPs whose time has come are ready again. */
+static void dev_unpace(struct roce_dev *dev, uint64_t now)
+{
+    uint64_t min = ROCE_NEVER;
+    for (uint32_t w = 0; w * 64 < dev->n_qps; w++) {
+        for (uint64_t m = dev->paced[w]; m; m &= m - 1) {
+            uint32_t j = w * 64 + (uint32_t)__builtin_ctzll(m);
+            struct roce_qp *qp = dev->qps[j];
+            if (!roce_rp_may_send(qp, now)) {
+                min = qp->pace_at < min ? qp->pace_at : min;
+                continue;
+            }
+            dev->paced[w] &= ~(UINT64_C(1) << (j % 64));
+            dev_ready_set(dev, j);
+        }
+    }
+    dev->paced_min = min;
+}
+
+/* The ready QPs of [from, end) in turn: the first packet one sends. */
+static int dev_tx_range(struct roce_dev *dev, uint32_t from, uint32_t end,
+                        uint64_t now, uint8_t *buf, size_t cap,
+                        struct mroce_pkt_meta *meta)
+{
+    for (uint32_t j = dev_ready_next(dev, from, end); j < end;
+         j = dev_ready_next(dev, j + 1, end)) {
         struct roce_qp *qp = dev->qps[j];
         if (qp->conn->state == MROCE_CONN_INIT ||
             !((dev->mdev->tx_planes >> dev_qp_plane(qp)) & 1u)) /* R-PATH-14 */
-            continue;
+            continue; /* not asked: stays ready */
         int n = dev_qp_tx(qp, now, buf, cap, meta);
         if (n > 0) {
             dev->tx_cursor = (j + 1) % dev->n_qps;
             dev->cnt.tx_pkts++;
             return n;
         }
+        if (n == 0)
+            dev_unready(dev, qp, now);
     }
     return 0;
+}
+
+/* Round-robin over the QPs from the cursor (ready ones only). */
+int roce_dev_tx(struct roce_dev *dev, uint64_t now, uint8_t *buf, size_t cap,
+                struct mroce_pkt_meta *meta)
+{
+    if (cap < roce_dev_max_pkt(dev))
+        return MROCE_ENOBUFS;
+    if (dev->paced_min <= now)
+        dev_unpace(dev, now);
+    uint32_t at = dev->tx_cursor < dev->n_qps ? dev->tx_cursor : 0;
+    int n = dev_tx_range(dev, at, dev->n_qps, now, buf, cap, meta);
+    return n ? n : dev_tx_range(dev, 0, at, now, buf, cap, meta);
 }
 
 /* ---- timers ---- */
@@ -340,8 +456,11 @@ void roce_dev_arm(struct roce_dev *dev, uint64_t t)
 
 void roce_qp_arm(struct roce_qp *qp, uint64_t t)
 {
+    struct roce_blk *b = &qp->conn->dev->blk[qp->slot / 64];
     if (t < qp->deadline)
         qp->deadline = t;
+    if (t < b->min)
+        b->min = t;
     roce_dev_arm(qp->conn->dev, t);
 }
 
@@ -351,6 +470,11 @@ void roce_qp_update_deadline(struct roce_qp *qp)
     uint64_t r = roce_rp_deadline(qp);
     if (r < t)
         t = r;
+    struct roce_blk *b = &qp->conn->dev->blk[qp->slot / 64];
+    if (t > qp->deadline)
+        b->dirty = true; /* b->min may be this QP's old deadline */
+    else if (t < b->min)
+        b->min = t;
     qp->deadline = t;
 }
 
@@ -359,10 +483,14 @@ uint64_t roce_dev_next_expiry(const struct roce_dev *dev)
     return dev->deadline;
 }
 
-void roce_dev_on_expiry(struct roce_dev *dev, uint64_t now)
+/* The QPs of block k that are due, in slot order, and the earliest
+ * deadline met on the way (each read after its own QP's turn, as one scan
+ * of every QP reads them); then the block's exact min. */
+static uint64_t dev_expire_blk(struct roce_dev *dev, uint32_t k, uint64_t now)
 {
-    uint64_t t = ROCE_NEVER;
-    for (uint32_t i = 0; i < dev->n_qps; i++) {
+    uint32_t end = (k + 1) * 64 < dev->n_qps ? (k + 1) * 64 : dev->n_qps;
+    uint64_t t = ROCE_NEVER, m = ROCE_NEVER;
+    for (uint32_t i = k * 64; i < end; i++) {
         struct roce_qp *qp = dev->qps[i];
         if (qp->deadline <= now) {
             if (qp->conn->state == MROCE_CONN_CONNECTED) {
@@ -370,9 +498,27 @@ void roce_dev_on_expiry(struct roce_dev *dev, uint64_t now)
                 roce_rp_timers(qp, now);
             }
             roce_qp_update_deadline(qp);
+            roce_conn_ready(qp->conn);
         }
-        if (qp->deadline < t)
-            t = qp->deadline;
+        t = qp->deadline < t ? qp->deadline : t;
+    }
+    for (uint32_t i = k * 64; i < end; i++)
+        m = dev->qps[i]->deadline < m ? dev->qps[i]->deadline : m;
+    dev->blk[k] = (struct roce_blk){.min = m, .dirty = false};
+    return t;
+}
+
+/* Every due QP in slot order (a timer may flush or arm QPs further on:
+ * their blocks are then dirty or due), and the exact earliest deadline
+ * after them, as one scan of every QP would find. */
+void roce_dev_on_expiry(struct roce_dev *dev, uint64_t now)
+{
+    uint64_t t = ROCE_NEVER;
+    for (uint32_t k = 0; k * 64 < dev->n_qps; k++) {
+        struct roce_blk *b = &dev->blk[k];
+        uint64_t m =
+            b->dirty || b->min <= now ? dev_expire_blk(dev, k, now) : b->min;
+        t = m < t ? m : t;
     }
     dev->deadline = t;
 }

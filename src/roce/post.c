@@ -75,6 +75,7 @@ static int post_sq(struct roce_conn *c, uint8_t op,
     w.npkts = len ? (len - 1) / c->mtu + 1 : 1;
     *roce_wqe_at(qp, qp->sq_tail) = w;
     post_commit(c, qp, roce_wqe_at(qp, qp->sq_tail));
+    roce_conn_ready(c);
     return 0;
 }
 
@@ -127,5 +128,6 @@ int roce_post_recv(struct roce_conn *c, const struct mroce_recv_wr *wr)
     if (r.mr)
         r.mr->refs++;
     qp->rq[qp->rq_tail++ % c->attr.rq_depth] = r;
+    roce_conn_ready(c);
     return 0;
 }

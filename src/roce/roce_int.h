@@ -81,6 +81,7 @@ struct roce_qp {
     struct roce_conn *conn;
     struct roce_qp *hnext; /* device hash chain by QPN */
     uint32_t idx;          /* in conn->qps */
+    uint32_t slot;         /* in dev->qps, and its bit in dev->ready */
     uint16_t stream;
     uint32_t qpn, dqpn;
     uint16_t sport;
@@ -160,11 +161,22 @@ struct roce_conn {
     struct roce_conn *next, *prev;
 };
 
+/* 64 QP slots' earliest deadline: exact, or low and dirty (a deadline in
+ * it went up), so that on_expiry visits only blocks with a QP due. */
+struct roce_blk {
+    uint64_t min;
+    bool dirty;
+};
+
 struct roce_dev {
     struct mroce_dev *mdev; /* PDs, MRs, CQs, hooks, address, planes */
     struct roce_dev_attr attr;
     struct roce_qp *qp_hash[ROCE_QP_HASH];
     struct roce_qp **qps; /* every QP, for tx round-robin and timers */
+    uint64_t *ready;      /* per slot: may have a packet to send */
+    uint64_t *paced;      /* per slot: left the ready set paced */
+    uint64_t paced_min;   /* the earliest pace_at among those */
+    struct roce_blk *blk; /* per 64 slots: their earliest deadline */
     uint32_t n_qps, qps_cap, tx_cursor;
     uint32_t next_qpn;
     struct roce_conn *conns;
@@ -182,6 +194,7 @@ int roce_qp_finish(struct roce_qp *qp, const struct mroce_pkt_meta *meta,
                    uint32_t plen);
 void roce_qp_arm(struct roce_qp *qp, uint64_t t);
 void roce_qp_update_deadline(struct roce_qp *qp);
+void roce_conn_ready(struct roce_conn *c);
 
 /* conn.c */
 void roce_conn_error(struct roce_conn *c, struct roce_qp *qp,

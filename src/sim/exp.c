@@ -226,8 +226,9 @@ int exp_vmem(struct exp *x, uint64_t bytes, uint64_t granule)
     if (!x->vm)
         return exp_fail(x, MROCE_ENOMEM, "out of memory");
     struct mroce_sim_squeeze sq; /* a traced run keeps whole packets */
-    if (!x->c.pcap && !x->c.whole_pkts && mroce_sim_vmem_squeezer(x->vm, &sq))
-        mroce_sim_pool_set_squeeze(mroce_sim_topo_pool(x->t), &sq);
+    if (!x->c.pcap && !x->c.whole_pkts && mroce_sim_vmem_squeezer(x->vm, &sq) &&
+        mroce_sim_pool_set_squeeze(mroce_sim_topo_pool(x->t), &sq) < 0)
+        return exp_fail(x, MROCE_ENOMEM, "out of memory");
     x->res->payload_free = free_mode;
     x->res->granule = granule;
     return 0;

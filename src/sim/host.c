@@ -16,7 +16,6 @@ struct mroce_sim_host {
     void *ep;
     struct mroce_sim_pkt *spare; /* a taken pool buffer the engine writes
                                     into; kept when it wrote nothing */
-    uint8_t *rxbuf; /* a squeezed packet is rebuilt here for the engine */
     size_t cap;
     mroce_sim_ev_handle timer; /* the one pending timer event, or 0 */
     uint64_t timer_at;
@@ -176,9 +175,10 @@ static void host_rx(void *ud, int port, struct mroce_sim_pkt *p, uint64_t now)
     }
     h->c.rx_pkts++;
     h->c.rx_bytes += p->len;
-    const uint8_t *buf = mroce_sim_pkt_bytes(h->pool, p, h->rxbuf);
+    const uint8_t *buf = mroce_sim_pkt_bytes(h->pool, p);
     int rc =
         h->ops->rx(h->ep, now / MROCE_SIM_PS_PER_NS, &p->meta, buf, p->len);
+    mroce_sim_pkt_bytes_done(h->pool, p);
     h->c.rx_refused += rc < 0;
     mroce_sim_pkt_deliver(h->pool, p);
     host_interact(h, now);
@@ -217,7 +217,6 @@ void mroce_sim_host_destroy(struct mroce_sim_host *h)
     mroce_sim_nic_destroy(h->nic);
     if (h->spare)
         mroce_sim_pkt_untake(h->pool, h->spare);
-    free(h->rxbuf);
     free(h);
 }
 
@@ -244,8 +243,6 @@ int mroce_sim_host_attach(struct mroce_sim_host *h,
     size_t cap = ops ? ops->max_pkt(ep) : 0;
     if (cap > mroce_sim_pool_max_payload(h->pool))
         return MROCE_EINVAL;
-    if (!h->rxbuf && !(h->rxbuf = malloc(mroce_sim_pool_max_payload(h->pool))))
-        return MROCE_ENOMEM;
     h->cap = cap;
     h->ops = ops;
     h->ep = ops ? ep : NULL;

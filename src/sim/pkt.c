@@ -30,6 +30,7 @@ struct mroce_sim_pool {
     uint32_t chunk;
     uint64_t taken; /* buffers out for an endpoint to write, not packets */
     struct mroce_sim_squeeze sq; /* squeeze set: payload-free packets */
+    uint8_t *rebuild; /* squeezed packets rebuilt: zero between uses */
     struct mroce_sim_pool_counters c;
 };
 
@@ -74,6 +75,7 @@ void mroce_sim_pool_destroy(struct mroce_sim_pool *pool)
         free(ch);
         ch = next;
     }
+    free(pool->rebuild);
     free(pool);
 }
 
@@ -221,6 +223,8 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
                                 !small && s ? pool->cls[0].cap : 0);
     if (s && small) /* ACK-sized: keep the big one free */
         memcpy(s->data, p->data, len);
+    if (clen) /* what the codec rebuilds, it clears: the buffer is zero */
+        pool->sq.clean(pool->sq.ud, s->data, clen, p->data);
     if (s && (small || clen)) {
         pool_unget(pool, p);
         p = s;
@@ -234,10 +238,15 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
     return p;
 }
 
-void mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
-                                const struct mroce_sim_squeeze *s)
+int mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
+                               const struct mroce_sim_squeeze *s)
 {
+    if (s && !pool->rebuild && !(pool->rebuild = calloc(1, pool->cls[1].cap))) {
+        pool->sq = (struct mroce_sim_squeeze){0};
+        return MROCE_ENOMEM;
+    }
     pool->sq = s ? *s : (struct mroce_sim_squeeze){0};
+    return 0;
 }
 
 bool mroce_sim_pool_squeezes(const struct mroce_sim_pool *pool)
@@ -245,13 +254,20 @@ bool mroce_sim_pool_squeezes(const struct mroce_sim_pool *pool)
     return pool->sq.expand != NULL;
 }
 
-const uint8_t *mroce_sim_pkt_bytes(const struct mroce_sim_pool *pool,
-                                   const struct mroce_sim_pkt *p, uint8_t *buf)
+const uint8_t *mroce_sim_pkt_bytes(struct mroce_sim_pool *pool,
+                                   const struct mroce_sim_pkt *p)
 {
     if (!p->squeezed)
         return p->data;
-    pool->sq.expand(pool->sq.ud, p->data, p->clen, buf);
-    return buf;
+    pool->sq.expand(pool->sq.ud, p->data, p->clen, pool->rebuild);
+    return pool->rebuild;
+}
+
+void mroce_sim_pkt_bytes_done(struct mroce_sim_pool *pool,
+                              const struct mroce_sim_pkt *p)
+{
+    if (p->squeezed)
+        pool->sq.clean(pool->sq.ud, p->data, p->clen, pool->rebuild);
 }
 
 void mroce_sim_pkt_trim(struct mroce_sim_pkt *p, uint32_t keep)

@@ -74,11 +74,15 @@ struct mroce_sim_pkt {
  * the compact form of pkt[0..len) into out (cap bytes; cap 0: no room,
  * out may be NULL) and returns its length, or 0 if it does not squeeze
  * this packet. It must only squeeze a packet expand rebuilds byte for
- * byte: expand writes the whole packet (the len squeeze saw) into pkt. */
+ * byte: expand, given a pkt buffer of zeros, makes it the whole packet
+ * (the len squeeze saw), writing only its non-zero parts; clean undoes
+ * that: pkt, holding the packet, is zero again. So neither writes the
+ * kilobytes of zeros a payload-free packet mostly is. */
 struct mroce_sim_squeeze {
     uint32_t (*squeeze)(void *ud, const uint8_t *pkt, uint32_t len,
                         uint8_t *out, uint32_t cap);
     void (*expand)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
+    void (*clean)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
     void *ud;
 };
 
@@ -151,16 +155,21 @@ struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
                                            uint32_t len);
 
 /* Packets committed from now on are squeezed where s can (s copied; NULL
- * stops it). */
-void mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
-                                const struct mroce_sim_squeeze *s);
+ * stops it). A buffer whose squeezed packet is committed returns to the
+ * pool zero (clean), so the next payload-free fill finds zeros there.
+ * Errors: MROCE_ENOMEM (no squeezing then). */
+int mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
+                               const struct mroce_sim_squeeze *s);
 /* True if the pool has a codec: it can rebuild squeezed packets. */
 bool mroce_sim_pool_squeezes(const struct mroce_sim_pool *pool);
 /* The packet's bytes: p->data, or, for a squeezed packet, rebuilt into
- * buf (room for max_payload bytes) and buf. The first p->len bytes are
- * the packet (a trimmed one is cut to them). */
-const uint8_t *mroce_sim_pkt_bytes(const struct mroce_sim_pool *pool,
-                                   const struct mroce_sim_pkt *p, uint8_t *buf);
+ * the pool's one rebuild buffer; valid until mroce_sim_pkt_bytes_done,
+ * which the caller must call before asking for another packet's bytes.
+ * The first p->len bytes are the packet (a trimmed one is cut to them). */
+const uint8_t *mroce_sim_pkt_bytes(struct mroce_sim_pool *pool,
+                                   const struct mroce_sim_pkt *p);
+void mroce_sim_pkt_bytes_done(struct mroce_sim_pool *pool,
+                              const struct mroce_sim_pkt *p);
 
 /* Cuts the payload to keep bytes (no-op if already shorter), updates
  * wire_bytes and sets trimmed. */

@@ -41,8 +41,6 @@ struct vmem_fill {
 struct mroce_sim_vmem {
     struct mroce_sim_vmem_cfg c;
     struct vmem_fill last;
-    uint8_t *scratch; /* squeeze: a payload rebuilt, to compare */
-    uint64_t scratch_len;
     unsigned gshift;  /* log2 G */
     uint32_t n_tags;  /* tag positions in a full granule */
     unsigned tshift;  /* log2 of the distance between tags */
@@ -98,7 +96,6 @@ void mroce_sim_vmem_destroy(struct mroce_sim_vmem *vm)
         vm->bufs = b->next;
         vbuf_free(b);
     }
-    free(vm->scratch);
     free(vm);
 }
 
@@ -228,34 +225,87 @@ static uint64_t vbuf_label_of(const struct mroce_sim_vbuf *b, uint64_t g)
 
 /* ---- Hooks: the engines' reads and writes ---- */
 
-/* Free mode: [off, +len) of a region of blen bytes into dst: zeros, and
- * at each tag position of each granule the tag of that granule's label
- * (label(ud, g)), so that the bytes are a function of the labels alone
- * and a squeezed packet is rebuilt to the very bytes its CRC covers. */
-static void vmem_write(const struct mroce_sim_vmem *vm, uint64_t off,
-                       uint8_t *dst, uint64_t len, uint64_t blen,
-                       const uint64_t *labels)
+/* Zeros to compare with: a buffer the pool hands out again is usually
+ * zero already (pkt.h, the squeeze's clean), and reading it is cheaper
+ * than writing it. */
+static const uint8_t vmem_zeros[4096];
+
+static bool vmem_is_zero(const uint8_t *p, uint64_t len)
 {
-    memset(dst, 0, len);
-    uint64_t end = off + len, g0 = off >> vm->gshift;
+    while (len) {
+        uint64_t n = len < sizeof(vmem_zeros) ? len : sizeof(vmem_zeros);
+        if (memcmp(p, vmem_zeros, n))
+            return false;
+        p += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* What vmem_tags does at each tag position. */
+enum vmem_tag_op {
+    VMEM_TAG_WRITE, /* writes the tag */
+    VMEM_TAG_CLEAR, /* zeroes it */
+    VMEM_TAG_CHECK, /* the tags there, and zeros between them */
+};
+
+/* The tags k0 <= k < k1 of the granule at base lie wholly in [off, lim). */
+static void vmem_tag_range(const struct mroce_sim_vmem *vm, uint64_t base,
+                           uint64_t off, uint64_t lim, uint32_t *k0,
+                           uint32_t *k1)
+{
+    uint64_t s = 1ull << vm->tshift;
+    uint64_t lo = off > base ? (off - base + s - 1) >> vm->tshift : 0;
+    uint64_t hi = lim >= base + 8 ? ((lim - base - 8) >> vm->tshift) + 1 : 0;
+    hi = hi < vm->n_tags ? hi : vm->n_tags;
+    *k0 = (uint32_t)lo;
+    *k1 = (uint32_t)(hi > lo ? hi : lo);
+}
+
+/* CHECK over one granule's tags k0..k1 (label l, the granule at rel from
+ * dst): each tag, and zeros from *at up to it. */
+static bool vmem_tags_check(const struct mroce_sim_vmem *vm, const uint8_t *dst,
+                            uint64_t rel, uint64_t l, uint32_t k0, uint32_t k1,
+                            uint64_t *at)
+{
+    for (uint32_t k = k0; k < k1; k++) {
+        uint64_t p = rel + ((uint64_t)k << vm->tshift), t;
+        memcpy(&t, dst + p, 8);
+        if (t != (l ^ vm->mix[k]) || !vmem_is_zero(dst + *at, p - *at))
+            return false;
+        *at = p + 8;
+    }
+    return true;
+}
+
+/* Free mode: the bytes of [off, +len) of a region of blen bytes, at dst,
+ * are zeros and, at each tag position of each granule, the tag of that
+ * granule's label (labels[g - g0]), so that they are a function of the
+ * labels alone and a squeezed packet is rebuilt to the very bytes its
+ * CRC covers. op writes or clears the tags only (the zeros are dst's
+ * already) or checks every byte (CHECK only reads dst). */
+static bool vmem_tags(const struct mroce_sim_vmem *vm, enum vmem_tag_op op,
+                      uint64_t off, uint8_t *dst, uint64_t len, uint64_t blen,
+                      const uint64_t *labels)
+{
+    uint64_t end = off + len, lim = end < blen ? end : blen;
+    uint64_t g0 = off >> vm->gshift, at = 0;
     for (uint64_t g = g0; (g << vm->gshift) < end; g++) {
         uint64_t base = g << vm->gshift, l = labels[g - g0];
-        uint64_t gend = base + vm->c.granule;
-        if (base >= off && gend <= end && gend <= blen) { /* all tags */
-            for (uint32_t k = 0; k < vm->n_tags; k++) {
-                uint64_t t = l ^ vm->mix[k];
-                memcpy(dst + (base - off) + vmem_tag_pos(vm, k), &t, 8);
-            }
+        uint64_t rel = base - off; /* wraps below off: used with k >= k0 */
+        uint32_t k0, k1;
+        vmem_tag_range(vm, base, off, lim, &k0, &k1);
+        if (op == VMEM_TAG_CHECK) {
+            if (!vmem_tags_check(vm, dst, rel, l, k0, k1, &at))
+                return false;
             continue;
         }
-        for (uint32_t k = 0; k < vm->n_tags; k++) {
-            uint64_t p = base + vmem_tag_pos(vm, k);
-            if (p < off || p + 8 > end || p + 8 > blen)
-                continue;
-            uint64_t t = l ^ vm->mix[k];
-            memcpy(dst + (p - off), &t, 8);
+        for (uint32_t k = k0; k < k1; k++) {
+            uint64_t t = op == VMEM_TAG_WRITE ? l ^ vm->mix[k] : 0;
+            memcpy(dst + (rel + ((uint64_t)k << vm->tshift)), &t, 8);
         }
     }
+    return op != VMEM_TAG_CHECK || vmem_is_zero(dst + at, len - at);
 }
 
 /* Granules [off, +len) touches; a packet's payload touches at most
@@ -274,6 +324,8 @@ static void vbuf_fill_tags(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
 {
     struct mroce_sim_vmem *vm = b->vm;
     uint64_t labels[VMEM_SQ_LABELS], end = off + len;
+    if (!vmem_is_zero(dst, len))
+        memset(dst, 0, len);
     for (uint64_t at = off; at < end;) { /* VMEM_SQ_LABELS granules a go */
         uint64_t g0 = at >> vm->gshift, stop = (g0 + VMEM_SQ_LABELS)
                                                << vm->gshift;
@@ -281,7 +333,7 @@ static void vbuf_fill_tags(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
         uint64_t ng = vmem_n_gran(vm, at, n);
         for (uint64_t i = 0; i < ng; i++)
             labels[i] = vbuf_label_of(b, g0 + i);
-        vmem_write(vm, at, dst + (at - off), n, b->len, labels);
+        vmem_tags(vm, VMEM_TAG_WRITE, at, dst + (at - off), n, b->len, labels);
         at += n;
     }
     vm->last = (struct vmem_fill){dst, len, off, b, vm->last.n + 1};
@@ -313,21 +365,14 @@ struct sq_head {
     uint32_t n; /* labels */
 };
 
-/* The payload f describes, rebuilt from its labels into vm->scratch,
- * equals the bytes in the packet: the engine wrote nothing over them
- * after the fill (an engine that seals payload would). */
-static bool vmem_rebuilds(struct mroce_sim_vmem *vm, const struct vmem_fill *f,
-                          const uint64_t *labels)
+/* The payload f describes, rebuilt from its labels, equals the bytes in
+ * the packet: the engine wrote nothing over them after the fill (an
+ * engine that seals payload would). Checked in place. */
+static bool vmem_rebuilds(const struct mroce_sim_vmem *vm,
+                          const struct vmem_fill *f, const uint64_t *labels)
 {
-    if (f->len > vm->scratch_len) {
-        uint8_t *b = realloc(vm->scratch, f->len);
-        if (!b)
-            return false;
-        vm->scratch = b;
-        vm->scratch_len = f->len;
-    }
-    vmem_write(vm, f->off, vm->scratch, f->len, f->b->len, labels);
-    return !memcmp(vm->scratch, f->dst, f->len);
+    return vmem_tags(vm, VMEM_TAG_CHECK, f->off, (uint8_t *)f->dst, f->len,
+                     f->b->len, labels);
 }
 
 static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
@@ -360,6 +405,16 @@ static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
     return (uint32_t)need;
 }
 
+/* The squeezed form's head and labels, and where its bytes start. */
+static const uint8_t *sq_read(const uint8_t *in, struct sq_head *h,
+                              uint64_t *labels)
+{
+    memcpy(h, in, sizeof(*h));
+    memcpy(labels, in + sizeof(*h), (size_t)h->n * 8);
+    return in + sizeof(*h) + (size_t)h->n * 8;
+}
+
+/* pkt is zero (pkt.h): the headers, the tags and the tail make it whole. */
 static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
                         uint8_t *pkt)
 {
@@ -367,12 +422,24 @@ static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
     const struct mroce_sim_vmem *vm = ud;
     struct sq_head h;
     uint64_t labels[VMEM_SQ_LABELS];
-    memcpy(&h, in, sizeof(h));
-    memcpy(labels, in + sizeof(h), (size_t)h.n * 8);
-    const uint8_t *bytes = in + sizeof(h) + (size_t)h.n * 8;
+    const uint8_t *bytes = sq_read(in, &h, labels);
     memcpy(pkt, bytes, h.hdr);
-    vmem_write(vm, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    vmem_tags(vm, VMEM_TAG_WRITE, h.off, pkt + h.hdr, h.pay, h.blen, labels);
     memcpy(pkt + h.hdr + h.pay, bytes + h.hdr, h.tail);
+}
+
+/* pkt holds the packet in (squeezed) describes: zero again. */
+static void vmem_clean(void *ud, const uint8_t *in, uint32_t in_len,
+                       uint8_t *pkt)
+{
+    (void)in_len;
+    const struct mroce_sim_vmem *vm = ud;
+    struct sq_head h;
+    uint64_t labels[VMEM_SQ_LABELS];
+    sq_read(in, &h, labels);
+    memset(pkt, 0, h.hdr);
+    vmem_tags(vm, VMEM_TAG_CLEAR, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    memset(pkt + h.hdr + h.pay, 0, h.tail);
 }
 
 bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
@@ -380,7 +447,8 @@ bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
 {
     if (vm->c.mode != MROCE_SIM_VMEM_FREE)
         return false;
-    *out = (struct mroce_sim_squeeze){vmem_squeeze, vmem_expand, vm};
+    *out =
+        (struct mroce_sim_squeeze){vmem_squeeze, vmem_expand, vmem_clean, vm};
     return true;
 }
 

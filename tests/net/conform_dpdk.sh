@@ -59,19 +59,12 @@ AGENT_PID=$!
 for _ in $(seq 100); do [[ -S "$SOCK" ]] && break; sleep 0.1; done
 [[ -S "$SOCK" ]] || { cat "$TMP/agent.log"; echo "FAIL: the agent did not start"; exit 1; }
 
-# one known failure of the DPDK datapath (reported): after two contexts
-# were opened and closed in the process, a new context's port loses
-# frames longer than about 1150 bytes both ways (each of these tests
-# passes when it runs first); the monitor then misses the first packets
-# of the paths
-XFAIL=(--xfail enc.max_size --xfail msg.pkt.too_long --xfail mon.R-SACK-2
-    --xfail mon.R-DSN-1)
 # the agent's datapath thread busy-polls one core that the suite and other
 # processes share: timing margins x3
 rc=0
 timeout 280 ip netns exec "$NS_U" "$CONFORM" --target "unix:$SOCK" \
     --ip 10.88.0.2 --slow 3 --retry 1 --json "$OUT/dpdk.json" --junit "$OUT/dpdk.xml" \
-    --md "$OUT/dpdk.md" "${XFAIL[@]}" "$@" || rc=$?
+    --md "$OUT/dpdk.md" "$@" || rc=$?
 echo "reports: $OUT/dpdk.json $OUT/dpdk.xml $OUT/dpdk.md"
 if [[ $rc -ne 0 ]]; then
     tail -20 "$TMP/agent.log"

@@ -893,6 +893,37 @@ static void test_dcqcn_rate_machine(void **state)
     rp_destroy(p);
 }
 
+/* The transmit round-robin asks only QPs that may have something to send
+ * (dev.c, "The ready set"): a rate-limited QP that found itself paced is
+ * asked again once its pace time has come, even if no timer of it has run
+ * in between (a packet of another QP can bring the device back first);
+ * and a QP with nothing to send is not asked, but a post makes it send. */
+static void test_ready_set_pacing(void **state)
+{
+    (void)state;
+    struct rp_cfg cfg = base_cfg();
+    cfg.dev.dcqcn = 1;
+    cfg.dev.link_mbps = 100000;
+    struct rp *p = rp_create(&cfg);
+    struct roce_dev *dev = p->dev[0];
+    struct roce_qp *qp = &p->conn[0]->qps[0];
+    uint8_t buf[ROCE_MTU_MAX + ROCE_MAX_OVERHEAD];
+    struct mroce_pkt_meta m;
+    uint64_t now = 1000;
+    assert_int_equal(roce_dev_tx(dev, now, buf, sizeof(buf), &m), 0);
+    fill(p->buf[0], 4096, 3);
+    struct mroce_send_wr w = wr_of(p, 0, 0, 4096, 0, 1);
+    assert_int_equal(roce_post_write(p->conn[0], &w), 0);
+    roce_rp_on_cnp(qp, now); /* rate-limited from now on */
+    assert_true(roce_dev_tx(dev, now, buf, sizeof(buf), &m) > 0);
+    uint64_t at = qp->pace_at;
+    assert_true(at > now);
+    assert_int_equal(roce_dev_tx(dev, now + 1, buf, sizeof(buf), &m), 0);
+    assert_int_equal(roce_dev_tx(dev, at - 1, buf, sizeof(buf), &m), 0);
+    assert_true(roce_dev_tx(dev, at, buf, sizeof(buf), &m) > 0); /* no timer */
+    rp_destroy(p);
+}
+
 /* CE marks from the wire's ECN threshold: the sender overruns a 10 Gb/s
  * wire at its 100 Gb/s line rate, the backlog crosses the threshold, the
  * receiver's NP sends CNPs (at most one per 50 us), the sender's rate
@@ -1177,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_rnr),
         cmocka_unit_test(test_rnr_exhausted),
         cmocka_unit_test(test_dcqcn_rate_machine),
+        cmocka_unit_test(test_ready_set_pacing),
         cmocka_unit_test(test_dcqcn_ecn),
         cmocka_unit_test(test_qp_scaling),
         cmocka_unit_test(test_read_loss),

@@ -7,6 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
 #include <rte_alarm.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
@@ -25,6 +29,7 @@
 #define POOL_CACHE 256
 #define AF_PACKET_ROOM 8192
 #define MAX_PKT_SLACK 128    /* above mtu: headers + ICRC (mtu + 72 today) */
+#define UDP_OVER_MTU 72      /* R-ENC-9: a UDP payload is at most mtu + 72 */
 #define STOP_WAIT_US 5000000 /* port_stop: the interrupt thread's turn */
 
 static bool port_busy[RTE_MAX_ETHPORTS];
@@ -195,11 +200,112 @@ static int pool_open(struct mroce_dp *dp, struct mroce_dpdk *p,
     return 0;
 }
 
+/* The L3 MTU the port must take: the largest UDP payload (R-ENC-9:
+ * mtu + 72 in the secure modes) with its IP and UDP headers. */
+static uint32_t mtu_need(const struct mroce_dp *dp, const struct mroce_dpdk *p)
+{
+    return frame_max(dp, p) - MAX_PKT_SLACK - MROCE_ETH_LEN + UDP_OVER_MTU;
+}
+
+/* The largest MTU ethdev lets a port have: its check in
+ * rte_eth_dev_configure (eth_dev_validate_mtu, DPDK 22.11) bounds it by
+ * max_mtu and by max_rx_pktlen less the port's Ethernet overhead. */
+static uint32_t port_max_mtu(const struct rte_eth_dev_info *info)
+{
+    uint32_t over = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+    if (info->max_mtu != UINT16_MAX && info->max_rx_pktlen > info->max_mtu)
+        over = info->max_rx_pktlen - info->max_mtu;
+    uint32_t by_len =
+        info->max_rx_pktlen > over ? info->max_rx_pktlen - over : 0;
+    return RTE_MIN((uint32_t)info->max_mtu, by_len);
+}
+
+/* The MTU of the kernel interface under a port (net_af_packet, net_tap,
+ * ...: those set dev_info.if_index), in this thread's namespace; 0 when
+ * there is none or it cannot be read. */
+static uint32_t kernel_mtu(uint32_t if_index, char name[IF_NAMESIZE])
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    if (!if_index || !if_indextoname(if_index, name))
+        return 0;
+    memcpy(ifr.ifr_name, name, IF_NAMESIZE);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+    close(fd);
+    return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}
+
+/* A port that reports a smaller maximum than the context needs: whether
+ * its frames will get through, said in the log. net_memif and
+ * net_af_packet report 1518 bytes yet carry more; af_packet's limit is
+ * the kernel interface's MTU (and its ring's framesz). */
+static void port_mtu_short(struct mroce_dp *dp, const struct mroce_dpdk *p,
+                           const struct rte_eth_dev_info *info, uint32_t need)
+{
+    char ifn[IF_NAMESIZE] = "";
+    uint32_t kmtu = kernel_mtu(info->if_index, ifn);
+    const char *drv = info->driver_name ? info->driver_name : "?";
+    if (kmtu && kmtu < need)
+        mroce_dpdk_log(dp, MROCE_LOG_ERR,
+                       "DPDK port %u (%s): kernel interface %s has MTU %u < "
+                       "%u the context's mtu needs: frames longer than %u "
+                       "bytes will be dropped both ways (ip link set %s mtu "
+                       "9000, or lower the context's mtu)",
+                       p->port, drv, ifn, kmtu, need, kmtu + MROCE_ETH_LEN,
+                       ifn);
+    else if (kmtu)
+        mroce_dpdk_log(dp, MROCE_LOG_INFO,
+                       "DPDK port %u (%s) reports MTU %u < %u needed, yet "
+                       "carries what kernel interface %s (MTU %u) does if "
+                       "its ring frames fit (blocksz=8192,framesz=8192)",
+                       p->port, drv, port_max_mtu(info), need, ifn, kmtu);
+    else if (strcmp(drv, "net_memif") == 0)
+        mroce_dpdk_log(dp, MROCE_LOG_INFO,
+                       "DPDK port %u (%s) reports MTU %u < %u needed, yet "
+                       "carries larger frames (chained; bsize=8192 holds 4 KiB "
+                       "frames in one buffer)",
+                       p->port, drv, port_max_mtu(info), need);
+    else
+        mroce_dpdk_log(dp, MROCE_LOG_ERR,
+                       "DPDK port %u (%s) takes an MTU of at most %u < %u "
+                       "the context's mtu needs: longer frames will be "
+                       "dropped (lower the context's mtu)",
+                       p->port, drv, port_max_mtu(info), need);
+}
+
+/* The MTU for rte_eth_dev_configure. Since DPDK 21.11 configure applies
+ * conf.rxmode.mtu on every call (0: 1500), so the MTU goes there, not to
+ * rte_eth_dev_set_mtu: a set_mtu before configure is refused on a
+ * port's first open, and the next configure undoes one made on an
+ * earlier open. Never set_mtu on net_af_packet: it applies the MTU to the
+ * kernel interface (SIOCSIFMTU), so a context at mtu 1024 shrank the
+ * veth to 1124 bytes for every later context (tests/unit/
+ * dpdk_afp_reopen_test). The port's MTU is its own (conf.rxmode.mtu
+ * reaches no kernel interface); the interface's is the administrator's. */
+static uint16_t port_mtu(struct mroce_dp *dp, const struct mroce_dpdk *p,
+                         uint16_t port, bool quiet)
+{
+    struct rte_eth_dev_info info;
+    uint32_t need = mtu_need(dp, p);
+    if (rte_eth_dev_info_get(port, &info) != 0)
+        return 0; /* configure fails and says why */
+    uint32_t max = port_max_mtu(&info);
+    if (need <= max)
+        return (uint16_t)need;
+    if (!quiet)
+        port_mtu_short(dp, p, &info, need);
+    return (uint16_t)RTE_MIN(max, (uint32_t)UINT16_MAX);
+}
+
 static int port_queues(struct mroce_dp *dp, struct mroce_dpdk *p, uint16_t port,
                        uint16_t nrx, uint16_t ntx)
 {
     struct rte_eth_conf conf;
     memset(&conf, 0, sizeof(conf));
+    conf.rxmode.mtu = port_mtu(dp, p, port, port != p->port);
     int rc = rte_eth_dev_configure(port, nrx ? 1 : 0, 1, &conf);
     if (rc == 0)
         rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx);
@@ -217,24 +323,6 @@ static int port_queues(struct mroce_dp *dp, struct mroce_dpdk *p, uint16_t port,
     return rc == 0 ? 0 : MROCE_ESTATE;
 }
 
-/* Frames larger than the port takes would vanish: say so up front. */
-static void port_check_len(struct mroce_dp *dp, struct mroce_dpdk *p)
-{
-    struct rte_eth_dev_info info;
-    uint32_t need = frame_max(dp, p) - MAX_PKT_SLACK + 72;
-    if (rte_eth_dev_info_get(p->port, &info) != 0)
-        return;
-    if (info.max_rx_pktlen < need) /* memif says 1518 yet chains */
-        mroce_dpdk_log(dp, MROCE_LOG_INFO,
-                       "DPDK port %u reports max frame %u < %u needed for "
-                       "the mtu: net_af_packet needs blocksz=8192,"
-                       "framesz=8192 and a veth MTU of 9000",
-                       p->port, info.max_rx_pktlen, need);
-    if (rte_eth_dev_set_mtu(p->port, (uint16_t)(need - MROCE_ETH_LEN)) != 0)
-        mroce_dpdk_log(dp, MROCE_LOG_INFO, "DPDK port %u: MTU %u not set",
-                       p->port, need - MROCE_ETH_LEN);
-}
-
 static int port_open(struct mroce_dp *dp, struct mroce_dpdk *p)
 {
     const struct mroce_dpdk_attr *a = dp->attr.dpdk;
@@ -246,7 +334,6 @@ static int port_open(struct mroce_dp *dp, struct mroce_dpdk *p)
                            MROCE_DPDK_STASH);
     if (rc < 0)
         return rc;
-    port_check_len(dp, p);
     rc = port_queues(dp, p, p->port, nrx, ntx);
     if (rc < 0)
         return rc;
