@@ -159,6 +159,7 @@ struct path_tx {
     uint32_t psn_mask; /* grows with what is in flight (mem.c) */
     uint32_t inflight; /* bytes outstanding */
     uint64_t srtt, rttvar, min_rtt, rto;
+    uint64_t last_rtt;      /* R-TAIL-100: its latest sample */
     uint64_t last_progress; /* last send into an idle path or last ack */
     uint64_t last_send;
     uint32_t drain_ns;   /* R-RTT-7: fixed when its newest packet left */
@@ -295,6 +296,7 @@ struct mroce_conn {
      * and the path's next PSN when it began (run_len 0: none) */
     uint32_t run_path, run_len, run_psn;
     uint32_t inflight; /* bytes in flight over all paths */
+    uint64_t unsent;   /* R-TAIL-100: payload bytes posted, not yet sent */
     /* R-RTT-7: bytes ever charged to and taken off inflight (wrapping;
      * sent_bytes - done_bytes == inflight) */
     uint32_t sent_bytes, done_bytes;

@@ -82,6 +82,7 @@ void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt, uint64_t rtt)
     }
     if (!pt->min_rtt || rtt < pt->min_rtt)
         pt->min_rtt = rtt;
+    pt->last_rtt = rtt;
     if (!c->rtt_floor || rtt < c->rtt_floor) {
         c->rtt_floor = rtt;
         eng_pset_floor(c); /* R-PATH-13: which paths are slow */

@@ -261,6 +261,47 @@ static bool ps_held(struct mroce_conn *c, const uint64_t *up_open)
     return false;
 }
 
+/* R-TAIL-100: a path's RTT estimate, its latest sample (a queue that
+ * builds shows there before the SRTT moves); a path without one (its
+ * packets resolved through dsn_cum, R-ACK-100) counts as a typical path
+ * of the connection: the latest SRTT of any. */
+static uint64_t ps_rtt(const struct mroce_conn *c, const struct path_tx *pt)
+{
+    return pt->last_rtt ? pt->last_rtt : c->rtt_hint;
+}
+
+/* R-TAIL-100: the paths for new data that only `left` bytes follow. When
+ * they drain at the granted rate in less than the RTT floor, `ok` narrows
+ * (into m) to the paths with room whose estimate is at most the lowest
+ * such estimate plus that drain time: a slower path would deliver the
+ * packet after the rest. Otherwise (or without a hint) ok itself. */
+static const uint64_t *ps_tail(struct mroce_conn *c, const uint64_t *ok,
+                               uint64_t left, uint64_t *m)
+{
+    if (!c->rate_hint_mbps || !c->rtt_floor)
+        return ok;
+    uint64_t slack = eng_drain_ns(c, (int64_t)left);
+    if (slack >= c->rtt_floor)
+        return ok;
+    const struct eng_pset *s = &c->pset;
+    uint32_t words = ps_words(c);
+    uint64_t best = UINT64_MAX;
+    for (uint32_t w = 0; w < words; w++) {
+        m[w] = s->b[PS_ACT][w] & s->b[PS_ROOM][w] & ok[w];
+        for (uint64_t b = m[w]; b; b &= b - 1) {
+            uint64_t t = ps_rtt(c, &c->ptx[w * 64 + __builtin_ctzll(b)]);
+            best = t < best ? t : best;
+        }
+    }
+    for (uint32_t w = 0; w < words; w++)
+        for (uint64_t b = m[w]; b; b &= b - 1) {
+            uint32_t p = w * 64 + (uint32_t)__builtin_ctzll(b);
+            if (ps_rtt(c, &c->ptx[p]) > best + slack)
+                m[w] &= ~((uint64_t)1 << (p % 64));
+        }
+    return best == UINT64_MAX ? ok : m;
+}
+
 /* R-PATH-13, R-PATH-17: the path for a packet of `bytes` (room is judged
  * for a full packet), or -1. An open run's path competes with the best
  * class found and wins a tie (eng_path_rank classes it as when the run
@@ -268,8 +309,14 @@ static bool ps_held(struct mroce_conn *c, const uint64_t *up_open)
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes, uint64_t now)
 {
     const uint64_t *ok = ps_planes(c, true);
+    uint64_t tail[PS_WORDS];
+    if (avoid < 0) {
+        uint64_t charge = c->unsent < c->mtu ? c->unsent : c->mtu;
+        ok = ps_tail(c, ok, c->unsent - charge, tail);
+    }
     int cls, p = ps_best(c, ok, avoid, now, &cls);
-    if (eng_path_run_open(c)) {
+    if (eng_path_run_open(c) &&
+        (ok[c->run_path / 64] >> c->run_path % 64 & 1)) {
         int r = eng_path_rank(c, c->run_path, avoid, bytes, now);
         if (r < RANK_NONE && r <= cls) {
             p = (int)c->run_path;

@@ -49,6 +49,8 @@ static int post_sq(struct mroce_conn *c, uint8_t op,
         q->ssn = s->next_ssn++; /* R-MSG-7: consumes a receive */
     if (mr)
         mr->refs++;
+    if (op != MROCE_OP_READ_REQ)
+        c->unsent += wr->sge.length; /* R-TAIL-100 */
     s->sq_tail++;
     c->cnt.msgs_tx++;
     eng_sched_ready(c);

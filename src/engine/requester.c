@@ -229,6 +229,7 @@ static struct txp *req_next_resp(struct mroce_conn *c)
         c->rr_resp = k + 1;
         uint32_t off = r->sent_pkts++ * c->mtu;
         uint32_t n = req_chunk(c, r->len, off);
+        c->unsent -= n;
         struct txp *x = req_new_txp(c, TXK_RESP, r->stream, k, off, n);
         return x;
     }
@@ -259,6 +260,7 @@ static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
         q->first_dsn = x->dsn;
     q->last_dsn = x->dsn; /* R-VAL-6 */
     q->sent_bytes += n;
+    c->unsent -= n; /* R-TAIL-100 (a READ_REQ carries none) */
     if (q->op == MROCE_OP_READ_REQ || q->sent_bytes >= q->wr.sge.length) {
         if (q->op == MROCE_OP_READ_REQ)
             c->reads_out++;

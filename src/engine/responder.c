@@ -366,6 +366,7 @@ static int resp_start_read(struct mroce_conn *c, uint16_t sid,
         if (mr) /* the region stays registered while we read it */
             mr->refs++;
         c->n_resp++;
+        c->unsent += m->len; /* R-TAIL-100 */
         if (m->len)
             eng_comp_prove(c); /* R-VAL-7 */
         eng_sched_ready(c);    /* it has a response to send */
