@@ -36,35 +36,6 @@ static bool ps_slow(const struct mroce_conn *c, const struct path_tx *pt)
     return pt->srtt && !eng_path_fast(c, pt);
 }
 
-/* Path p changed: its bits again. */
-void eng_pset_update(struct mroce_conn *c, uint16_t p)
-{
-    const struct path_tx *pt = &c->ptx[p];
-    struct eng_pset *s = &c->pset;
-    uint32_t w = p / 64;
-    uint64_t m = (uint64_t)1 << (p % 64);
-#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
-    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
-    PS_SET(PS_IDLE, pt->una == pt->next_psn);
-    PS_SET(PS_ROOM, ps_room(c, pt));
-    PS_SET(PS_KNOWN, pt->srtt != 0);
-    PS_SET(PS_SLOW, ps_slow(c, pt));
-#undef PS_SET
-}
-
-/* p sent a packet: of its bits only these two can change (its state and
- * RTT did not), and it is no longer idle. */
-void eng_pset_sent(struct mroce_conn *c, uint16_t p)
-{
-    const struct path_tx *pt = &c->ptx[p];
-    struct eng_pset *s = &c->pset;
-    uint32_t w = p / 64;
-    uint64_t m = (uint64_t)1 << (p % 64);
-    s->b[PS_IDLE][w] &= ~m;
-    s->b[PS_ROOM][w] =
-        (s->b[PS_ROOM][w] & ~m) | (-(uint64_t)ps_room(c, pt) & m);
-}
-
 /* p progressed without an RTT sample (an ACK of another path covered
  * its packet, R-ACK-100): its state, idleness and room may change, its
  * RTT class does not. */
@@ -72,13 +43,26 @@ void eng_pset_acked(struct mroce_conn *c, uint16_t p)
 {
     const struct path_tx *pt = &c->ptx[p];
     struct eng_pset *s = &c->pset;
-    uint32_t w = p / 64;
-    uint64_t m = (uint64_t)1 << (p % 64);
-#define PS_SET(k, on) s->b[k][w] = (s->b[k][w] & ~m) | (-(uint64_t)(on)&m)
-    PS_SET(PS_ACT, pt->state == PATH_ACTIVE);
-    PS_SET(PS_IDLE, pt->una == pt->next_psn);
-    PS_SET(PS_ROOM, ps_room(c, pt));
-#undef PS_SET
+    ps_put(s->b[PS_ACT], p, pt->state == PATH_ACTIVE);
+    ps_put(s->b[PS_IDLE], p, pt->una == pt->next_psn);
+    ps_put(s->b[PS_ROOM], p, ps_room(c, pt));
+}
+
+/* Path p changed: its bits again. */
+void eng_pset_update(struct mroce_conn *c, uint16_t p)
+{
+    const struct path_tx *pt = &c->ptx[p];
+    eng_pset_acked(c, p);
+    ps_put(c->pset.b[PS_KNOWN], p, pt->srtt != 0);
+    ps_put(c->pset.b[PS_SLOW], p, ps_slow(c, pt));
+}
+
+/* p sent a packet: of its bits only these two can change (its state and
+ * RTT did not), and it is no longer idle. */
+void eng_pset_sent(struct mroce_conn *c, uint16_t p)
+{
+    ps_put(c->pset.b[PS_IDLE], p, false);
+    ps_put(c->pset.b[PS_ROOM], p, ps_room(c, &c->ptx[p]));
 }
 
 /* The connection's RTT floor fell: which paths are slow changes. */
