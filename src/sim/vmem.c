@@ -405,13 +405,26 @@ static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
     return (uint32_t)need;
 }
 
-/* The squeezed form's head and labels, and where its bytes start. */
-static const uint8_t *sq_read(const uint8_t *in, struct sq_head *h,
-                              uint64_t *labels)
+/* The packet `in` (squeezed) describes, in pkt: written whole over zeros
+ * (WRITE: headers, tags, tail), or zeroed where it was (CLEAR). */
+static inline void vmem_unsqueeze(const struct mroce_sim_vmem *vm,
+                                  enum vmem_tag_op op, const uint8_t *in,
+                                  uint8_t *pkt)
 {
-    memcpy(h, in, sizeof(*h));
-    memcpy(labels, in + sizeof(*h), (size_t)h->n * 8);
-    return in + sizeof(*h) + (size_t)h->n * 8;
+    struct sq_head h;
+    uint64_t labels[VMEM_SQ_LABELS];
+    memcpy(&h, in, sizeof(h));
+    memcpy(labels, in + sizeof(h), (size_t)h.n * 8);
+    const uint8_t *bytes = in + sizeof(h) + (size_t)h.n * 8;
+    uint8_t *tail = pkt + h.hdr + h.pay;
+    if (op == VMEM_TAG_WRITE) {
+        memcpy(pkt, bytes, h.hdr);
+        memcpy(tail, bytes + h.hdr, h.tail);
+    } else {
+        memset(pkt, 0, h.hdr);
+        memset(tail, 0, h.tail);
+    }
+    vmem_tags(vm, op, h.off, pkt + h.hdr, h.pay, h.blen, labels);
 }
 
 /* pkt is zero (pkt.h): the headers, the tags and the tail make it whole. */
@@ -419,13 +432,7 @@ static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
                         uint8_t *pkt)
 {
     (void)in_len;
-    const struct mroce_sim_vmem *vm = ud;
-    struct sq_head h;
-    uint64_t labels[VMEM_SQ_LABELS];
-    const uint8_t *bytes = sq_read(in, &h, labels);
-    memcpy(pkt, bytes, h.hdr);
-    vmem_tags(vm, VMEM_TAG_WRITE, h.off, pkt + h.hdr, h.pay, h.blen, labels);
-    memcpy(pkt + h.hdr + h.pay, bytes + h.hdr, h.tail);
+    vmem_unsqueeze(ud, VMEM_TAG_WRITE, in, pkt);
 }
 
 /* pkt holds the packet in (squeezed) describes: zero again. */
@@ -433,13 +440,7 @@ static void vmem_clean(void *ud, const uint8_t *in, uint32_t in_len,
                        uint8_t *pkt)
 {
     (void)in_len;
-    const struct mroce_sim_vmem *vm = ud;
-    struct sq_head h;
-    uint64_t labels[VMEM_SQ_LABELS];
-    sq_read(in, &h, labels);
-    memset(pkt, 0, h.hdr);
-    vmem_tags(vm, VMEM_TAG_CLEAR, h.off, pkt + h.hdr, h.pay, h.blen, labels);
-    memset(pkt + h.hdr + h.pay, 0, h.tail);
+    vmem_unsqueeze(ud, VMEM_TAG_CLEAR, in, pkt);
 }
 
 bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
