@@ -36,7 +36,6 @@ int main(void)
 
 #include <fcntl.h>
 #include <net/if.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +51,8 @@ int main(void)
 
 #include <mroce/mroce.h>
 #include <mroce/mroce_dp.h>
+
+#include "support/xproc.h"
 
 #define HALF (64 * 1024) /* bytes each way per cycle */
 #define DEADLINE_NS 20000000000ull
@@ -94,27 +95,6 @@ struct side {
             return -1;                                                         \
         }                                                                      \
     } while (0)
-
-static int xfer(int fd, void *buf, size_t n, bool out)
-{
-    uint8_t *b = buf;
-    while (n) {
-        ssize_t k = out ? write(fd, b, n) : read(fd, b, n);
-        if (k <= 0)
-            return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int barrier(struct side *s, char tag)
-{
-    char got;
-    if (xfer(s->sock, &tag, 1, true) || xfer(s->sock, &got, 1, false))
-        return -1;
-    return got == tag ? 0 : -1;
-}
 
 static int sh(const char *fmt, ...)
 {
@@ -263,8 +243,8 @@ static int side_connect(struct side *s)
     struct xinfo me = {.addr = (uint64_t)(uintptr_t)(s->mem + HALF),
                        .rkey = mroce_mr_rkey(s->mr)};
     mroce_conn_get_params(s->conn, &me.p);
-    CHECK(s, xfer(s->sock, &me, sizeof(me), true) == 0);
-    CHECK(s, xfer(s->sock, &s->peer, sizeof(s->peer), false) == 0);
+    CHECK(s, xproc_io(s->sock, &me, sizeof(me), true) == 0);
+    CHECK(s, xproc_io(s->sock, &s->peer, sizeof(s->peer), false) == 0);
     CHECK(s, mroce_conn_connect(s->conn, &s->peer.p) == 0);
     return 0;
 }
@@ -272,12 +252,6 @@ static int side_connect(struct side *s)
 static uint8_t pat(size_t i, int cycle, bool dpdk)
 {
     return (uint8_t)(i * 131 + (size_t)cycle * 7 + (i >> 9) + dpdk);
-}
-
-static bool peer_says(const struct side *s)
-{
-    struct pollfd p = {.fd = s->sock, .events = POLLIN};
-    return poll(&p, 1, 0) == 1;
 }
 
 /* Both WRITE HALF bytes to the other at once, say so when complete, poll
@@ -307,12 +281,12 @@ static int side_transfer(struct side *s, int cycle)
                 (int)wc.status);
     CHECK(s, n == 1 && wc.status == MROCE_WC_SUCCESS);
     char c = 'w';
-    CHECK(s, xfer(s->sock, &c, 1, true) == 0);
-    while (!peer_says(s)) {
+    CHECK(s, xproc_io(s->sock, &c, 1, true) == 0);
+    while (!xproc_ready(s->sock)) {
         CHECK(s, mroce_progress(s->dp) >= 0);
         CHECK(s, mroce_dp_now_ns() < end);
     }
-    CHECK(s, xfer(s->sock, &c, 1, false) == 0 && c == 'w');
+    CHECK(s, xproc_io(s->sock, &c, 1, false) == 0 && c == 'w');
     for (size_t i = 0; i < HALF; i++)
         CHECK(s, s->mem[HALF + i] == pat(i, cycle, !s->dpdk));
     return 0;
@@ -320,11 +294,11 @@ static int side_transfer(struct side *s, int cycle)
 
 static int side_close(struct side *s)
 {
-    CHECK(s, barrier(s, 'c') == 0);
+    CHECK(s, xproc_barrier(s->sock, 'c') == 0);
     mroce_conn_destroy(s->conn);
     mroce_dp_destroy(s->dp);
     s->dp = NULL;
-    return barrier(s, 'd');
+    return xproc_barrier(s->sock, 'd');
 }
 
 /* A context whose frames the kernel interface cannot carry says so: an

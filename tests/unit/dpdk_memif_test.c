@@ -31,7 +31,6 @@ int main(void)
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +47,8 @@ int main(void)
 #include <mroce/mroce.h>
 #include <mroce/mroce_crypto.h>
 #include <mroce/mroce_dp.h>
+
+#include "support/xproc.h"
 
 #define CYCLES 24
 #define MEM (256 * 1024)
@@ -84,28 +85,6 @@ struct side {
             return -1;                                                         \
         }                                                                      \
     } while (0)
-
-static int xfer(int fd, void *buf, size_t n, bool out)
-{
-    uint8_t *b = buf;
-    while (n) {
-        ssize_t k = out ? write(fd, b, n) : read(fd, b, n);
-        if (k <= 0)
-            return -1;
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Both processes reach this point before either goes on. */
-static int barrier(struct side *s, char tag)
-{
-    char got;
-    if (xfer(s->sock, &tag, 1, true) || xfer(s->sock, &got, 1, false))
-        return -1;
-    return got == tag ? 0 : -1;
-}
 
 static int eal_init(struct side *s, const char *sock_path)
 {
@@ -161,10 +140,10 @@ static int side_connect(struct side *s)
                      (ssize_t)sizeof(me.secret));
     mroce_conn_get_params(s->conn, &me.p);
     if (!s->server) /* the client learns the secret first */
-        CHECK(s, xfer(s->sock, &s->peer, sizeof(s->peer), false) == 0);
-    CHECK(s, xfer(s->sock, &me, sizeof(me), true) == 0);
+        CHECK(s, xproc_io(s->sock, &s->peer, sizeof(s->peer), false) == 0);
+    CHECK(s, xproc_io(s->sock, &me, sizeof(me), true) == 0);
     if (s->server)
-        CHECK(s, xfer(s->sock, &s->peer, sizeof(s->peer), false) == 0);
+        CHECK(s, xproc_io(s->sock, &s->peer, sizeof(s->peer), false) == 0);
     const uint8_t *secret = s->server ? me.secret : s->peer.secret;
     CHECK(s, mroce_conn_set_secret(s->conn, MROCE_SEC_ENCRYPT, secret,
                                    MROCE_SECRET_LEN) == 0);
@@ -177,25 +156,18 @@ static uint8_t pat(size_t i, int cycle)
     return (uint8_t)(i * 131 + (size_t)cycle * 7 + (i >> 9));
 }
 
-/* True once the peer process wrote its byte (without blocking). */
-static bool peer_says(const struct side *s)
-{
-    struct pollfd p = {.fd = s->sock, .events = POLLIN};
-    return poll(&p, 1, 0) == 1;
-}
-
 /* The client WRITEs the cycle's pattern and says so; the server polls
  * (acknowledging) until then and checks every byte. */
 static int side_transfer(struct side *s, int cycle)
 {
     uint64_t end = mroce_dp_now_ns() + DEADLINE_NS;
     if (s->server) {
-        while (!peer_says(s)) {
+        while (!xproc_ready(s->sock)) {
             CHECK(s, mroce_progress(s->dp) >= 0);
             CHECK(s, mroce_dp_now_ns() < end);
         }
         char c;
-        CHECK(s, xfer(s->sock, &c, 1, false) == 0 && c == 'w');
+        CHECK(s, xproc_io(s->sock, &c, 1, false) == 0 && c == 'w');
         for (size_t i = 0; i < MEM; i++)
             CHECK(s, s->mem[i] == pat(i, cycle));
         return 0;
@@ -217,7 +189,7 @@ static int side_transfer(struct side *s, int cycle)
     }
     CHECK(s, n == 1 && wc.status == MROCE_WC_SUCCESS);
     char c = 'w';
-    CHECK(s, xfer(s->sock, &c, 1, true) == 0);
+    CHECK(s, xproc_io(s->sock, &c, 1, true) == 0);
     return 0;
 }
 
@@ -225,11 +197,11 @@ static int side_transfer(struct side *s, int cycle)
  * both stop their port at once. */
 static int side_close(struct side *s)
 {
-    CHECK(s, barrier(s, 'c') == 0);
+    CHECK(s, xproc_barrier(s->sock, 'c') == 0);
     mroce_conn_destroy(s->conn);
     mroce_dp_destroy(s->dp);
     s->dp = NULL;
-    return barrier(s, 'd');
+    return xproc_barrier(s->sock, 'd');
 }
 
 /* DPDK's log of this process names no memory freed twice. */
@@ -258,7 +230,7 @@ static int side_run(struct side *s, const char *sock_path)
         return -1;
     char go = 'g'; /* the server listens: the client may start */
     if (s->server)
-        CHECK(s, xfer(s->sock, &go, 1, true) == 0);
+        CHECK(s, xproc_io(s->sock, &go, 1, true) == 0);
     int rc = 0;
     for (int cycle = 0; cycle < CYCLES && rc == 0; cycle++) {
         memset(s->mem, 0, MEM);
@@ -267,7 +239,7 @@ static int side_run(struct side *s, const char *sock_path)
         if (s->server)
             rc = side_open(s);
         if (rc == 0)
-            rc = barrier(s, 'o');
+            rc = xproc_barrier(s->sock, 'o');
         if (rc == 0 && !s->server)
             rc = side_open(s);
         if (rc == 0)
@@ -299,8 +271,9 @@ static void test_teardown_cycles(void **state)
         close(sv[0]);
         struct side c = {.server = false, .sock = sv[1]};
         char go;
-        _exit(xfer(c.sock, &go, 1, false) == 0 && side_run(&c, path) == 0 ? 0
-                                                                          : 1);
+        _exit(xproc_io(c.sock, &go, 1, false) == 0 && side_run(&c, path) == 0
+                  ? 0
+                  : 1);
     }
     close(sv[1]);
     struct side s = {.server = true, .sock = sv[0]};
