@@ -206,21 +206,26 @@ static int sw_pick_routable(const struct mroce_sim_switch *sw, const int *g,
     return g[0];
 }
 
-int mroce_sim_switch_route(const struct mroce_sim_switch *sw, int dst_host,
+/* Inline in the forwarding path; a lone member needs no hash. */
+static inline int sw_route(const struct mroce_sim_switch *sw, int dst_host,
                            uint64_t flow_hash)
 {
-    if (dst_host < 0 || dst_host >= sw->cfg.n_hosts)
+    if ((unsigned)dst_host >= (unsigned)sw->cfg.n_hosts)
         return -1;
     const struct sw_route *r = &sw->routes[dst_host];
-    if (r->n == 0)
-        return -1;
     const int *g = &sw->gports[r->off];
+    if (r->n <= 1)
+        return r->n ? g[0] : -1;
     uint64_t h = mroce_sim_mix64(flow_hash ^ sw->hash_seed);
-    if (r->n == 1)
-        return g[0];
     if (sw->n_unroutable == 0)
         return g[h % r->n];
     return sw_pick_routable(sw, g, r->n, h);
+}
+
+int mroce_sim_switch_route(const struct mroce_sim_switch *sw, int dst_host,
+                           uint64_t flow_hash)
+{
+    return sw_route(sw, dst_host, flow_hash);
 }
 
 /* ---- Queues ---- */
@@ -446,7 +451,7 @@ static void sw_enqueue(struct mroce_sim_switch *sw, int e,
 static void sw_forward(struct mroce_sim_switch *sw, struct mroce_sim_pkt *p,
                        uint64_t now)
 {
-    int e = mroce_sim_switch_route(sw, p->dst_host, p->flow_hash);
+    int e = sw_route(sw, p->dst_host, p->flow_hash);
     if (e < 0) {
         sw->held--;
         sw_drop(sw, &sw->ports[p->in_port], p, MROCE_SIM_DROP_NO_ROUTE);

@@ -189,6 +189,47 @@ static void test_loss(void **state)
     assert_true(a != c);
 }
 
+static void count_tap(void *ud, const struct mroce_sim_pkt *p, uint64_t now)
+{
+    (void)p;
+    (void)now;
+    (*(int *)ud)++;
+}
+
+/* Loss, a tap and down set after creation apply from the next frame,
+ * and clearing them makes the link plain again (link.c's fast path). */
+static void test_loss_tap_later(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e, 0.0, 1);
+    int taps = 0;
+    uint64_t t = mroce_sim_link_send(e.l, mk(&e, 64), 0);
+    assert_true(mroce_sim_link_set_loss(e.l, 1.0));
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    assert_true(mroce_sim_link_set_loss(e.l, 0.0));
+    mroce_sim_link_set_tap(e.l, count_tap, &taps);
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_link_set_tap(e.l, NULL, NULL);
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER); /* land before the cut */
+    struct mroce_sim_link_counters c;
+    t = mroce_sim_ev_now(e.ev);
+    mroce_sim_link_set_up(e.l, false); /* dropped as it starts */
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_link_get_counters(e.l, &c);
+    assert_int_equal(c.drop_down, 1);
+    mroce_sim_link_set_up(e.l, true);
+    mroce_sim_link_send(e.l, mk(&e, 64), t + US);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER);
+    mroce_sim_link_get_counters(e.l, &c);
+    assert_int_equal(c.drop_loss, 1);
+    assert_int_equal(c.drop_down, 1);
+    assert_int_equal(e.cap->n, 4);
+    assert_int_equal(taps, 1);
+    env_close(&e);
+}
+
 static void test_pause_signal(void **state)
 {
     (void)state;
@@ -274,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_timing),
         cmocka_unit_test(test_down_up),
         cmocka_unit_test(test_loss),
+        cmocka_unit_test(test_loss_tap_later),
         cmocka_unit_test(test_pause_signal),
         cmocka_unit_test(test_nic_room_mask),
     };
