@@ -464,9 +464,23 @@ static void ev_spare(struct mroce_sim_evlist *l, struct ev_vec v)
         free(v.v);
 }
 
+/* The tick of the first non-empty bucket after cur: the next bucket's
+ * word of the bitmap inline (a tick holds about EV_PER_TICK events, so
+ * the next one is near), else ev_wheel_next. */
+static inline uint64_t ev_wheel_near(const struct mroce_sim_evlist *l)
+{
+    uint32_t from = (uint32_t)(l->cur + 1) & (l->W - 1);
+    uint64_t m = l->bits[from >> 6] & (~UINT64_C(0) << (from & 63));
+    if (m)
+        return l->cur + 1 + (uint32_t)__builtin_ctzll(m) - (from & 63);
+    return ev_wheel_next(l);
+}
+
 /* The bottom is empty: makes the next tick's events the bottom. Returns
  * false if no event is left. Stops before a tick that starts after
- * until (nothing moves then). */
+ * until (nothing moves then). The far heap's top may be a cancelled
+ * node: a tick chosen for it finds its bucket empty (the wheel had
+ * nothing earlier), ev_migrate drops it, and the loop goes on. */
 static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
 {
     for (;;) {
@@ -475,9 +489,8 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
             if (ev_bot_live(l))
                 return true;
         }
-        uint64_t tw = ev_wheel_next(l);
-        const struct ev_node *top = ev_heap_top(l);
-        uint64_t th = top ? top->time >> l->shift : UINT64_MAX;
+        uint64_t tw = ev_wheel_near(l);
+        uint64_t th = l->hn ? l->heap[0].time >> l->shift : UINT64_MAX;
         uint64_t t = tw < th ? tw : th;
         if (t == UINT64_MAX || (until >> l->shift) < t)
             return false;
@@ -494,7 +507,10 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
             if (v.n > 1)
                 ev_sort(l->bot.v, v.n);
         }
-        ev_migrate(l); /* those of tick t join the bottom in order */
+        if (l->hn && (l->heap[0].time >> l->shift) - t < l->W)
+            ev_migrate(l); /* those of tick t join the bottom in order */
+        if (l->bot.n && l->bot.v[0].slot == EV_NO_SLOT)
+            return true; /* the head is live */
         if (ev_bot_live(l))
             return true;
     }
