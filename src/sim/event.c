@@ -785,17 +785,26 @@ uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l)
     return m;
 }
 
-/* Runs the bottom's head, which is live and due. */
-static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
+/* Runs a node just popped from the bottom, unless it was cancelled. Its
+ * fields are read before anything else (the handler may move the
+ * bottom), and only a cancellable node's key is read. */
+static inline void ev_fire(struct mroce_sim_evlist *l, const struct ev_node *p)
 {
-    if (nd.slot != EV_NO_SLOT)
-        ev_slot_free(l, nd.slot);
+    uint64_t t = p->time, arg = p->arg;
+    uint32_t slot = p->slot, run_lp = p->run_lp;
+    mroce_sim_ev_fn fn = p->fn;
+    void *obj = p->obj;
+    if (slot != EV_NO_SLOT) {
+        if (l->slots[slot].ord != p->ord)
+            return; /* cancelled */
+        ev_slot_free(l, slot);
+    }
     l->live--;
-    l->now = nd.time;
+    l->now = t;
     l->count++;
-    l->count0 += nd.run_lp == 0;
-    l->lp = nd.run_lp;
-    nd.fn(nd.obj, nd.arg, nd.time);
+    l->count0 += run_lp == 0;
+    l->lp = run_lp;
+    fn(obj, arg, t);
 }
 
 bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
@@ -803,7 +812,7 @@ bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
     if (!ev_settle(l, MROCE_SIM_NEVER))
         return false;
     uint32_t lp = l->lp;
-    ev_fire(l, l->bot.v[l->bot_head++]);
+    ev_fire(l, &l->bot.v[l->bot_head++]);
     l->lp = lp;
     return true;
 }
@@ -822,12 +831,11 @@ uint64_t mroce_sim_ev_run(struct mroce_sim_evlist *l, uint64_t until_ps)
                 break;
             continue;
         }
-        struct ev_node nd = l->bot.v[l->bot_head];
-        if (nd.time > until_ps)
+        const struct ev_node *p = &l->bot.v[l->bot_head];
+        if (p->time > until_ps)
             break;
         l->bot_head++;
-        if (!ev_stale(l, &nd))
-            ev_fire(l, nd);
+        ev_fire(l, p);
     }
     if (!l->stop && until_ps > l->now && until_ps != MROCE_SIM_NEVER)
         l->now = until_ps;
