@@ -30,117 +30,6 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
 
-static void dxh_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->dsn);
-    mroce_be16_put(p + 4, h->stream);
-    mroce_be16_put(p + 6, 0);
-    mroce_be32_put(p + 8, h->msn);
-    mroce_be32_put(p + 12, h->msg_len);
-    mroce_be32_put(p + 16, h->offset);
-}
-
-static void dxh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->dsn = mroce_be32_get(p);
-    h->stream = mroce_be16_get(p + 4);
-    h->prot = p[6];
-    h->msn = mroce_be32_get(p + 8);
-    h->msg_len = mroce_be32_get(p + 12);
-    h->offset = mroce_be32_get(p + 16);
-}
-
-static void reth_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be64_put(p, h->va);
-    mroce_be32_put(p + 8, h->rkey);
-}
-
-static void reth_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->va = mroce_be64_get(p);
-    h->rkey = mroce_be32_get(p + 8);
-}
-
-static void snh_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->ssn);
-}
-
-static void snh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->ssn = mroce_be32_get(p);
-}
-
-static void imm_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->imm);
-}
-
-static void imm_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->imm = mroce_be32_get(p);
-}
-
-static void akh_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->sack_high);
-    mroce_be32_put(p + 4, h->dsn_cum);
-    mroce_be32_put(p + 8, h->echo_ts);
-    mroce_be32_put(p + 12, h->rate_mbps);
-    mroce_be16_put(p + 16, h->ce_count);
-    mroce_be16_put(p + 18, h->rx_count);
-    for (int i = 0; i < 4; i++)
-        mroce_be64_put(p + 20 + 8 * i, h->sack[i]);
-}
-
-static void akh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->sack_high = mroce_be32_get(p);
-    h->dsn_cum = mroce_be32_get(p + 4);
-    h->echo_ts = mroce_be32_get(p + 8);
-    h->rate_mbps = mroce_be32_get(p + 12);
-    h->ce_count = mroce_be16_get(p + 16);
-    h->rx_count = mroce_be16_get(p + 18);
-    for (int i = 0; i < 4; i++)
-        h->sack[i] = mroce_be64_get(p + 20 + 8 * i);
-}
-
-static void nkh_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    mroce_be32_put(p, h->dsn);
-    mroce_be16_put(p + 4, h->stream);
-    p[6] = h->nak_code;
-    p[7] = 0;
-    mroce_be32_put(p + 8, h->msn);
-    mroce_be32_put(p + 12, h->nak_info);
-}
-
-static void nkh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->dsn = mroce_be32_get(p);
-    h->stream = mroce_be16_get(p + 4);
-    h->nak_code = p[6];
-    h->msn = mroce_be32_get(p + 8);
-    h->nak_info = mroce_be32_get(p + 12);
-}
-
-/* R-VAL-8: sent as zeros, ignored on receipt. */
-static void pad_put(const struct mroce_hdr *h, uint8_t *p)
-{
-    (void)h;
-    memset(p, 0, MROCE_PAD_LEN);
-}
-
-static void pad_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    (void)h;
-    (void)p;
-}
-
-/* The extension headers present in `hdrs`, in wire order (R-HDR-5):
- * straight-line code, as a loop over a table of codecs cost more in
- * indirect calls and flag tests than the fields themselves. */
 /* Inlined where the opcode is a constant (wire_put_as, wire_get_as), so
  * that those copies keep only their own headers' fields. */
 #define WIRE_INLINE static inline __attribute__((always_inline))
@@ -152,6 +41,117 @@ static void pad_get(struct mroce_hdr *h, const uint8_t *p)
 #define WIRE_HDRS_ACK MROCE_H_AKH
 #define WIRE_LEN_ACK 68
 
+WIRE_INLINE void dxh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->dsn);
+    mroce_be16_put(p + 4, h->stream);
+    mroce_be16_put(p + 6, 0);
+    mroce_be32_put(p + 8, h->msn);
+    mroce_be32_put(p + 12, h->msg_len);
+    mroce_be32_put(p + 16, h->offset);
+}
+
+WIRE_INLINE void dxh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->dsn = mroce_be32_get(p);
+    h->stream = mroce_be16_get(p + 4);
+    h->prot = p[6];
+    h->msn = mroce_be32_get(p + 8);
+    h->msg_len = mroce_be32_get(p + 12);
+    h->offset = mroce_be32_get(p + 16);
+}
+
+WIRE_INLINE void reth_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be64_put(p, h->va);
+    mroce_be32_put(p + 8, h->rkey);
+}
+
+WIRE_INLINE void reth_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->va = mroce_be64_get(p);
+    h->rkey = mroce_be32_get(p + 8);
+}
+
+WIRE_INLINE void snh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->ssn);
+}
+
+WIRE_INLINE void snh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->ssn = mroce_be32_get(p);
+}
+
+WIRE_INLINE void imm_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->imm);
+}
+
+WIRE_INLINE void imm_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->imm = mroce_be32_get(p);
+}
+
+WIRE_INLINE void akh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->sack_high);
+    mroce_be32_put(p + 4, h->dsn_cum);
+    mroce_be32_put(p + 8, h->echo_ts);
+    mroce_be32_put(p + 12, h->rate_mbps);
+    mroce_be16_put(p + 16, h->ce_count);
+    mroce_be16_put(p + 18, h->rx_count);
+    for (int i = 0; i < 4; i++)
+        mroce_be64_put(p + 20 + 8 * i, h->sack[i]);
+}
+
+WIRE_INLINE void akh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->sack_high = mroce_be32_get(p);
+    h->dsn_cum = mroce_be32_get(p + 4);
+    h->echo_ts = mroce_be32_get(p + 8);
+    h->rate_mbps = mroce_be32_get(p + 12);
+    h->ce_count = mroce_be16_get(p + 16);
+    h->rx_count = mroce_be16_get(p + 18);
+    for (int i = 0; i < 4; i++)
+        h->sack[i] = mroce_be64_get(p + 20 + 8 * i);
+}
+
+WIRE_INLINE void nkh_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    mroce_be32_put(p, h->dsn);
+    mroce_be16_put(p + 4, h->stream);
+    p[6] = h->nak_code;
+    p[7] = 0;
+    mroce_be32_put(p + 8, h->msn);
+    mroce_be32_put(p + 12, h->nak_info);
+}
+
+WIRE_INLINE void nkh_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    h->dsn = mroce_be32_get(p);
+    h->stream = mroce_be16_get(p + 4);
+    h->nak_code = p[6];
+    h->msn = mroce_be32_get(p + 8);
+    h->nak_info = mroce_be32_get(p + 12);
+}
+
+/* R-VAL-8: sent as zeros, ignored on receipt. */
+WIRE_INLINE void pad_put(const struct mroce_hdr *h, uint8_t *p)
+{
+    (void)h;
+    memset(p, 0, MROCE_PAD_LEN);
+}
+
+WIRE_INLINE void pad_get(struct mroce_hdr *h, const uint8_t *p)
+{
+    (void)h;
+    (void)p;
+}
+
+/* The extension headers present in `hdrs`, in wire order (R-HDR-5):
+ * straight-line code, as a loop over a table of codecs cost more in
+ * indirect calls and flag tests than the fields themselves. */
 WIRE_INLINE void ext_put(const struct mroce_hdr *h, uint8_t *p, uint8_t hdrs)
 {
     if (hdrs & MROCE_H_DXH) {
@@ -262,7 +262,7 @@ size_t mroce_wire_hdr_len(uint8_t opcode)
     return oi ? oi->hdr_len : 0;
 }
 
-static void mth_put(const struct mroce_hdr *h, uint8_t *p)
+WIRE_INLINE void mth_put(const struct mroce_hdr *h, uint8_t *p)
 {
     p[0] = (uint8_t)(MROCE_WIRE_VERSION << 4 | (h->flags & MROCE_HF_MASK));
     p[1] = h->opcode;
