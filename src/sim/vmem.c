@@ -29,18 +29,32 @@ struct mroce_sim_vbuf {
     void *owner;
 };
 
+/* Granules a packet's payload touches at most to be squeezed (it is at
+ * most 9 KiB, granules at least 64 B: beyond that it is not squeezed). */
+#define VMEM_SQ_LABELS 20
+
 /* The last fill of a payload-free region, which the packet being built
- * carries (squeeze): where in the packet, and what. */
+ * carries (squeeze): where in the packet, and what: the labels it wrote,
+ * kept so the squeeze need not derive them again. */
 struct vmem_fill {
     const uint8_t *dst;
     uint64_t len, off;
     const struct mroce_sim_vbuf *b;
-    int n; /* fills since the last squeeze: one per packet to squeeze */
+    int n;            /* fills since the last squeeze: one per packet */
+    uint32_t n_label; /* labels kept: 0 if more than VMEM_SQ_LABELS */
+    uint64_t label[VMEM_SQ_LABELS];
 };
 
 struct mroce_sim_vmem {
     struct mroce_sim_vmem_cfg c;
     struct vmem_fill last;
+    /* The pool buffer an endpoint writes now (pkt.h, open), and whether
+     * the pool keeps it zero: its next fill then writes only tags. */
+    uintptr_t open_lo, open_hi;
+    bool open_zero;
+    /* The payload of the packet expand rebuilt, until clean: bytes this
+     * codec wrote from labels, zeros and tags by construction. */
+    uintptr_t rebuilt_lo, rebuilt_hi;
     unsigned gshift;  /* log2 G */
     uint32_t n_tags;  /* tag positions in a full granule */
     unsigned tshift;  /* log2 of the distance between tags */
@@ -225,9 +239,7 @@ static uint64_t vbuf_label_of(const struct mroce_sim_vbuf *b, uint64_t g)
 
 /* ---- Hooks: the engines' reads and writes ---- */
 
-/* Zeros to compare with: a buffer the pool hands out again is usually
- * zero already (pkt.h, the squeeze's clean), and reading it is cheaper
- * than writing it. */
+/* Zeros to compare with: reading a buffer is cheaper than writing it. */
 static const uint8_t vmem_zeros[4096];
 
 static bool vmem_is_zero(const uint8_t *p, uint64_t len)
@@ -242,76 +254,115 @@ static bool vmem_is_zero(const uint8_t *p, uint64_t len)
     return true;
 }
 
-/* What vmem_tags does at each tag position. */
-enum vmem_tag_op {
-    VMEM_TAG_WRITE, /* writes the tag */
-    VMEM_TAG_CLEAR, /* zeroes it */
-    VMEM_TAG_CHECK, /* the tags there, and zeros between them */
-};
-
-/* The tags k0 <= k < k1 of the granule at base lie wholly in [off, lim). */
-static void vmem_tag_range(const struct mroce_sim_vmem *vm, uint64_t base,
-                           uint64_t off, uint64_t lim, uint32_t *k0,
-                           uint32_t *k1)
+/* The tags of [off, +len) of a region of blen bytes lie at the multiples
+ * p of the tag stride with off <= p and p + 8 <= min(off + len, blen);
+ * the tag at p is the label of granule p / G XOR mix(its index there).
+ * The payload's other bytes are zeros, so that it is a function of the
+ * labels alone and a squeezed packet is rebuilt to the very bytes its
+ * CRC covers. */
+static inline uint64_t vmem_tag_first(const struct mroce_sim_vmem *vm,
+                                      uint64_t off)
 {
     uint64_t s = 1ull << vm->tshift;
-    uint64_t lo = off > base ? (off - base + s - 1) >> vm->tshift : 0;
-    uint64_t hi = lim >= base + 8 ? ((lim - base - 8) >> vm->tshift) + 1 : 0;
-    hi = hi < vm->n_tags ? hi : vm->n_tags;
-    *k0 = (uint32_t)lo;
-    *k1 = (uint32_t)(hi > lo ? hi : lo);
+    return (off + s - 1) & ~(s - 1);
 }
 
-/* CHECK over one granule's tags k0..k1 (label l, the granule at rel from
- * dst): each tag, and zeros from *at up to it. */
-static bool vmem_tags_check(const struct mroce_sim_vmem *vm, const uint8_t *dst,
-                            uint64_t rel, uint64_t l, uint32_t k0, uint32_t k1,
-                            uint64_t *at)
+static inline uint64_t vmem_tag_lim(uint64_t off, uint64_t len, uint64_t blen)
 {
-    for (uint32_t k = k0; k < k1; k++) {
-        uint64_t p = rel + ((uint64_t)k << vm->tshift), t;
-        memcpy(&t, dst + p, 8);
-        if (t != (l ^ vm->mix[k]) || !vmem_is_zero(dst + *at, p - *at))
-            return false;
-        *at = p + 8;
-    }
+    return off + len < blen ? off + len : blen;
+}
+
+/* The tag loops: a granule at a time (its label, then its tags' mixes
+ * in order), the vmem's fields in locals (stores through a byte pointer
+ * could alias them: the compiler would load them at every tag). */
+struct vmem_tag_walk {
+    uint64_t p, lim, g0, s;
+    unsigned gs, ts;
+    uint64_t kmask;
+};
+
+static inline struct vmem_tag_walk
+vmem_walk(const struct mroce_sim_vmem *vm, uint64_t off, uint64_t len,
+          uint64_t blen)
+{
+    return (struct vmem_tag_walk){.p = vmem_tag_first(vm, off),
+                                  .lim = vmem_tag_lim(off, len, blen),
+                                  .g0 = off >> vm->gshift,
+                                  .s = 1ull << vm->tshift,
+                                  .gs = vm->gshift,
+                                  .ts = vm->tshift,
+                                  .kmask = vm->n_tags - 1};
+}
+
+/* The next granule's tags: [*k0, *k1) of its mixes, its index from g0;
+ * false when there are none left. */
+static inline bool vmem_walk_next(struct vmem_tag_walk *w, uint64_t *gi,
+                                  uint64_t *k0, uint64_t *k1)
+{
+    if (w->p + 8 > w->lim)
+        return false;
+    uint64_t g = w->p >> w->gs, gend = (g + 1) << w->gs;
+    uint64_t stop = gend < w->lim - 7 ? gend : w->lim - 7; /* p < stop */
+    uint64_t n = (stop - w->p + w->s - 1) >> w->ts;
+    *gi = g - w->g0;
+    *k0 = (w->p >> w->ts) & w->kmask;
+    *k1 = *k0 + n;
+    w->p += n << w->ts;
     return true;
 }
 
-/* Free mode: the bytes of [off, +len) of a region of blen bytes, at dst,
- * are zeros and, at each tag position of each granule, the tag of that
- * granule's label (labels[g - g0]), so that they are a function of the
- * labels alone and a squeezed packet is rebuilt to the very bytes its
- * CRC covers. op writes or clears the tags only (the zeros are dst's
- * already) or checks every byte (CHECK only reads dst). */
-static bool vmem_tags(const struct mroce_sim_vmem *vm, enum vmem_tag_op op,
-                      uint64_t off, uint8_t *dst, uint64_t len, uint64_t blen,
-                      const uint64_t *labels)
+/* Writes the tags of [off, +len) at dst (labels[g - off / G] for
+ * granule g). */
+static void vmem_tags_put(const struct mroce_sim_vmem *vm, uint64_t off,
+                          uint8_t *dst, uint64_t len, uint64_t blen,
+                          const uint64_t *labels)
 {
-    uint64_t end = off + len, lim = end < blen ? end : blen;
-    uint64_t g0 = off >> vm->gshift, at = 0;
-    for (uint64_t g = g0; (g << vm->gshift) < end; g++) {
-        uint64_t base = g << vm->gshift, l = labels[g - g0];
-        uint64_t rel = base - off; /* wraps below off: used with k >= k0 */
-        uint32_t k0, k1;
-        vmem_tag_range(vm, base, off, lim, &k0, &k1);
-        if (op == VMEM_TAG_CHECK) {
-            if (!vmem_tags_check(vm, dst, rel, l, k0, k1, &at))
-                return false;
-            continue;
-        }
-        for (uint32_t k = k0; k < k1; k++) {
-            uint64_t t = op == VMEM_TAG_WRITE ? l ^ vm->mix[k] : 0;
-            memcpy(dst + (rel + ((uint64_t)k << vm->tshift)), &t, 8);
+    const uint64_t *mix = vm->mix;
+    struct vmem_tag_walk w = vmem_walk(vm, off, len, blen);
+    uint8_t *d = dst + (w.p - off);
+    uint64_t gi, k0, k1;
+    while (vmem_walk_next(&w, &gi, &k0, &k1)) {
+        uint64_t l = labels[gi];
+        for (uint64_t k = k0; k < k1; k++, d += w.s) {
+            uint64_t t = l ^ mix[k];
+            memcpy(d, &t, 8);
         }
     }
-    return op != VMEM_TAG_CHECK || vmem_is_zero(dst + at, len - at);
 }
 
-/* Granules [off, +len) touches; a packet's payload touches at most
- * VMEM_SQ_LABELS (it is at most 9 KiB, granules at least 64 B: beyond
- * that the packet is not squeezed). */
-#define VMEM_SQ_LABELS 20
+/* Zeroes the tags of [off, +len) at dst. */
+static void vmem_tags_clear(const struct mroce_sim_vmem *vm, uint64_t off,
+                            uint8_t *dst, uint64_t len, uint64_t blen)
+{
+    uint64_t s = 1ull << vm->tshift, lim = vmem_tag_lim(off, len, blen);
+    for (uint64_t p = vmem_tag_first(vm, off); p + 8 <= lim; p += s)
+        memset(dst + (p - off), 0, 8);
+}
+
+/* The tags of [off, +len) at dst are those of labels: then they are
+ * zeroed (true), else left as they were (false). */
+static bool vmem_tags_take(const struct mroce_sim_vmem *vm, uint64_t off,
+                           uint8_t *dst, uint64_t len, uint64_t blen,
+                           const uint64_t *labels)
+{
+    const uint64_t *mix = vm->mix;
+    struct vmem_tag_walk w = vmem_walk(vm, off, len, blen);
+    uint8_t *d = dst + (w.p - off);
+    uint64_t gi, k0, k1;
+    while (vmem_walk_next(&w, &gi, &k0, &k1)) {
+        uint64_t l = labels[gi];
+        for (uint64_t k = k0; k < k1; k++, d += w.s) {
+            uint64_t t;
+            memcpy(&t, d, 8);
+            if (t != (l ^ mix[k])) { /* what was zeroed goes back */
+                vmem_tags_put(vm, off, dst, (uint64_t)(d - dst), blen, labels);
+                return false;
+            }
+            memset(d, 0, 8);
+        }
+    }
+    return true;
+}
 
 static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
                             uint64_t len)
@@ -319,24 +370,44 @@ static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
     return len ? ((off + len - 1) >> vm->gshift) - (off >> vm->gshift) + 1 : 0;
 }
 
+/* The pool's word that dst is zero holds for the first fill into the
+ * buffer it opened (pkt.h): an endpoint that wrote there anyway makes a
+ * packet that does not squeeze, and whose placement sees the bytes
+ * (vbuf_read_tags). Anything else is checked, and zeroed if need be. */
+static void vbuf_fill_zeros(struct mroce_sim_vmem *vm, uint8_t *dst,
+                            size_t len)
+{
+    uintptr_t a = (uintptr_t)dst;
+    bool zero = vm->open_zero && a >= vm->open_lo && a + len <= vm->open_hi;
+    vm->open_zero = false;
+    if (!zero && !vmem_is_zero(dst, len))
+        memset(dst, 0, len);
+}
+
 static void vbuf_fill_tags(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
                            size_t len)
 {
     struct mroce_sim_vmem *vm = b->vm;
-    uint64_t labels[VMEM_SQ_LABELS], end = off + len;
-    if (!vmem_is_zero(dst, len))
-        memset(dst, 0, len);
+    struct vmem_fill *f = &vm->last;
+    uint64_t end = off + len;
+    vbuf_fill_zeros(vm, dst, len);
     for (uint64_t at = off; at < end;) { /* VMEM_SQ_LABELS granules a go */
         uint64_t g0 = at >> vm->gshift, stop = (g0 + VMEM_SQ_LABELS)
                                                << vm->gshift;
         uint64_t n = (stop < end ? stop : end) - at;
         uint64_t ng = vmem_n_gran(vm, at, n);
         for (uint64_t i = 0; i < ng; i++)
-            labels[i] = vbuf_label_of(b, g0 + i);
-        vmem_tags(vm, VMEM_TAG_WRITE, at, dst + (at - off), n, b->len, labels);
+            f->label[i] = vbuf_label_of(b, g0 + i);
+        vmem_tags_put(vm, at, dst + (at - off), n, b->len, f->label);
         at += n;
     }
-    vm->last = (struct vmem_fill){dst, len, off, b, vm->last.n + 1};
+    uint64_t ng = vmem_n_gran(vm, off, len); /* one pass: all kept */
+    f->n_label = ng <= VMEM_SQ_LABELS ? (uint32_t)ng : 0;
+    f->dst = dst;
+    f->len = len;
+    f->off = off;
+    f->b = b;
+    f->n++;
 }
 
 void mroce_sim_vbuf_fill(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
@@ -365,51 +436,61 @@ struct sq_head {
     uint32_t n; /* labels */
 };
 
-/* The payload f describes, rebuilt from its labels, equals the bytes in
- * the packet: the engine wrote nothing over them after the fill (an
- * engine that seals payload would). Checked in place. */
+/* The payload f wrote is, in place, what its labels rebuild: its tags,
+ * and zeros everywhere else (the engine wrote nothing over it after the
+ * fill, as an engine that seals payload would, and nothing was there
+ * before). Read once: the tags are compared and zeroed, then the payload
+ * must be all zeros; if it is not, the tags are put back. */
 static bool vmem_rebuilds(const struct mroce_sim_vmem *vm,
-                          const struct vmem_fill *f, const uint64_t *labels)
+                          const struct vmem_fill *f)
 {
-    return vmem_tags(vm, VMEM_TAG_CHECK, f->off, (uint8_t *)f->dst, f->len,
-                     f->b->len, labels);
+    uint8_t *pay = (uint8_t *)f->dst;
+    if (!vmem_tags_take(vm, f->off, pay, f->len, f->b->len, f->label))
+        return false;
+    if (vmem_is_zero(pay, f->len))
+        return true;
+    vmem_tags_put(vm, f->off, pay, f->len, f->b->len, f->label);
+    return false;
 }
 
-static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
-                             uint8_t *out, uint32_t cap)
+/* Squeezes the packet whose payload is the last fill, and leaves it zero
+ * (pkt.h): the check zeroed the payload, the headers and tail are copied
+ * out, then zeroed. */
+static uint32_t vmem_squeeze(void *ud, uint8_t *pkt, uint32_t len, uint8_t *out,
+                             uint32_t cap)
 {
     struct mroce_sim_vmem *vm = ud;
-    struct vmem_fill f = vm->last;
-    vm->last.n = 0; /* consumed, or stale: either way not for the next */
-    if (!cap || f.n != 1 || !f.b || f.dst < pkt || f.dst + f.len > pkt + len)
+    struct vmem_fill *f = &vm->last;
+    int n = f->n;
+    f->n = 0; /* consumed, or stale: either way not for the next */
+    if (!cap || n != 1 || !f->b || f->dst < pkt || f->dst + f->len > pkt + len)
         return 0;
-    struct sq_head h = {.hdr = (uint16_t)(f.dst - pkt),
-                        .tail = (uint16_t)(pkt + len - f.dst - f.len),
-                        .pay = (uint32_t)f.len,
-                        .off = f.off,
-                        .blen = f.b->len,
-                        .n = (uint32_t)vmem_n_gran(vm, f.off, f.len)};
+    struct sq_head h = {.hdr = (uint16_t)(f->dst - pkt),
+                        .tail = (uint16_t)(pkt + len - f->dst - f->len),
+                        .pay = (uint32_t)f->len,
+                        .off = f->off,
+                        .blen = f->b->len,
+                        .n = f->n_label};
     uint64_t need = sizeof(h) + (uint64_t)h.n * 8 + h.hdr + h.tail;
-    if (h.n > VMEM_SQ_LABELS || need > cap)
-        return 0;
-    uint64_t labels[VMEM_SQ_LABELS];
-    for (uint32_t i = 0; i < h.n; i++)
-        labels[i] = vbuf_label_of(f.b, (f.off >> vm->gshift) + i);
-    if (!vmem_rebuilds(vm, &f, labels))
+    if (!h.n || need > cap || !vmem_rebuilds(vm, f))
         return 0;
     memcpy(out, &h, sizeof(h));
-    memcpy(out + sizeof(h), labels, (size_t)h.n * 8);
+    memcpy(out + sizeof(h), f->label, (size_t)h.n * 8);
     uint8_t *o = out + sizeof(h) + (size_t)h.n * 8;
+    uint8_t *tail = pkt + h.hdr + h.pay;
     memcpy(o, pkt, h.hdr);
-    memcpy(o + h.hdr, f.dst + f.len, h.tail);
+    memcpy(o + h.hdr, tail, h.tail);
+    memset(pkt, 0, h.hdr);
+    memset(tail, 0, h.tail);
     return (uint32_t)need;
 }
 
 /* The packet `in` (squeezed) describes, in pkt: written whole over zeros
- * (WRITE: headers, tags, tail), or zeroed where it was (CLEAR). */
-static inline void vmem_unsqueeze(const struct mroce_sim_vmem *vm,
-                                  enum vmem_tag_op op, const uint8_t *in,
-                                  uint8_t *pkt)
+ * (labels: headers, tags, tail), or zeroed where it was (labels NULL).
+ * Returns where its payload is. */
+static inline uint8_t *vmem_unsqueeze(const struct mroce_sim_vmem *vm,
+                                      const uint8_t *in, uint8_t *pkt,
+                                      bool write, uint32_t *pay)
 {
     struct sq_head h;
     uint64_t labels[VMEM_SQ_LABELS];
@@ -417,14 +498,19 @@ static inline void vmem_unsqueeze(const struct mroce_sim_vmem *vm,
     memcpy(labels, in + sizeof(h), (size_t)h.n * 8);
     const uint8_t *bytes = in + sizeof(h) + (size_t)h.n * 8;
     uint8_t *tail = pkt + h.hdr + h.pay;
-    if (op == VMEM_TAG_WRITE) {
+    if (write) {
         memcpy(pkt, bytes, h.hdr);
         memcpy(tail, bytes + h.hdr, h.tail);
     } else {
         memset(pkt, 0, h.hdr);
         memset(tail, 0, h.tail);
     }
-    vmem_tags(vm, op, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    if (write)
+        vmem_tags_put(vm, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    else
+        vmem_tags_clear(vm, h.off, pkt + h.hdr, h.pay, h.blen);
+    *pay = h.pay;
+    return pkt + h.hdr;
 }
 
 /* pkt is zero (pkt.h): the headers, the tags and the tail make it whole. */
@@ -432,7 +518,11 @@ static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
                         uint8_t *pkt)
 {
     (void)in_len;
-    vmem_unsqueeze(ud, VMEM_TAG_WRITE, in, pkt);
+    struct mroce_sim_vmem *vm = ud;
+    uint32_t pay;
+    uint8_t *p = vmem_unsqueeze(vm, in, pkt, true, &pay);
+    vm->rebuilt_lo = (uintptr_t)p;
+    vm->rebuilt_hi = (uintptr_t)p + pay;
 }
 
 /* pkt holds the packet in (squeezed) describes: zero again. */
@@ -440,7 +530,18 @@ static void vmem_clean(void *ud, const uint8_t *in, uint32_t in_len,
                        uint8_t *pkt)
 {
     (void)in_len;
-    vmem_unsqueeze(ud, VMEM_TAG_CLEAR, in, pkt);
+    struct mroce_sim_vmem *vm = ud;
+    uint32_t pay;
+    vmem_unsqueeze(vm, in, pkt, false, &pay);
+    vm->rebuilt_lo = vm->rebuilt_hi = 0;
+}
+
+static void vmem_open(void *ud, uint8_t *buf, uint32_t cap, bool zero)
+{
+    struct mroce_sim_vmem *vm = ud;
+    vm->open_lo = (uintptr_t)buf;
+    vm->open_hi = (uintptr_t)buf + cap;
+    vm->open_zero = zero;
 }
 
 bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
@@ -448,29 +549,36 @@ bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
 {
     if (vm->c.mode != MROCE_SIM_VMEM_FREE)
         return false;
-    *out =
-        (struct mroce_sim_squeeze){vmem_squeeze, vmem_expand, vmem_clean, vm};
+    *out = (struct mroce_sim_squeeze){.squeeze = vmem_squeeze,
+                                      .expand = vmem_expand,
+                                      .clean = vmem_clean,
+                                      .open = vmem_open,
+                                      .ud = vm};
     return true;
 }
 
 /* Free mode: the label the tags of granule g (at src, glen bytes) name;
  * 0 if they disagree (content shifted, cut or mixed) or there are none
- * (a granule shorter than a tag). */
+ * (a granule shorter than a tag). zeros: the bytes between the tags must
+ * be zero too (bytes this codec did not rebuild itself: a whole packet,
+ * or a payload an engine copied; what else it carries, a fill did not
+ * write). */
 static uint64_t vbuf_read_tags(const struct mroce_sim_vmem *vm,
-                               const uint8_t *src, uint64_t glen)
+                               const uint8_t *src, uint64_t glen, bool zeros)
 {
-    uint64_t l = 0;
+    uint64_t l = 0, at = 0;
     for (uint32_t k = 0; k < vm->n_tags; k++) {
         uint64_t p = vmem_tag_pos(vm, k), t;
         if (p + 8 > glen)
             break;
         memcpy(&t, src + p, 8);
         t ^= vm->mix[k];
-        if (k > 0 && t != l)
+        if ((k > 0 && t != l) || (zeros && !vmem_is_zero(src + at, p - at)))
             return 0;
         l = t;
+        at = p + 8;
     }
-    return l;
+    return zeros && !vmem_is_zero(src + at, glen - at) ? 0 : l;
 }
 
 /* One granule lands: counted, and its content kept. */
@@ -488,7 +596,9 @@ static void vbuf_land(struct mroce_sim_vbuf *b, uint64_t g, const uint8_t *src,
     }
     if (glen < 8)
         return; /* no tag fits: its count is all there is */
-    uint64_t l = vbuf_read_tags(vm, src, glen);
+    uintptr_t a = (uintptr_t)src;
+    bool rebuilt = a >= vm->rebuilt_lo && a + glen <= vm->rebuilt_hi;
+    uint64_t l = vbuf_read_tags(vm, src, glen, !rebuilt);
     vm->n.bad_tags += l == 0;
     if (b->label)
         b->label[g] = l;
