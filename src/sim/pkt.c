@@ -30,7 +30,7 @@ struct mroce_sim_pool {
     uint32_t chunk;
     uint64_t taken; /* buffers out for an endpoint to write, not packets */
     struct mroce_sim_squeeze sq; /* squeeze set: payload-free packets */
-    uint8_t *rebuild; /* squeezed packets rebuilt: zero between uses */
+    uint8_t *rebuild; /* squeezed packets rebuilt (the codec keeps it) */
     struct mroce_sim_pool_counters c;
 };
 
@@ -274,6 +274,8 @@ int mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
         pool->sq = (struct mroce_sim_squeeze){0};
         return MROCE_ENOMEM;
     }
+    if (pool->rebuild) /* a codec finds zeros there at first (pkt.h) */
+        memset(pool->rebuild, 0, pool->cls[1].cap);
     pool->sq = s ? *s : (struct mroce_sim_squeeze){0};
     return 0;
 }

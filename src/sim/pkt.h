@@ -78,17 +78,17 @@ struct mroce_sim_pkt {
  * out may be NULL) and returns its length, or 0 if it does not squeeze
  * this packet. It must only squeeze a packet expand rebuilds byte for
  * byte, and a packet it squeezes it leaves zero (pkt[0..len)); one it
- * does not, it leaves as it was. expand, given a pkt buffer of zeros,
- * makes it the whole packet (the len squeeze saw), writing only its
- * non-zero parts; clean undoes that: pkt, holding the packet, is zero
- * again. So none writes the kilobytes of zeros a payload-free packet
- * mostly is. open tells the codec which big buffer an endpoint writes
- * into now (cap bytes) and whether the pool keeps it zero (the pool's
- * word: see mroce_sim_pool_set_squeeze); NULL if the codec need not
+ * does not, it leaves as it was. expand makes the pool's rebuild buffer
+ * pkt the whole packet (the len squeeze saw); the buffer is zeros at
+ * first, then as the codec's clean left it after the last packet (clean
+ * ends a packet's use of it). So none writes the kilobytes of zeros a
+ * payload-free packet mostly is. open tells the codec which big buffer an
+ * endpoint writes into now (cap bytes) and whether the pool keeps it zero (the
+ * pool's word: see mroce_sim_pool_set_squeeze); NULL if the codec need not
  * know. */
 struct mroce_sim_squeeze {
-    uint32_t (*squeeze)(void *ud, uint8_t *pkt, uint32_t len,
-                        uint8_t *out, uint32_t cap);
+    uint32_t (*squeeze)(void *ud, uint8_t *pkt, uint32_t len, uint8_t *out,
+                        uint32_t cap);
     void (*expand)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
     void (*clean)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
     void (*open)(void *ud, uint8_t *buf, uint32_t cap, bool zero);

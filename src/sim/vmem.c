@@ -119,8 +119,8 @@ __attribute__((target("avx2"))) static bool vmem_zero_avx2(const uint8_t *p,
     const __m256i *v = (const __m256i *)(const void *)p;
     const __m256i *end = v + (len / 256) * 8;
     for (; v < end; v += 8) {
-        __m256i x = _mm256_or_si256(_mm256_loadu_si256(v),
-                                    _mm256_loadu_si256(v + 1));
+        __m256i x =
+            _mm256_or_si256(_mm256_loadu_si256(v), _mm256_loadu_si256(v + 1));
         __m256i y = _mm256_or_si256(_mm256_loadu_si256(v + 2),
                                     _mm256_loadu_si256(v + 3));
         x = _mm256_or_si256(x, _mm256_loadu_si256(v + 4));
@@ -353,9 +353,9 @@ struct vmem_tag_walk {
     uint64_t kmask;
 };
 
-static inline struct vmem_tag_walk
-vmem_walk(const struct mroce_sim_vmem *vm, uint64_t off, uint64_t len,
-          uint64_t blen)
+static inline struct vmem_tag_walk vmem_walk(const struct mroce_sim_vmem *vm,
+                                             uint64_t off, uint64_t len,
+                                             uint64_t blen)
 {
     return (struct vmem_tag_walk){.p = vmem_tag_first(vm, off),
                                   .lim = vmem_tag_lim(off, len, blen),
@@ -491,8 +491,7 @@ static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
  * buffer it opened (pkt.h): an endpoint that wrote there anyway makes a
  * packet that does not squeeze, and whose placement sees the bytes
  * (vbuf_read_tags). Anything else is checked, and zeroed if need be. */
-static void vbuf_fill_zeros(struct mroce_sim_vmem *vm, uint8_t *dst,
-                            size_t len)
+static void vbuf_fill_zeros(struct mroce_sim_vmem *vm, uint8_t *dst, size_t len)
 {
     uintptr_t a = (uintptr_t)dst;
     bool zero = vm->open_zero && a >= vm->open_lo && a + len <= vm->open_hi;
@@ -815,6 +814,12 @@ static void vbuf_place(void *ud, uint64_t off, const uint8_t *src, size_t len)
         vbuf_place_at(b, off, src, len);
         vbuf_place_at(b, off, src, len);
     }
+}
+
+void mroce_sim_vbuf_place(struct mroce_sim_vbuf *b, uint64_t off,
+                          const uint8_t *src, size_t len)
+{
+    vbuf_place(b, off, src, len);
 }
 
 int mroce_sim_vbuf_reg(struct mroce_sim_vbuf *b, struct mroce_pd *pd,
