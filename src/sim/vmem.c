@@ -95,7 +95,10 @@ struct mroce_sim_vmem {
 /* Zeros to compare with: reading a buffer is cheaper than writing it. */
 static const uint8_t vmem_zeros[4096];
 
-static bool vmem_zero_cmp(const uint8_t *p, uint64_t len)
+/* Out of line: the AVX2 loop below calls it for a tail of under 32
+ * bytes only, and inlined it would cost that loop a stack frame. */
+__attribute__((noinline)) static bool vmem_zero_cmp(const uint8_t *p,
+                                                    uint64_t len)
 {
     while (len) {
         uint64_t n = len < sizeof(vmem_zeros) ? len : sizeof(vmem_zeros);
@@ -132,7 +135,8 @@ __attribute__((target("avx2"))) static bool vmem_zero_avx2(const uint8_t *p,
     for (end += (len % 256) / 32; v < end; v++)
         a = _mm256_or_si256(a, _mm256_loadu_si256(v));
     uint64_t i = len & ~(uint64_t)31;
-    return _mm256_testz_si256(a, a) && vmem_zero_cmp(p + i, len - i);
+    return _mm256_testz_si256(a, a) &&
+           (i == len || vmem_zero_cmp(p + i, len - i));
 }
 #endif
 
