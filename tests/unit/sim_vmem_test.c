@@ -326,7 +326,7 @@ static void test_squeeze_clean(void **state)
     sq_env_free(&e);
 }
 
-/* The buffer the pool hands out next is dirty_buf, and zero all through. */
+/* The buffer the pool hands out next is buf, and zero all through. */
 static void sq_next_zero(struct sq_env *e, const uint8_t *buf)
 {
     struct mroce_sim_pkt *t = mroce_sim_pkt_take(e->pool);
@@ -373,6 +373,7 @@ static void test_squeeze_pool_zero(void **state)
     sq_env_init(&e, 4096);
     assert_int_equal(mroce_sim_pool_set_squeeze(e.pool, NULL), 0);
     t = mroce_sim_pkt_take(e.pool);
+    buf = t->data;
     memset(t->data, 0xa5, SQ_MAX);
     mroce_sim_pkt_untake(e.pool, t);
     struct mroce_sim_squeeze sq;
