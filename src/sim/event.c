@@ -111,8 +111,12 @@ struct mroce_sim_evlist {
     uint32_t n_spare;
     struct ev_node *heap; /* far: ticks >= cur + W when inserted */
     uint32_t hn, hcap;
-    /* sizing statistics of the current epoch */
-    uint32_t ep_pops, ep_inserts, ep_far, ep_len;
+    /* sizing statistics of the current epoch, kept off the hot paths:
+     * pops are count - ep_count0, inserts are pops + the growth of live
+     * + the cancels (every insert adds to live, every pop or cancel
+     * takes one off) */
+    uint32_t ep_far, ep_len, ep_cancels, ep_live0;
+    uint64_t ep_count0;
     uint64_t ep_t0; /* time of the epoch's first pop */
     struct ev_slot *slots;
     uint32_t live;    /* pending events */
@@ -474,19 +478,23 @@ static unsigned ev_log2(uint64_t v)
 static void ev_resize(struct mroce_sim_evlist *l)
 {
     uint64_t span = l->now > l->ep_t0 ? l->now - l->ep_t0 : 1;
-    uint64_t tick = EV_PER_TICK * span / (l->ep_pops ? l->ep_pops : 1);
+    uint64_t pops = l->count - l->ep_count0;
+    uint64_t inserts = pops + l->live - l->ep_live0 + l->ep_cancels;
+    uint64_t tick = EV_PER_TICK * span / (pops ? pops : 1);
     unsigned shift = ev_log2(tick ? tick : 1);
     shift = shift > EV_MAX_SHIFT ? EV_MAX_SHIFT : shift;
     uint64_t w = EV_MIN_WHEEL;
     while (w * EV_PER_TICK < 8 * (uint64_t)l->live && w < EV_MAX_WHEEL)
         w *= 2;
-    bool far = l->ep_far * 16 > l->ep_inserts;
+    bool far = (uint64_t)l->ep_far * 16 > inserts;
     uint32_t W = (uint32_t)w;
     if (!(W >= 4 * l->W || 4 * W <= l->W || (far && W > l->W)))
         W = l->W;
     if (shift + 1 >= l->shift && shift <= l->shift + 1 && !far)
         shift = l->shift;
-    l->ep_pops = l->ep_inserts = l->ep_far = 0;
+    l->ep_far = l->ep_cancels = 0;
+    l->ep_count0 = l->count;
+    l->ep_live0 = l->live;
     l->ep_t0 = l->now;
     l->ep_len = l->ep_len < EV_EPOCH ? l->ep_len * 4 : EV_EPOCH;
     if (W != l->W || shift != l->shift)
@@ -533,7 +541,7 @@ static void ev_spare(struct mroce_sim_evlist *l, struct ev_vec v)
 static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
 {
     for (;;) {
-        if (l->ep_pops >= l->ep_len) {
+        if (l->count - l->ep_count0 >= l->ep_len) {
             ev_resize(l); /* may bring nodes into the bottom */
             if (ev_bot_live(l))
                 return true;
@@ -684,19 +692,10 @@ static inline uint64_t ev_next_ord(struct mroce_sim_evlist *l)
 
 /* ev_post_ord when the node does not go straight into its bucket. */
 static bool __attribute__((noinline))
-ev_post_slow(struct mroce_sim_evlist *l, uint64_t t, mroce_sim_ev_fn fn,
-             void *obj, uint64_t arg, uint64_t ord, uint32_t run_lp)
+ev_post_slow(struct mroce_sim_evlist *l, const struct ev_node *nd)
 {
-    struct ev_node nd = {.time = t,
-                         .ord = ord,
-                         .fn = fn,
-                         .obj = obj,
-                         .arg = arg,
-                         .slot = EV_NO_SLOT,
-                         .run_lp = run_lp};
-    if (!ev_insert_slow(l, &nd))
+    if (!ev_insert_slow(l, nd))
         return false;
-    l->ep_inserts++;
     l->live++;
     return true;
 }
@@ -723,12 +722,18 @@ static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
             if (v->n == 1)
                 ev_bit_set(l, b);
             l->in_wheel++;
-            l->ep_inserts++;
             l->live++;
             return true;
         }
     }
-    return ev_post_slow(l, t, fn, obj, arg, ord, run_lp);
+    struct ev_node nd = {.time = t,
+                         .ord = ord,
+                         .fn = fn,
+                         .obj = obj,
+                         .arg = arg,
+                         .slot = EV_NO_SLOT,
+                         .run_lp = run_lp};
+    return ev_post_slow(l, &nd);
 }
 
 bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
@@ -775,7 +780,6 @@ mroce_sim_ev_handle mroce_sim_ev_at(struct mroce_sim_evlist *l, uint64_t t_ps,
                          .run_lp = l->lp};
     if (!ev_insert(l, nd))
         return 0;
-    l->ep_inserts++;
     struct ev_slot *sl = &l->slots[s];
     l->free = sl->next;
     sl->ord = ord;
@@ -840,6 +844,7 @@ bool mroce_sim_ev_cancel(struct mroce_sim_evlist *l, mroce_sim_ev_handle h)
         return false;
     ev_slot_free(l, s); /* its node is now stale */
     l->live--;
+    l->ep_cancels++;
     return true;
 }
 
@@ -887,7 +892,6 @@ static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
     l->now = nd.time;
     l->count++;
     l->count0 += nd.run_lp == 0;
-    l->ep_pops++;
     l->lp = nd.run_lp;
     nd.fn(nd.obj, nd.arg, nd.time);
 }

@@ -14,6 +14,7 @@ struct nic_queue {
 
 struct nic_port {
     struct mroce_sim_link *out;
+    uint64_t free_at; /* end of its last frame: the link's busy_until */
     struct nic_queue q[MROCE_SIM_NPRIO];
     bool busy;                   /* a tx_done event is pending */
     uint32_t waiting;            /* frames queued, not yet serializing */
@@ -29,6 +30,7 @@ struct mroce_sim_nic {
     uint32_t txq;    /* frames waiting per port (room_mask) */
     uint32_t limit;  /* frames waiting, all ports (has_room) */
     uint32_t queued; /* frames waiting now */
+    uint64_t room;   /* room_mask, kept as ports fill and drain */
 };
 
 struct mroce_sim_nic *mroce_sim_nic_create(struct mroce_sim_evlist *ev,
@@ -81,12 +83,20 @@ bool mroce_sim_nic_has_room(const struct mroce_sim_nic *nic)
 
 uint64_t mroce_sim_nic_room_mask(const struct mroce_sim_nic *nic)
 {
-    uint64_t m = 0;
-    int n = nic->n_ports < 64 ? nic->n_ports : 64;
-    for (int i = 0; i < n; i++)
-        if (nic->ports[i].waiting < nic->txq && nic->ports[i].out)
-            m |= UINT64_C(1) << i;
-    return m;
+    return nic->room;
+}
+
+/* Port i's bit of room_mask after its queue or link changed. */
+static void nic_room_update(struct mroce_sim_nic *nic, int i)
+{
+    if (i >= 64)
+        return;
+    const struct nic_port *P = &nic->ports[i];
+    uint64_t bit = UINT64_C(1) << i;
+    if (P->waiting < nic->txq && P->out)
+        nic->room |= bit;
+    else
+        nic->room &= ~bit;
 }
 
 uint32_t mroce_sim_nic_queued(const struct mroce_sim_nic *nic)
@@ -123,10 +133,10 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
     int q = P->busy ? -1 : nic_pick_queue(P);
     if (q < 0)
         return;
-    uint64_t free_at = mroce_sim_link_busy_until(P->out);
-    if (free_at > now) {
+    if (P->free_at > now) {
         P->busy = true;
-        mroce_sim_ev_post(nic->ev, free_at, nic_tx_done, nic, (uint64_t)port);
+        mroce_sim_ev_post(nic->ev, P->free_at, nic_tx_done, nic,
+                          (uint64_t)port);
         return;
     }
     struct mroce_sim_pkt *p = P->q[q].head;
@@ -136,9 +146,11 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
     p->next = NULL;
     nic->queued--;
     P->waiting--;
+    nic_room_update(nic, port);
     P->c.tx_pkts++;
     P->c.tx_bytes += p->wire_bytes;
     uint64_t end = mroce_sim_link_send(P->out, p, now);
+    P->free_at = end;
     /* A packet sent from inside the callback finds the link busy and
      * schedules the tx_done itself. */
     nic->owner.room(nic->owner.ud, now);
@@ -165,6 +177,7 @@ void mroce_sim_nic_send(struct mroce_sim_nic *nic, struct mroce_sim_pool *pool,
     q->tail = p;
     nic->queued++;
     P->waiting++;
+    nic_room_update(nic, (int)(P - nic->ports));
     nic_start(nic, (int)(P - nic->ports), now_ps);
 }
 
@@ -191,6 +204,8 @@ void mroce_sim_nic_attach(struct mroce_sim_nic *nic, int port,
                           struct mroce_sim_link *out, struct mroce_sim_link *in)
 {
     nic->ports[port].out = out;
+    nic->ports[port].free_at = out ? mroce_sim_link_busy_until(out) : 0;
+    nic_room_update(nic, port);
     if (out) {
         struct mroce_sim_pause_sink ps = {
             .pause = nic_pause, .obj = nic, .port = port};

@@ -19,9 +19,11 @@ struct sw_port {
     struct mroce_sim_link *out; /* egress frames */
     struct mroce_sim_link *in;  /* ingress frames; pauses go back on it */
     struct sw_queue q[MROCE_SIM_NPRIO];
-    bool busy;                           /* a tx_done event is pending */
-    bool routable;                       /* member of ECMP groups */
-    struct mroce_sim_pfc_rx pfc;         /* egress held by downstream PFC */
+    uint64_t free_at;            /* end of this port's last frame on `out` (its
+                                    link's busy_until: the port is its only sender) */
+    bool busy;                   /* a tx_done event is pending */
+    bool routable;               /* member of ECMP groups */
+    struct mroce_sim_pfc_rx pfc; /* egress held by downstream PFC */
     uint64_t ing_bytes[MROCE_SIM_NPRIO]; /* buffered, arrived here */
     bool xoff_sent[MROCE_SIM_NPRIO];     /* upstream held by us */
     struct mroce_sim_port_counters c;
@@ -204,21 +206,26 @@ static int sw_pick_routable(const struct mroce_sim_switch *sw, const int *g,
     return g[0];
 }
 
-int mroce_sim_switch_route(const struct mroce_sim_switch *sw, int dst_host,
+/* Inline in the forwarding path; a lone member needs no hash. */
+static inline int sw_route(const struct mroce_sim_switch *sw, int dst_host,
                            uint64_t flow_hash)
 {
-    if (dst_host < 0 || dst_host >= sw->cfg.n_hosts)
+    if ((unsigned)dst_host >= (unsigned)sw->cfg.n_hosts)
         return -1;
     const struct sw_route *r = &sw->routes[dst_host];
-    if (r->n == 0)
-        return -1;
     const int *g = &sw->gports[r->off];
+    if (r->n <= 1)
+        return r->n ? g[0] : -1;
     uint64_t h = mroce_sim_mix64(flow_hash ^ sw->hash_seed);
-    if (r->n == 1)
-        return g[0];
     if (sw->n_unroutable == 0)
         return g[h % r->n];
     return sw_pick_routable(sw, g, r->n, h);
+}
+
+int mroce_sim_switch_route(const struct mroce_sim_switch *sw, int dst_host,
+                           uint64_t flow_hash)
+{
+    return sw_route(sw, dst_host, flow_hash);
 }
 
 /* ---- Queues ---- */
@@ -382,25 +389,27 @@ static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
     int q = P->busy || !P->out ? -1 : sw_pick_queue(P);
     if (q < 0)
         return;
-    uint64_t free_at = mroce_sim_link_busy_until(P->out);
-    if (free_at > now) {
+    if (P->free_at > now) {
         P->busy = true;
-        mroce_sim_ev_post(sw->ev, free_at, sw_tx_done, sw, (uint64_t)e);
+        mroce_sim_ev_post(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
         return;
     }
     struct mroce_sim_pkt *p = q_pop(&P->q[q]);
     int in = p->in_port;
-    sw->used -= p->wire_bytes;
+    uint32_t bytes = p->wire_bytes;
+    sw->used -= bytes;
     sw->held--;
-    sw->ports[in].ing_bytes[q] -= p->wire_bytes;
     P->c.tx_pkts++;
-    P->c.tx_bytes += p->wire_bytes;
-    uint64_t end = mroce_sim_link_send(P->out, p, now); /* p is gone */
+    P->c.tx_bytes += bytes;
+    P->free_at = mroce_sim_link_send(P->out, p, now); /* p is gone */
     if (sw_pick_queue(P) >= 0) {
         P->busy = true;
-        mroce_sim_ev_post(sw->ev, end, sw_tx_done, sw, (uint64_t)e);
+        mroce_sim_ev_post(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
     }
-    sw_check_xon(sw, in, q, now);
+    if (sw->cfg.pfc) { /* ingress accounting is PFC's alone */
+        sw->ports[in].ing_bytes[q] -= bytes;
+        sw_check_xon(sw, in, q, now);
+    }
 }
 
 static void sw_pause(void *obj, int port, int prio, bool on, uint64_t now)
@@ -428,18 +437,21 @@ static void sw_enqueue(struct mroce_sim_switch *sw, int e,
     int q = p->prio, in = p->in_port;
     q_push(&P->q[q], p);
     sw->used += p->wire_bytes;
-    sw->ports[in].ing_bytes[q] += p->wire_bytes;
     uint64_t depth = P->q[0].bytes + P->q[1].bytes;
     if (depth > P->c.max_qbytes)
         P->c.max_qbytes = depth;
-    sw_check_xoff(sw, in, q, now);
-    sw_start(sw, e, now);
+    if (sw->cfg.pfc) {
+        sw->ports[in].ing_bytes[q] += p->wire_bytes;
+        sw_check_xoff(sw, in, q, now);
+    }
+    if (!P->busy) /* else its tx_done starts the next frame */
+        sw_start(sw, e, now);
 }
 
 static void sw_forward(struct mroce_sim_switch *sw, struct mroce_sim_pkt *p,
                        uint64_t now)
 {
-    int e = mroce_sim_switch_route(sw, p->dst_host, p->flow_hash);
+    int e = sw_route(sw, p->dst_host, p->flow_hash);
     if (e < 0) {
         sw->held--;
         sw_drop(sw, &sw->ports[p->in_port], p, MROCE_SIM_DROP_NO_ROUTE);
@@ -483,6 +495,7 @@ void mroce_sim_switch_attach(struct mroce_sim_switch *sw, int port,
                              struct mroce_sim_link *in)
 {
     sw->ports[port].out = out;
+    sw->ports[port].free_at = out ? mroce_sim_link_busy_until(out) : 0;
     sw->ports[port].in = in;
     if (out) {
         struct mroce_sim_pause_sink ps = {

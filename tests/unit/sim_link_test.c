@@ -1,6 +1,6 @@
 /* Unit tests for simulated links (src/sim/link.c): serialization and
  * propagation timing, degraded rate, down/up (at send and in flight),
- * seeded random loss, PFC signal delay. */
+ * seeded random loss, PFC signal delay; a NIC's room over its links. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 #include "sim/defaults.h"
 #include "sim/event.h"
 #include "sim/link.h"
+#include "sim/nic.h"
 #include "sim/pkt.h"
 
 #define US MROCE_SIM_PS_PER_US
@@ -188,6 +189,47 @@ static void test_loss(void **state)
     assert_true(a != c);
 }
 
+static void count_tap(void *ud, const struct mroce_sim_pkt *p, uint64_t now)
+{
+    (void)p;
+    (void)now;
+    (*(int *)ud)++;
+}
+
+/* Loss, a tap and down set after creation apply from the next frame,
+ * and clearing them makes the link plain again (link.c's fast path). */
+static void test_loss_tap_later(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e, 0.0, 1);
+    int taps = 0;
+    uint64_t t = mroce_sim_link_send(e.l, mk(&e, 64), 0);
+    assert_true(mroce_sim_link_set_loss(e.l, 1.0));
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    assert_true(mroce_sim_link_set_loss(e.l, 0.0));
+    mroce_sim_link_set_tap(e.l, count_tap, &taps);
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_link_set_tap(e.l, NULL, NULL);
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER); /* land before the cut */
+    struct mroce_sim_link_counters c;
+    t = mroce_sim_ev_now(e.ev);
+    mroce_sim_link_set_up(e.l, false); /* dropped as it starts */
+    t = mroce_sim_link_send(e.l, mk(&e, 64), t);
+    mroce_sim_link_get_counters(e.l, &c);
+    assert_int_equal(c.drop_down, 1);
+    mroce_sim_link_set_up(e.l, true);
+    mroce_sim_link_send(e.l, mk(&e, 64), t + US);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER);
+    mroce_sim_link_get_counters(e.l, &c);
+    assert_int_equal(c.drop_loss, 1);
+    assert_int_equal(c.drop_down, 1);
+    assert_int_equal(e.cap->n, 4);
+    assert_int_equal(taps, 1);
+    env_close(&e);
+}
+
 static void test_pause_signal(void **state)
 {
     (void)state;
@@ -210,13 +252,72 @@ static void test_pause_signal(void **state)
     env_close(&e);
 }
 
+static void nic_rx(void *ud, int port, struct mroce_sim_pkt *p, uint64_t now)
+{
+    (void)ud;
+    (void)port;
+    (void)p;
+    (void)now;
+    fail(); /* nothing arrives at the NIC here */
+}
+
+static void nic_room(void *ud, uint64_t now)
+{
+    (void)now;
+    (*(int *)ud)++;
+}
+
+/* The room mask follows each port's frames waiting (txq 2) as they are
+ * queued and start, and only linked ports have room: port 1 has none. */
+static void test_nic_room_mask(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e, 0.0, 0);
+    struct mroce_sim_link *l2 = mroce_sim_link_create(e.ev, e.pool, NULL);
+    struct mroce_sim_sink s = {.recv = cap_recv, .obj = e.cap, .port = 3};
+    mroce_sim_link_set_dst(l2, &s);
+    int rooms = 0;
+    struct mroce_sim_nic_owner o = {
+        .rx = nic_rx, .room = nic_room, .ud = &rooms};
+    struct mroce_sim_nic_cfg nc = {.n_ports = 3, .txq_pkts = 2};
+    struct mroce_sim_nic *nic = mroce_sim_nic_create(e.ev, &nc, &o);
+    assert_non_null(nic);
+    assert_int_equal(mroce_sim_nic_room_mask(nic), 0);
+    mroce_sim_nic_attach(nic, 0, e.l, NULL);
+    mroce_sim_nic_attach(nic, 2, l2, NULL);
+    assert_int_equal(mroce_sim_nic_room_mask(nic), 5);
+    for (int i = 0; i < 3; i++) { /* one starts, two wait */
+        struct mroce_sim_pkt *p = mk(&e, 1000);
+        p->meta.plane = 0;
+        mroce_sim_nic_send(nic, e.pool, p, 0);
+    }
+    assert_int_equal(mroce_sim_nic_queued(nic), 2);
+    assert_int_equal(mroce_sim_nic_room_mask(nic), 4);
+    assert_true(mroce_sim_nic_has_room(nic)); /* 2 of 3 x 2 */
+    uint64_t ser =
+        mroce_sim_link_ser_ps(e.l, 1000 + MROCE_SIM_WIRE_OVERHEAD_V4);
+    mroce_sim_ev_run(e.ev, ser); /* the second starts: room again */
+    assert_int_equal(mroce_sim_nic_room_mask(nic), 5);
+    assert_int_equal(rooms, 2);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER);
+    assert_int_equal(e.cap->n, 3);
+    assert_int_equal(e.cap->at[2], 3 * ser + US);
+    assert_int_equal(mroce_sim_nic_room_mask(nic), 5);
+    mroce_sim_nic_destroy(nic);
+    mroce_sim_link_destroy(l2);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timing),
         cmocka_unit_test(test_down_up),
         cmocka_unit_test(test_loss),
+        cmocka_unit_test(test_loss_tap_later),
         cmocka_unit_test(test_pause_signal),
+        cmocka_unit_test(test_nic_room_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

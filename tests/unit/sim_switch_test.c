@@ -342,6 +342,57 @@ static void test_proc_and_no_route(void **state)
     env_close(&e);
 }
 
+/* A port that freed with an empty queue schedules nothing; a packet that
+ * arrives at the instant its link frees starts then, with no gap, and one
+ * that arrives while the link is busy waits for the frame on the wire. */
+static void test_port_frees_idle(void **state)
+{
+    (void)state;
+    struct mroce_sim_switch_cfg sc = {0};
+    struct env e;
+    env_open(&e, &sc);
+    uint64_t ser = (uint64_t)WIRE * 8 * 100;         /* 10G: 800 ps per byte */
+    burst(&e, 1, 0);                                 /* on the wire until ser */
+    assert_int_equal(mroce_sim_ev_pending(e.ev), 1); /* its arrival only */
+    struct mroce_sim_sink s = mroce_sim_switch_sink(e.sw, 0);
+    mroce_sim_ev_run(e.ev, ser); /* nothing due: the clock moves to ser */
+    s.recv(s.obj, 0, mk(&e, 1, 0, PAY), ser);
+    s.recv(s.obj, 0, mk(&e, 2, 0, PAY), ser);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER);
+    assert_int_equal(e.cap->n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(e.cap->g[i].seq, (uint32_t)i);
+        assert_int_equal(e.cap->g[i].at, (uint64_t)(i + 1) * ser + US);
+    }
+    env_close(&e);
+}
+
+/* A port is its link's only sender and keeps the end of the frame on the
+ * wire; attaching a link that is still busy must hand the port that end.
+ * Data queued before it frees is then still overtaken by control. */
+static void test_attach_busy_link(void **state)
+{
+    (void)state;
+    struct mroce_sim_switch_cfg sc = {0};
+    struct env e;
+    env_open(&e, &sc);
+    uint64_t end = mroce_sim_link_send(e.out, mk(&e, 9, 0, PAY), 0);
+    mroce_sim_switch_attach(e.sw, 1, e.out, NULL);
+    struct mroce_sim_sink s = mroce_sim_switch_sink(e.sw, 0);
+    s.recv(s.obj, 0, mk(&e, 1, 0, PAY), 0);
+    struct mroce_sim_pkt *c = mk(&e, 2, 0, 64);
+    c->prio = MROCE_SIM_PRIO_CTRL;
+    s.recv(s.obj, 0, c, 0);
+    mroce_sim_ev_run(e.ev, MROCE_SIM_NEVER);
+    assert_int_equal(e.cap->n, 3);
+    assert_int_equal(e.cap->g[0].seq, 9);
+    assert_int_equal(e.cap->g[1].seq, 2); /* control first, from end */
+    assert_int_equal(e.cap->g[2].seq, 1);
+    uint64_t ser_c = mroce_sim_link_ser_ps(e.out, 64 + (WIRE - PAY));
+    assert_int_equal(e.cap->g[1].at, end + ser_c + US);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_pfc_xoff_headroom),
         cmocka_unit_test(test_ecmp_routable),
         cmocka_unit_test(test_proc_and_no_route),
+        cmocka_unit_test(test_port_frees_idle),
+        cmocka_unit_test(test_attach_busy_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
