@@ -49,6 +49,8 @@ void dev_cq_push(struct mroce_cq *cq, const struct mroce_wc *wc)
 
 int mroce_poll_cq(struct mroce_cq *cq, int n, struct mroce_wc *wc)
 {
+    if (!cq->count) /* most polls: before the loop's set-up */
+        return 0;
     int got = 0;
     while (got < n && cq->count) {
         wc[got++] = cq->ring[cq->head];

@@ -86,9 +86,9 @@ void eng_comp_retry_exceeded(struct mroce_conn *c)
         eng_conn_error(c, 0, 0, 0);
 }
 
-void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
+/* x (comp_txp's, NULL: not outstanding) was acknowledged. */
+static void comp_acked(struct mroce_conn *c, struct txp *x)
 {
-    struct txp *x = comp_txp(c, dsn);
     if (!x || x->state == TXP_ACKED || x->state == TXP_FREE)
         return;
     if (x->state == TXP_RNR)
@@ -109,6 +109,11 @@ void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
     while (c->snd_una != c->snd_next &&
            eng_txp(c, c->snd_una)->state == TXP_ACKED)
         eng_txp(c, c->snd_una++)->state = TXP_FREE;
+}
+
+void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn)
+{
+    comp_acked(c, comp_txp(c, dsn));
 }
 
 /* R-LOSS-5: a lost packet is queued for retransmission with its DSN. */
@@ -194,7 +199,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
         eng_rack_check(c, p); /* no data left unresolved (R-LOSS-8) */
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
-        eng_comp_dsn_acked(c, pt->psn_dsn[i]);
+        comp_acked(c, x); /* the txp of pt->psn_dsn[i] */
     } else {
         pt->st.lost_pkts++;
         if (!(slot & ENG_PSN_RESENT)) /* else a tail-loss probe counted it */
@@ -314,9 +319,9 @@ static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
  * with a second copy out, one resent by a tail-loss probe) are left to
  * their paths' own ACKs, which the RETX flag or the probe's PROBE ask
  * for. */
-static void comp_cum_resolve(struct mroce_conn *c, uint32_t dsn, uint64_t now)
+static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
+                             uint64_t now)
 {
-    struct txp *x = comp_txp(c, dsn);
     if (!x || x->state != TXP_OUT || x->copies != 1)
         return;
     struct path_tx *pt = &c->ptx[x->last_path];
@@ -336,8 +341,9 @@ static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 {
     for (uint32_t d = c->snd_una;
          seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++) {
-        comp_cum_resolve(c, d, now);
-        eng_comp_dsn_acked(c, d);
+        struct txp *x = comp_txp(c, d);
+        comp_cum_resolve(c, x, d, now);
+        comp_acked(c, x); /* comp_txp(c, d) would find x or nothing */
     }
 }
 

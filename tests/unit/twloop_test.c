@@ -188,9 +188,12 @@ static int fake_rx(void *ep, uint64_t now, const struct mroce_pkt_meta *meta,
     return 0;
 }
 
+static unsigned long fake_expiry_reads; /* next_expiry calls, all fakes */
+
 static uint64_t fake_next_expiry(const void *ep)
 {
     const struct fake *f = ep;
+    fake_expiry_reads++;
     if (f->always_due)
         return 0;
     uint64_t t = UINT64_MAX;
@@ -286,6 +289,42 @@ static void test_time_jumps_to_events(void **state)
     fake_close(&e);
 }
 
+/* Arms a timer the way a post between passes moves an engine's expiry:
+ * once, when the wire delivered the first packet. */
+static int pred_arm(struct mroce_twloop *loop, void *arg)
+{
+    struct fake_env *e = arg;
+    if (e->f[1].received && e->f[1].timers[1] == UINT64_MAX &&
+        !e->f[1].fired[1])
+        e->f[1].timers[1] = mroce_twloop_now(loop) + 15 * US;
+    return 0;
+}
+
+/* Each pass reads an endpoint's expiry once (the time jump reuses what
+ * the timer check read: nothing runs in between), and still sees a timer
+ * armed between passes. */
+static void test_expiry_read_once_per_pass(void **state)
+{
+    (void)state;
+    struct fake_env e;
+    struct mroce_tw_cfg wc = quiet_wire();
+    fake_open(&e, &wc, NULL);
+    e.f[0].timers[0] = 3 * US;
+    e.f[1].timers[0] = 1 * MS;
+    e.f[0].to_send = 1;
+    fake_expiry_reads = 0;
+    int rc = mroce_twloop_run_until(e.loop, pred_arm, &e, 10 * MS);
+    assert_int_equal(rc, MROCE_TWLOOP_TIMEOUT);
+    assert_int_equal(e.f[0].fired[0], 3 * US);
+    assert_int_equal(e.f[1].last_rx, 5 * US);
+    assert_int_equal(e.f[1].fired[1], 20 * US);
+    assert_int_equal(e.f[1].fired[0], 1 * MS);
+    struct mroce_twloop_stats st;
+    mroce_twloop_get_stats(e.loop, &st);
+    assert_true(fake_expiry_reads <= 2 * st.passes);
+    fake_close(&e);
+}
+
 /* With pacing, a sender waits for its egress: 10 packets at 1 Gbit/s of
  * 16 + 84 bytes take 800 ns each, so the last arrives at 9 * 800 ns +
  * 800 ns + delay. */
@@ -373,6 +412,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_jumps_to_events),
+        cmocka_unit_test(test_expiry_read_once_per_pass),
         cmocka_unit_test(test_pacing_follows_egress),
         cmocka_unit_test(test_frozen_endpoint),
         cmocka_unit_test(test_livelock_guard),

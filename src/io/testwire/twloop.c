@@ -20,6 +20,9 @@ struct twl_ep {
     /* When a context cut short by its burst or by pacing may send again;
      * UINT64_MAX once mroce_ctx_tx said it has nothing. */
     uint64_t resume_at;
+    /* next_expiry as twl_timers read it: the pass's time jump uses it
+     * when no timer fired (nothing ran in between to move it). */
+    uint64_t expiry;
 };
 
 struct mroce_twloop {
@@ -260,7 +263,10 @@ static void twl_timers(struct mroce_twloop *l, bool *did)
 {
     for (int i = 0; i < l->n; i++) {
         struct twl_ep *e = &l->eps[i];
-        if (!twl_runs(e) || e->ops->next_expiry(e->obj) > l->st.now)
+        if (!twl_runs(e))
+            continue;
+        e->expiry = e->ops->next_expiry(e->obj);
+        if (e->expiry > l->st.now)
             continue;
         e->ops->on_expiry(e->obj, l->st.now);
         l->st.expiries++;
@@ -268,6 +274,8 @@ static void twl_timers(struct mroce_twloop *l, bool *did)
     }
 }
 
+/* Called only after a pass in which no timer fired and nothing was
+ * received: every endpoint's expiry is still the one twl_timers read. */
 static uint64_t twl_next_event(const struct mroce_twloop *l)
 {
     uint64_t t = mroce_tw_next_time(l->tw);
@@ -275,7 +283,7 @@ static uint64_t twl_next_event(const struct mroce_twloop *l)
         const struct twl_ep *e = &l->eps[i];
         if (!twl_runs(e))
             continue;
-        uint64_t x = e->ops->next_expiry(e->obj);
+        uint64_t x = e->expiry;
         t = x < t ? x : t;
         t = e->resume_at < t ? e->resume_at : t;
     }
