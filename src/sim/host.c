@@ -88,7 +88,9 @@ static void host_pull(struct mroce_sim_host *h, uint64_t now)
         struct mroce_pkt_meta meta;
         memset(&meta, 0, sizeof(meta));
         h->c.pulls++;
-        if (!h->spare && !(h->spare = mroce_sim_pkt_take(h->pool))) {
+        if (h->spare) /* kept: the codec hears it is written again */
+            mroce_sim_pkt_open(h->pool, h->spare);
+        else if (!(h->spare = mroce_sim_pkt_take(h->pool))) {
             h->c.tx_errors++;
             break;
         }

@@ -30,7 +30,7 @@ struct mroce_sim_pool {
     uint32_t chunk;
     uint64_t taken; /* buffers out for an endpoint to write, not packets */
     struct mroce_sim_squeeze sq; /* squeeze set: payload-free packets */
-    uint8_t *rebuild; /* squeezed packets rebuilt: zero between uses */
+    uint8_t *rebuild; /* squeezed packets rebuilt (the codec keeps it) */
     struct mroce_sim_pool_counters c;
 };
 
@@ -93,7 +93,7 @@ static bool pool_grow(struct mroce_sim_pool *pool, int big)
     hdr = (hdr + _Alignof(struct mroce_sim_pkt) - 1) &
           ~(_Alignof(struct mroce_sim_pkt) - 1);
     size_t bytes = hdr + n * sizeof(struct mroce_sim_pkt) + n * cl->cap;
-    struct pool_chunk *ch = malloc(bytes);
+    struct pool_chunk *ch = calloc(1, bytes); /* buffers start zero */
     if (!ch)
         return false;
     ch->next = pool->chunks;
@@ -101,8 +101,8 @@ static bool pool_grow(struct mroce_sim_pool *pool, int big)
     struct mroce_sim_pkt *pk = (void *)((uint8_t *)ch + hdr);
     uint8_t *buf = (uint8_t *)(pk + n);
     for (size_t i = 0; i < n; i++) {
-        memset(&pk[i], 0, sizeof(pk[i]));
         pk[i].data = buf + i * cl->cap;
+        pk[i].zero = 1;
         pk[i].big = (uint8_t)big;
         pk[i].next = cl->free;
         cl->free = &pk[i];
@@ -143,6 +143,22 @@ static struct mroce_sim_pkt *pool_get(struct mroce_sim_pool *pool, int big)
     return p;
 }
 
+/* A big buffer back from its writer, who wrote [0, written): with a
+ * codec, zero again (all of it if it was not zero before), so the next
+ * payload-free fill need not write or check its zeros (pkt.h). */
+static void pool_rezero(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
+                        uint32_t written)
+{
+    if (!p->big)
+        return;
+    if (!pool->sq.squeeze) {
+        p->zero = 0;
+        return;
+    }
+    memset(p->data, 0, p->zero ? written : pool->cls[1].cap);
+    p->zero = 1;
+}
+
 static void pool_unget(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
 {
     struct pool_class *cl = &pool->cls[p->big];
@@ -170,6 +186,7 @@ static void pkt_init(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p,
     p->live = 1;
     p->squeezed = 0;
     p->clen = 0;
+    p->written = len;
     pool->c.injected++;
     if (++pool->c.in_flight > pool->c.peak_in_flight)
         pool->c.peak_in_flight = pool->c.in_flight;
@@ -191,16 +208,27 @@ struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
     return p;
 }
 
+void mroce_sim_pkt_open(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
+{
+    if (pool->sq.open)
+        pool->sq.open(pool->sq.ud, p->data, pool->cls[1].cap, p->zero != 0);
+}
+
 struct mroce_sim_pkt *mroce_sim_pkt_take(struct mroce_sim_pool *pool)
 {
     struct mroce_sim_pkt *p = pool_get(pool, 1);
     pool->taken += p != NULL;
+    if (p)
+        mroce_sim_pkt_open(pool, p);
     return p;
 }
 
+/* What the endpoint wrote is not known: all of it is zeroed. */
 void mroce_sim_pkt_untake(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
 {
     pool->taken--;
+    p->zero = 0;
+    pool_rezero(pool, p, 0);
     pool_unget(pool, p);
 }
 
@@ -211,6 +239,8 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
 {
     pool->taken--;
     if (len > pool->cls[1].cap) {
+        p->zero = 0; /* written how far, unknown */
+        pool_rezero(pool, p, 0);
         pool_unget(pool, p);
         return NULL;
     }
@@ -223,9 +253,8 @@ struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
                                 !small && s ? pool->cls[0].cap : 0);
     if (s && small) /* ACK-sized: keep the big one free */
         memcpy(s->data, p->data, len);
-    if (clen) /* what the codec rebuilds, it clears: the buffer is zero */
-        pool->sq.clean(pool->sq.ud, s->data, clen, p->data);
-    if (s && (small || clen)) {
+    if (s && (small || clen)) { /* a squeezed one is zero already */
+        pool_rezero(pool, p, clen ? 0 : len);
         pool_unget(pool, p);
         p = s;
     } else if (s) {
@@ -245,6 +274,8 @@ int mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
         pool->sq = (struct mroce_sim_squeeze){0};
         return MROCE_ENOMEM;
     }
+    if (pool->rebuild) /* a codec finds zeros there at first (pkt.h) */
+        memset(pool->rebuild, 0, pool->cls[1].cap);
     pool->sq = s ? *s : (struct mroce_sim_squeeze){0};
     return 0;
 }
@@ -284,6 +315,7 @@ static void pool_put(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p)
     assert(p->live); /* a packet ends its life once */
     p->live = 0;
     pool->c.in_flight--;
+    pool_rezero(pool, p, p->written);
     struct pool_class *cl = &pool->cls[p->big];
     p->next = cl->free;
     cl->free = p;
@@ -305,6 +337,7 @@ struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
     if (!p)
         return NULL;
     p->live = 1;
+    p->written = len; /* the caller copies len bytes in */
     pool->c.imported++;
     if (++pool->c.in_flight > pool->c.peak_in_flight)
         pool->c.peak_in_flight = pool->c.in_flight;

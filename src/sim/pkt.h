@@ -63,7 +63,10 @@ struct mroce_sim_pkt {
     uint8_t live;               /* between inject and deliver/drop */
     uint8_t squeezed;           /* data holds the squeezed form, clen
                                    bytes (mroce_sim_pkt_bytes) */
+    uint8_t zero;               /* pool internal: data is zero, as far
+                                   as its writers said (pool_set_squeeze) */
     uint32_t clen;
+    uint32_t written; /* pool internal: bytes of data written, from 0 */
 };
 
 /* Payload-free runs (sim/vmem.h): a packet whose payload a codec can
@@ -74,15 +77,21 @@ struct mroce_sim_pkt {
  * the compact form of pkt[0..len) into out (cap bytes; cap 0: no room,
  * out may be NULL) and returns its length, or 0 if it does not squeeze
  * this packet. It must only squeeze a packet expand rebuilds byte for
- * byte: expand, given a pkt buffer of zeros, makes it the whole packet
- * (the len squeeze saw), writing only its non-zero parts; clean undoes
- * that: pkt, holding the packet, is zero again. So neither writes the
- * kilobytes of zeros a payload-free packet mostly is. */
+ * byte, and a packet it squeezes it leaves zero (pkt[0..len)); one it
+ * does not, it leaves as it was. expand makes the pool's rebuild buffer
+ * pkt the whole packet (the len squeeze saw); the buffer is zeros at
+ * first, then as the codec's clean left it after the last packet (clean
+ * ends a packet's use of it). So none writes the kilobytes of zeros a
+ * payload-free packet mostly is. open tells the codec which big buffer an
+ * endpoint writes into now (cap bytes) and whether the pool keeps it zero (the
+ * pool's word: see mroce_sim_pool_set_squeeze); NULL if the codec need not
+ * know. */
 struct mroce_sim_squeeze {
-    uint32_t (*squeeze)(void *ud, const uint8_t *pkt, uint32_t len,
-                        uint8_t *out, uint32_t cap);
+    uint32_t (*squeeze)(void *ud, uint8_t *pkt, uint32_t len, uint8_t *out,
+                        uint32_t cap);
     void (*expand)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
     void (*clean)(void *ud, const uint8_t *in, uint32_t in_len, uint8_t *pkt);
+    void (*open)(void *ud, uint8_t *buf, uint32_t cap, bool zero);
     void *ud;
 };
 
@@ -138,6 +147,9 @@ struct mroce_sim_pkt *mroce_sim_pkt_inject(struct mroce_sim_pool *pool,
  * NULL when memory ran out; commit returns NULL when len exceeds
  * max_payload (p went back to the pool, nothing counted). */
 struct mroce_sim_pkt *mroce_sim_pkt_take(struct mroce_sim_pool *pool);
+/* p, taken (and kept by its endpoint after a tx that wrote nothing), is
+ * written into again: tells the codec (take does this itself). */
+void mroce_sim_pkt_open(struct mroce_sim_pool *pool, struct mroce_sim_pkt *p);
 struct mroce_sim_pkt *mroce_sim_pkt_commit(struct mroce_sim_pool *pool,
                                            struct mroce_sim_pkt *p,
                                            const struct mroce_pkt_meta *meta,
@@ -155,9 +167,15 @@ struct mroce_sim_pkt *mroce_sim_pkt_import(struct mroce_sim_pool *pool,
                                            uint32_t len);
 
 /* Packets committed from now on are squeezed where s can (s copied; NULL
- * stops it). A buffer whose squeezed packet is committed returns to the
- * pool zero (clean), so the next payload-free fill finds zeros there.
- * Errors: MROCE_ENOMEM (no squeezing then). */
+ * stops it). With a codec the pool also keeps its big buffers zero for
+ * the codec's fills, as far as their writers said: a buffer returns zero
+ * where it was written (a packet's len bytes, counted from 0; a squeezed
+ * packet's by the codec, which checked them; an untaken buffer's
+ * whole), and the codec's open hears which buffers are zero. An
+ * endpoint that writes past the length it returns (or anything on a tx
+ * that returns 0) leaves bytes the pool does not know of: the codec must
+ * not depend on them being zero (vmem.h: such a packet is not squeezed
+ * and its placement fails). Errors: MROCE_ENOMEM (no squeezing then). */
 int mroce_sim_pool_set_squeeze(struct mroce_sim_pool *pool,
                                const struct mroce_sim_squeeze *s);
 /* True if the pool has a codec: it can rebuild squeezed packets. */

@@ -9,6 +9,10 @@
 #include "sim/pkt.h"
 #include "sim/rng.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #define VMEM_TAG_STRIDE 512u
 #define VMEM_MIN_GRANULE 64u
 #define VMEM_PAGE 4096u
@@ -29,18 +33,53 @@ struct mroce_sim_vbuf {
     void *owner;
 };
 
+/* Granules a packet's payload touches at most to be squeezed (it is at
+ * most 9 KiB, granules at least 64 B: beyond that it is not squeezed). */
+#define VMEM_SQ_LABELS 20
+
 /* The last fill of a payload-free region, which the packet being built
- * carries (squeeze): where in the packet, and what. */
+ * carries (squeeze): where in the packet, and what: the labels it wrote,
+ * kept so the squeeze need not derive them again. */
 struct vmem_fill {
     const uint8_t *dst;
     uint64_t len, off;
     const struct mroce_sim_vbuf *b;
-    int n; /* fills since the last squeeze: one per packet to squeeze */
+    int n;            /* fills since the last squeeze: one per packet */
+    uint32_t n_label; /* labels kept: 0 if more than VMEM_SQ_LABELS */
+    uint64_t label[VMEM_SQ_LABELS];
 };
+
+/* The compact form: this head, the payload's labels, the bytes before
+ * the payload (headers) and after it (pad, CRC). */
+struct sq_head {
+    uint16_t hdr, tail;
+    uint32_t pay;
+    uint64_t off, blen;
+    uint32_t n; /* labels */
+};
+
+/* Whether len bytes at p are all zero. */
+typedef bool (*vmem_zero_fn)(const uint8_t *p, uint64_t len);
 
 struct mroce_sim_vmem {
     struct mroce_sim_vmem_cfg c;
+    vmem_zero_fn is_zero; /* the fastest this CPU has */
     struct vmem_fill last;
+    /* The pool buffer an endpoint writes now (pkt.h, open), and whether
+     * the pool keeps it zero: its next fill then writes only tags. */
+    uintptr_t open_lo, open_hi;
+    bool open_zero;
+    /* The payload of the packet expand rebuilt, until clean: bytes this
+     * codec wrote from labels (at rebuilt_label, from the region's
+     * offset rebuilt_off, of rebuilt_blen bytes), zeros and tags by
+     * construction. */
+    uintptr_t rebuilt_lo, rebuilt_hi;
+    const uint8_t *rebuilt_label;
+    uint64_t rebuilt_off, rebuilt_blen;
+    /* The packet the rebuild buffer still holds (its non-zero bytes),
+     * if held: the next one of its shape writes over them (vmem_expand). */
+    bool holds;
+    struct sq_head held;
     unsigned gshift;  /* log2 G */
     uint32_t n_tags;  /* tag positions in a full granule */
     unsigned tshift;  /* log2 of the distance between tags */
@@ -50,6 +89,71 @@ struct mroce_sim_vmem {
     uint64_t bytes; /* what the regions hold */
     struct mroce_sim_vmem_counters n;
 };
+
+/* ---- Zero checks ---- */
+
+/* Zeros to compare with: reading a buffer is cheaper than writing it. */
+static const uint8_t vmem_zeros[4096];
+
+/* Out of line: the AVX2 loop below calls it for a tail of under 32
+ * bytes only, and inlined it would cost that loop a stack frame. */
+__attribute__((noinline)) static bool vmem_zero_cmp(const uint8_t *p,
+                                                    uint64_t len)
+{
+    while (len) {
+        uint64_t n = len < sizeof(vmem_zeros) ? len : sizeof(vmem_zeros);
+        if (memcmp(p, vmem_zeros, n))
+            return false;
+        p += n;
+        len -= n;
+    }
+    return true;
+}
+
+#if defined(__x86_64__)
+/* The same with AVX2: 32 bytes or'ed together per instruction, one
+ * stream read where memcmp reads two; the answer once at the end (a
+ * buffer that is not zero is the rare case). A third of memcmp's
+ * instructions for a 4 KiB payload. */
+__attribute__((target("avx2"))) static bool vmem_zero_avx2(const uint8_t *p,
+                                                           uint64_t len)
+{
+    __m256i a = _mm256_setzero_si256();
+    const __m256i *v = (const __m256i *)(const void *)p;
+    const __m256i *end = v + (len / 256) * 8;
+    for (; v < end; v += 8) {
+        __m256i x =
+            _mm256_or_si256(_mm256_loadu_si256(v), _mm256_loadu_si256(v + 1));
+        __m256i y = _mm256_or_si256(_mm256_loadu_si256(v + 2),
+                                    _mm256_loadu_si256(v + 3));
+        x = _mm256_or_si256(x, _mm256_loadu_si256(v + 4));
+        y = _mm256_or_si256(y, _mm256_loadu_si256(v + 5));
+        x = _mm256_or_si256(x, _mm256_loadu_si256(v + 6));
+        y = _mm256_or_si256(y, _mm256_loadu_si256(v + 7));
+        a = _mm256_or_si256(a, _mm256_or_si256(x, y));
+    }
+    for (end += (len % 256) / 32; v < end; v++)
+        a = _mm256_or_si256(a, _mm256_loadu_si256(v));
+    uint64_t i = len & ~(uint64_t)31;
+    return _mm256_testz_si256(a, a) &&
+           (i == len || vmem_zero_cmp(p + i, len - i));
+}
+#endif
+
+static vmem_zero_fn vmem_zero_pick(void)
+{
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2"))
+        return vmem_zero_avx2;
+#endif
+    return vmem_zero_cmp;
+}
+
+static inline bool vmem_is_zero(const struct mroce_sim_vmem *vm,
+                                const uint8_t *p, uint64_t len)
+{
+    return vm->is_zero(p, len);
+}
 
 /* ---- The vmem ---- */
 
@@ -64,6 +168,7 @@ struct mroce_sim_vmem *mroce_sim_vmem_create(const struct mroce_sim_vmem_cfg *c)
     if (!vm)
         return NULL;
     vm->c = *c;
+    vm->is_zero = vmem_zero_pick();
     vm->gshift = (unsigned)__builtin_ctzll(g);
     uint64_t stride = g < VMEM_TAG_STRIDE ? g : VMEM_TAG_STRIDE;
     vm->n_tags = (uint32_t)(g / stride);
@@ -225,93 +330,160 @@ static uint64_t vbuf_label_of(const struct mroce_sim_vbuf *b, uint64_t g)
 
 /* ---- Hooks: the engines' reads and writes ---- */
 
-/* Zeros to compare with: a buffer the pool hands out again is usually
- * zero already (pkt.h, the squeeze's clean), and reading it is cheaper
- * than writing it. */
-static const uint8_t vmem_zeros[4096];
-
-static bool vmem_is_zero(const uint8_t *p, uint64_t len)
-{
-    while (len) {
-        uint64_t n = len < sizeof(vmem_zeros) ? len : sizeof(vmem_zeros);
-        if (memcmp(p, vmem_zeros, n))
-            return false;
-        p += n;
-        len -= n;
-    }
-    return true;
-}
-
-/* What vmem_tags does at each tag position. */
-enum vmem_tag_op {
-    VMEM_TAG_WRITE, /* writes the tag */
-    VMEM_TAG_CLEAR, /* zeroes it */
-    VMEM_TAG_CHECK, /* the tags there, and zeros between them */
-};
-
-/* The tags k0 <= k < k1 of the granule at base lie wholly in [off, lim). */
-static void vmem_tag_range(const struct mroce_sim_vmem *vm, uint64_t base,
-                           uint64_t off, uint64_t lim, uint32_t *k0,
-                           uint32_t *k1)
+/* The tags of [off, +len) of a region of blen bytes lie at the multiples
+ * p of the tag stride with off <= p and p + 8 <= min(off + len, blen);
+ * the tag at p is the label of granule p / G XOR mix(its index there).
+ * The payload's other bytes are zeros, so that it is a function of the
+ * labels alone and a squeezed packet is rebuilt to the very bytes its
+ * CRC covers. */
+static inline uint64_t vmem_tag_first(const struct mroce_sim_vmem *vm,
+                                      uint64_t off)
 {
     uint64_t s = 1ull << vm->tshift;
-    uint64_t lo = off > base ? (off - base + s - 1) >> vm->tshift : 0;
-    uint64_t hi = lim >= base + 8 ? ((lim - base - 8) >> vm->tshift) + 1 : 0;
-    hi = hi < vm->n_tags ? hi : vm->n_tags;
-    *k0 = (uint32_t)lo;
-    *k1 = (uint32_t)(hi > lo ? hi : lo);
+    return (off + s - 1) & ~(s - 1);
 }
 
-/* CHECK over one granule's tags k0..k1 (label l, the granule at rel from
- * dst): each tag, and zeros from *at up to it. */
-static bool vmem_tags_check(const struct mroce_sim_vmem *vm, const uint8_t *dst,
-                            uint64_t rel, uint64_t l, uint32_t k0, uint32_t k1,
-                            uint64_t *at)
+static inline uint64_t vmem_tag_lim(uint64_t off, uint64_t len, uint64_t blen)
 {
-    for (uint32_t k = k0; k < k1; k++) {
-        uint64_t p = rel + ((uint64_t)k << vm->tshift), t;
-        memcpy(&t, dst + p, 8);
-        if (t != (l ^ vm->mix[k]) || !vmem_is_zero(dst + *at, p - *at))
-            return false;
-        *at = p + 8;
-    }
+    return off + len < blen ? off + len : blen;
+}
+
+/* The tag loops: a granule at a time (its label, then its tags' mixes
+ * in order), the vmem's fields in locals (stores through a byte pointer
+ * could alias them: the compiler would load them at every tag). */
+struct vmem_tag_walk {
+    uint64_t p, lim, g0, s;
+    unsigned gs, ts;
+    uint64_t kmask;
+};
+
+static inline struct vmem_tag_walk vmem_walk(const struct mroce_sim_vmem *vm,
+                                             uint64_t off, uint64_t len,
+                                             uint64_t blen)
+{
+    return (struct vmem_tag_walk){.p = vmem_tag_first(vm, off),
+                                  .lim = vmem_tag_lim(off, len, blen),
+                                  .g0 = off >> vm->gshift,
+                                  .s = 1ull << vm->tshift,
+                                  .gs = vm->gshift,
+                                  .ts = vm->tshift,
+                                  .kmask = vm->n_tags - 1};
+}
+
+/* The next granule's tags: [*k0, *k1) of its mixes, its index from g0;
+ * false when there are none left. */
+static inline bool vmem_walk_next(struct vmem_tag_walk *w, uint64_t *gi,
+                                  uint64_t *k0, uint64_t *k1)
+{
+    if (w->p + 8 > w->lim)
+        return false;
+    uint64_t g = w->p >> w->gs, gend = (g + 1) << w->gs;
+    uint64_t stop = gend < w->lim - 7 ? gend : w->lim - 7; /* p < stop */
+    uint64_t n = (stop - w->p + w->s - 1) >> w->ts;
+    *gi = g - w->g0;
+    *k0 = (w->p >> w->ts) & w->kmask;
+    *k1 = *k0 + n;
+    w->p += n << w->ts;
     return true;
 }
 
-/* Free mode: the bytes of [off, +len) of a region of blen bytes, at dst,
- * are zeros and, at each tag position of each granule, the tag of that
- * granule's label (labels[g - g0]), so that they are a function of the
- * labels alone and a squeezed packet is rebuilt to the very bytes its
- * CRC covers. op writes or clears the tags only (the zeros are dst's
- * already) or checks every byte (CHECK only reads dst). */
-static bool vmem_tags(const struct mroce_sim_vmem *vm, enum vmem_tag_op op,
-                      uint64_t off, uint8_t *dst, uint64_t len, uint64_t blen,
-                      const uint64_t *labels)
+/* [off, +len) is one whole granule (what most packets carry): its tags
+ * are at every stride from dst, mixes 0 to n_tags - 1. */
+static inline bool vmem_one_granule(const struct mroce_sim_vmem *vm,
+                                    uint64_t off, uint64_t len, uint64_t blen)
 {
-    uint64_t end = off + len, lim = end < blen ? end : blen;
-    uint64_t g0 = off >> vm->gshift, at = 0;
-    for (uint64_t g = g0; (g << vm->gshift) < end; g++) {
-        uint64_t base = g << vm->gshift, l = labels[g - g0];
-        uint64_t rel = base - off; /* wraps below off: used with k >= k0 */
-        uint32_t k0, k1;
-        vmem_tag_range(vm, base, off, lim, &k0, &k1);
-        if (op == VMEM_TAG_CHECK) {
-            if (!vmem_tags_check(vm, dst, rel, l, k0, k1, &at))
-                return false;
-            continue;
-        }
-        for (uint32_t k = k0; k < k1; k++) {
-            uint64_t t = op == VMEM_TAG_WRITE ? l ^ vm->mix[k] : 0;
-            memcpy(dst + (rel + ((uint64_t)k << vm->tshift)), &t, 8);
-        }
-    }
-    return op != VMEM_TAG_CHECK || vmem_is_zero(dst + at, len - at);
+    return len == vm->c.granule && !(off & (len - 1)) && off + len <= blen;
 }
 
-/* Granules [off, +len) touches; a packet's payload touches at most
- * VMEM_SQ_LABELS (it is at most 9 KiB, granules at least 64 B: beyond
- * that the packet is not squeezed). */
-#define VMEM_SQ_LABELS 20
+/* The tags of one whole granule of label l at dst. */
+static inline void vmem_granule_put(const struct mroce_sim_vmem *vm,
+                                    uint8_t *dst, uint64_t l)
+{
+    const uint64_t *mix = vm->mix;
+    uint64_t s = 1ull << vm->tshift;
+    for (uint32_t k = 0, n = vm->n_tags; k < n; k++, dst += s) {
+        uint64_t t = l ^ mix[k];
+        memcpy(dst, &t, 8);
+    }
+}
+
+static void vmem_tags_walk_put(const struct mroce_sim_vmem *vm, uint64_t off,
+                               uint8_t *dst, uint64_t len, uint64_t blen,
+                               const uint64_t *labels)
+{
+    const uint64_t *mix = vm->mix;
+    struct vmem_tag_walk w = vmem_walk(vm, off, len, blen);
+    uint8_t *d = dst + (w.p - off);
+    uint64_t gi, k0, k1;
+    while (vmem_walk_next(&w, &gi, &k0, &k1)) {
+        uint64_t l = labels[gi];
+        for (uint64_t k = k0; k < k1; k++, d += w.s) {
+            uint64_t t = l ^ mix[k];
+            memcpy(d, &t, 8);
+        }
+    }
+}
+
+/* Writes the tags of [off, +len) at dst (labels[g - off / G] for
+ * granule g). */
+static inline void vmem_tags_put(const struct mroce_sim_vmem *vm, uint64_t off,
+                                 uint8_t *dst, uint64_t len, uint64_t blen,
+                                 const uint64_t *labels)
+{
+    if (vmem_one_granule(vm, off, len, blen))
+        vmem_granule_put(vm, dst, labels[0]);
+    else
+        vmem_tags_walk_put(vm, off, dst, len, blen, labels);
+}
+
+/* Zeroes the tags of [off, +len) at dst. */
+static void vmem_tags_clear(const struct mroce_sim_vmem *vm, uint64_t off,
+                            uint8_t *dst, uint64_t len, uint64_t blen)
+{
+    uint64_t s = 1ull << vm->tshift, lim = vmem_tag_lim(off, len, blen);
+    for (uint64_t p = vmem_tag_first(vm, off); p + 8 <= lim; p += s)
+        memset(dst + (p - off), 0, 8);
+}
+
+/* Tags k0 to k1 - 1 of label l, from d on s bytes apart: each compared
+ * and zeroed; where the first that differs is (left as it was), or NULL. */
+static inline uint8_t *vmem_run_take(const uint64_t *mix, uint8_t *d,
+                                     uint64_t l, uint64_t k0, uint64_t k1,
+                                     uint64_t s)
+{
+    for (uint64_t k = k0; k < k1; k++, d += s) {
+        uint64_t t;
+        memcpy(&t, d, 8);
+        if (t != (l ^ mix[k]))
+            return d;
+        memset(d, 0, 8);
+    }
+    return NULL;
+}
+
+/* The tags of [off, +len) at dst are those of labels: then they are
+ * zeroed (true), else left as they were (false). */
+static bool vmem_tags_take(const struct mroce_sim_vmem *vm, uint64_t off,
+                           uint8_t *dst, uint64_t len, uint64_t blen,
+                           const uint64_t *labels)
+{
+    uint8_t *bad = NULL;
+    if (vmem_one_granule(vm, off, len, blen)) {
+        bad = vmem_run_take(vm->mix, dst, labels[0], 0, vm->n_tags,
+                            1ull << vm->tshift);
+    } else {
+        struct vmem_tag_walk w = vmem_walk(vm, off, len, blen);
+        uint8_t *d = dst + (w.p - off);
+        uint64_t gi, k0, k1;
+        while (!bad && vmem_walk_next(&w, &gi, &k0, &k1)) {
+            bad = vmem_run_take(vm->mix, d, labels[gi], k0, k1, w.s);
+            d += (k1 - k0) * w.s;
+        }
+    }
+    if (bad) /* what was zeroed before it goes back */
+        vmem_tags_put(vm, off, dst, (uint64_t)(bad - dst), blen, labels);
+    return !bad;
+}
 
 static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
                             uint64_t len)
@@ -319,24 +491,57 @@ static uint64_t vmem_n_gran(const struct mroce_sim_vmem *vm, uint64_t off,
     return len ? ((off + len - 1) >> vm->gshift) - (off >> vm->gshift) + 1 : 0;
 }
 
+/* The pool's word that dst is zero holds for the first fill into the
+ * buffer it opened (pkt.h): an endpoint that wrote there anyway makes a
+ * packet that does not squeeze, and whose placement sees the bytes
+ * (vbuf_read_tags). Anything else is checked, and zeroed if need be. */
+static void vbuf_fill_zeros(struct mroce_sim_vmem *vm, uint8_t *dst, size_t len)
+{
+    uintptr_t a = (uintptr_t)dst;
+    bool zero = vm->open_zero && a >= vm->open_lo && a + len <= vm->open_hi;
+    vm->open_zero = false;
+    if (!zero && !vmem_is_zero(vm, dst, len))
+        memset(dst, 0, len);
+}
+
+/* Any range: VMEM_SQ_LABELS granules a go; the labels are kept if one
+ * go took them all. */
+static void vbuf_fill_walk(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
+                           size_t len)
+{
+    struct mroce_sim_vmem *vm = b->vm;
+    struct vmem_fill *f = &vm->last;
+    uint64_t end = off + len, ng = vmem_n_gran(vm, off, len);
+    for (uint64_t at = off; at < end;) {
+        uint64_t g0 = at >> vm->gshift, stop = (g0 + VMEM_SQ_LABELS)
+                                               << vm->gshift;
+        uint64_t n = (stop < end ? stop : end) - at;
+        for (uint64_t i = 0, gn = vmem_n_gran(vm, at, n); i < gn; i++)
+            f->label[i] = vbuf_label_of(b, g0 + i);
+        vmem_tags_put(vm, at, dst + (at - off), n, b->len, f->label);
+        at += n;
+    }
+    f->n_label = ng <= VMEM_SQ_LABELS ? (uint32_t)ng : 0;
+}
+
 static void vbuf_fill_tags(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
                            size_t len)
 {
     struct mroce_sim_vmem *vm = b->vm;
-    uint64_t labels[VMEM_SQ_LABELS], end = off + len;
-    if (!vmem_is_zero(dst, len))
-        memset(dst, 0, len);
-    for (uint64_t at = off; at < end;) { /* VMEM_SQ_LABELS granules a go */
-        uint64_t g0 = at >> vm->gshift, stop = (g0 + VMEM_SQ_LABELS)
-                                               << vm->gshift;
-        uint64_t n = (stop < end ? stop : end) - at;
-        uint64_t ng = vmem_n_gran(vm, at, n);
-        for (uint64_t i = 0; i < ng; i++)
-            labels[i] = vbuf_label_of(b, g0 + i);
-        vmem_tags(vm, VMEM_TAG_WRITE, at, dst + (at - off), n, b->len, labels);
-        at += n;
+    struct vmem_fill *f = &vm->last;
+    vbuf_fill_zeros(vm, dst, len);
+    if (vmem_one_granule(vm, off, len, b->len)) { /* most packets */
+        f->label[0] = vbuf_label_of(b, off >> vm->gshift);
+        vmem_granule_put(vm, dst, f->label[0]);
+        f->n_label = 1;
+    } else {
+        vbuf_fill_walk(b, off, dst, len);
     }
-    vm->last = (struct vmem_fill){dst, len, off, b, vm->last.n + 1};
+    f->dst = dst;
+    f->len = len;
+    f->off = off;
+    f->b = b;
+    f->n++;
 }
 
 void mroce_sim_vbuf_fill(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
@@ -356,91 +561,134 @@ static void vbuf_fill(void *ud, uint64_t off, uint8_t *dst, size_t len)
 
 /* ---- Squeezed packets (pkt.h) ---- */
 
-/* The compact form: this head, the payload's labels, the bytes before
- * the payload (headers) and after it (pad, CRC). */
-struct sq_head {
-    uint16_t hdr, tail;
-    uint32_t pay;
-    uint64_t off, blen;
-    uint32_t n; /* labels */
-};
-
-/* The payload f describes, rebuilt from its labels, equals the bytes in
- * the packet: the engine wrote nothing over them after the fill (an
- * engine that seals payload would). Checked in place. */
+/* The payload f wrote is, in place, what its labels rebuild: its tags,
+ * and zeros everywhere else (the engine wrote nothing over it after the
+ * fill, as an engine that seals payload would, and nothing was there
+ * before). Read once: the tags are compared and zeroed, then the payload
+ * must be all zeros; if it is not, the tags are put back. */
 static bool vmem_rebuilds(const struct mroce_sim_vmem *vm,
-                          const struct vmem_fill *f, const uint64_t *labels)
+                          const struct vmem_fill *f)
 {
-    return vmem_tags(vm, VMEM_TAG_CHECK, f->off, (uint8_t *)f->dst, f->len,
-                     f->b->len, labels);
+    uint8_t *pay = (uint8_t *)f->dst;
+    if (!vmem_tags_take(vm, f->off, pay, f->len, f->b->len, f->label))
+        return false;
+    if (vmem_is_zero(vm, pay, f->len))
+        return true;
+    vmem_tags_put(vm, f->off, pay, f->len, f->b->len, f->label);
+    return false;
 }
 
-static uint32_t vmem_squeeze(void *ud, const uint8_t *pkt, uint32_t len,
-                             uint8_t *out, uint32_t cap)
+/* Squeezes the packet whose payload is the last fill, and leaves it zero
+ * (pkt.h): the check zeroed the payload, the headers and tail are copied
+ * out, then zeroed. */
+static uint32_t vmem_squeeze(void *ud, uint8_t *pkt, uint32_t len, uint8_t *out,
+                             uint32_t cap)
 {
     struct mroce_sim_vmem *vm = ud;
-    struct vmem_fill f = vm->last;
-    vm->last.n = 0; /* consumed, or stale: either way not for the next */
-    if (!cap || f.n != 1 || !f.b || f.dst < pkt || f.dst + f.len > pkt + len)
+    struct vmem_fill *f = &vm->last;
+    int n = f->n;
+    f->n = 0; /* consumed, or stale: either way not for the next */
+    if (!cap || n != 1 || !f->b || f->dst < pkt || f->dst + f->len > pkt + len)
         return 0;
-    struct sq_head h = {.hdr = (uint16_t)(f.dst - pkt),
-                        .tail = (uint16_t)(pkt + len - f.dst - f.len),
-                        .pay = (uint32_t)f.len,
-                        .off = f.off,
-                        .blen = f.b->len,
-                        .n = (uint32_t)vmem_n_gran(vm, f.off, f.len)};
+    struct sq_head h = {.hdr = (uint16_t)(f->dst - pkt),
+                        .tail = (uint16_t)(pkt + len - f->dst - f->len),
+                        .pay = (uint32_t)f->len,
+                        .off = f->off,
+                        .blen = f->b->len,
+                        .n = f->n_label};
     uint64_t need = sizeof(h) + (uint64_t)h.n * 8 + h.hdr + h.tail;
-    if (h.n > VMEM_SQ_LABELS || need > cap)
-        return 0;
-    uint64_t labels[VMEM_SQ_LABELS];
-    for (uint32_t i = 0; i < h.n; i++)
-        labels[i] = vbuf_label_of(f.b, (f.off >> vm->gshift) + i);
-    if (!vmem_rebuilds(vm, &f, labels))
+    if (!h.n || need > cap || !vmem_rebuilds(vm, f))
         return 0;
     memcpy(out, &h, sizeof(h));
-    memcpy(out + sizeof(h), labels, (size_t)h.n * 8);
+    memcpy(out + sizeof(h), f->label, (size_t)h.n * 8);
     uint8_t *o = out + sizeof(h) + (size_t)h.n * 8;
+    uint8_t *tail = pkt + h.hdr + h.pay;
     memcpy(o, pkt, h.hdr);
-    memcpy(o + h.hdr, f.dst + f.len, h.tail);
+    memcpy(o + h.hdr, tail, h.tail);
+    memset(pkt, 0, h.hdr);
+    memset(tail, 0, h.tail);
     return (uint32_t)need;
 }
 
-/* The packet `in` (squeezed) describes, in pkt: written whole over zeros
- * (WRITE: headers, tags, tail), or zeroed where it was (CLEAR). */
-static inline void vmem_unsqueeze(const struct mroce_sim_vmem *vm,
-                                  enum vmem_tag_op op, const uint8_t *in,
-                                  uint8_t *pkt)
+/* The packet h describes (its labels and bytes at in), written whole
+ * into pkt: headers, tags, tail. */
+static void vmem_unsqueeze(const struct mroce_sim_vmem *vm,
+                           const struct sq_head *h, const uint8_t *in,
+                           uint8_t *pkt)
 {
-    struct sq_head h;
     uint64_t labels[VMEM_SQ_LABELS];
-    memcpy(&h, in, sizeof(h));
-    memcpy(labels, in + sizeof(h), (size_t)h.n * 8);
-    const uint8_t *bytes = in + sizeof(h) + (size_t)h.n * 8;
-    uint8_t *tail = pkt + h.hdr + h.pay;
-    if (op == VMEM_TAG_WRITE) {
-        memcpy(pkt, bytes, h.hdr);
-        memcpy(tail, bytes + h.hdr, h.tail);
-    } else {
-        memset(pkt, 0, h.hdr);
-        memset(tail, 0, h.tail);
+    const uint8_t *bytes = in + sizeof(*h) + (size_t)h->n * 8;
+    memcpy(pkt, bytes, h->hdr);
+    memcpy(pkt + h->hdr + h->pay, bytes + h->hdr, h->tail);
+    if (vmem_one_granule(vm, h->off, h->pay, h->blen)) {
+        memcpy(labels, in + sizeof(*h), 8);
+        vmem_granule_put(vm, pkt + h->hdr, labels[0]);
+        return;
     }
-    vmem_tags(vm, op, h.off, pkt + h.hdr, h.pay, h.blen, labels);
+    memcpy(labels, in + sizeof(*h), (size_t)h->n * 8);
+    vmem_tags_walk_put(vm, h->off, pkt + h->hdr, h->pay, h->blen, labels);
 }
 
-/* pkt is zero (pkt.h): the headers, the tags and the tail make it whole. */
+/* The packet h describes, in pkt, zeroed where it was. */
+static void vmem_unsqueeze_clear(const struct mroce_sim_vmem *vm,
+                                 const struct sq_head *h, uint8_t *pkt)
+{
+    memset(pkt, 0, h->hdr);
+    memset(pkt + h->hdr + h->pay, 0, h->tail);
+    vmem_tags_clear(vm, h->off, pkt + h->hdr, h->pay, h->blen);
+}
+
+/* Two packets whose non-zero bytes lie at the same places: the same
+ * header and tail lengths, and tags at the same offsets. */
+static bool vmem_same_shape(const struct mroce_sim_vmem *vm,
+                            const struct sq_head *a, const struct sq_head *b)
+{
+    uint64_t s = (1ull << vm->tshift) - 1;
+    uint64_t la = a->blen - a->off < a->pay ? a->blen - a->off : a->pay;
+    uint64_t lb = b->blen - b->off < b->pay ? b->blen - b->off : b->pay;
+    return a->hdr == b->hdr && a->tail == b->tail && a->pay == b->pay &&
+           (a->off & s) == (b->off & s) && la == lb;
+}
+
+/* The rebuild buffer pkt (pkt.h) holds zeros, or the last packet this
+ * codec rebuilt there: one of another shape is zeroed first, one of the
+ * same shape is written over (every byte of it that is not zero). */
 static void vmem_expand(void *ud, const uint8_t *in, uint32_t in_len,
                         uint8_t *pkt)
 {
     (void)in_len;
-    vmem_unsqueeze(ud, VMEM_TAG_WRITE, in, pkt);
+    struct mroce_sim_vmem *vm = ud;
+    struct sq_head h;
+    memcpy(&h, in, sizeof(h));
+    if (vm->holds && !vmem_same_shape(vm, &vm->held, &h))
+        vmem_unsqueeze_clear(vm, &vm->held, pkt);
+    vmem_unsqueeze(vm, &h, in, pkt);
+    vm->holds = true;
+    vm->held = h;
+    vm->rebuilt_lo = (uintptr_t)pkt + h.hdr;
+    vm->rebuilt_hi = vm->rebuilt_lo + h.pay;
+    vm->rebuilt_label = in + sizeof(h);
+    vm->rebuilt_off = h.off;
+    vm->rebuilt_blen = h.blen;
 }
 
-/* pkt holds the packet in (squeezed) describes: zero again. */
+/* The packet is read: the buffer keeps its bytes for the next (above). */
 static void vmem_clean(void *ud, const uint8_t *in, uint32_t in_len,
                        uint8_t *pkt)
 {
+    (void)in;
     (void)in_len;
-    vmem_unsqueeze(ud, VMEM_TAG_CLEAR, in, pkt);
+    (void)pkt;
+    struct mroce_sim_vmem *vm = ud;
+    vm->rebuilt_lo = vm->rebuilt_hi = 0;
+}
+
+static void vmem_open(void *ud, uint8_t *buf, uint32_t cap, bool zero)
+{
+    struct mroce_sim_vmem *vm = ud;
+    vm->open_lo = (uintptr_t)buf;
+    vm->open_hi = (uintptr_t)buf + cap;
+    vm->open_zero = zero;
 }
 
 bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
@@ -448,28 +696,51 @@ bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
 {
     if (vm->c.mode != MROCE_SIM_VMEM_FREE)
         return false;
-    *out =
-        (struct mroce_sim_squeeze){vmem_squeeze, vmem_expand, vmem_clean, vm};
+    *out = (struct mroce_sim_squeeze){.squeeze = vmem_squeeze,
+                                      .expand = vmem_expand,
+                                      .clean = vmem_clean,
+                                      .open = vmem_open,
+                                      .ud = vm};
     return true;
 }
 
 /* Free mode: the label the tags of granule g (at src, glen bytes) name;
  * 0 if they disagree (content shifted, cut or mixed) or there are none
- * (a granule shorter than a tag). */
+ * (a granule shorter than a tag). zeros: the bytes between the tags must
+ * be zero too (bytes this codec did not rebuild itself: a whole packet,
+ * or a payload an engine copied; what else it carries, a fill did not
+ * write). */
 static uint64_t vbuf_read_tags(const struct mroce_sim_vmem *vm,
-                               const uint8_t *src, uint64_t glen)
+                               const uint8_t *src, uint64_t glen, bool zeros)
 {
-    uint64_t l = 0;
+    uint64_t l = 0, at = 0;
     for (uint32_t k = 0; k < vm->n_tags; k++) {
         uint64_t p = vmem_tag_pos(vm, k), t;
         if (p + 8 > glen)
             break;
         memcpy(&t, src + p, 8);
         t ^= vm->mix[k];
-        if (k > 0 && t != l)
+        if ((k > 0 && t != l) || (zeros && !vmem_is_zero(vm, src + at, p - at)))
             return 0;
         l = t;
+        at = p + 8;
     }
+    return zeros && !vmem_is_zero(vm, src + at, glen - at) ? 0 : l;
+}
+
+/* The label the tags of a rebuilt packet's granule at a (glen bytes)
+ * name, known without reading them when they are one source granule's
+ * (as vmem_expand wrote them: what vbuf_read_tags would find); else 0. */
+static uint64_t vbuf_rebuilt_label(const struct mroce_sim_vmem *vm, uintptr_t a,
+                                   uint64_t glen)
+{
+    uint64_t so = vm->rebuilt_off + (a - vm->rebuilt_lo), l;
+    if ((so & (vm->c.granule - 1)) || so + glen > vm->rebuilt_blen)
+        return 0;
+    memcpy(&l,
+           vm->rebuilt_label +
+               ((so >> vm->gshift) - (vm->rebuilt_off >> vm->gshift)) * 8,
+           8);
     return l;
 }
 
@@ -488,7 +759,11 @@ static void vbuf_land(struct mroce_sim_vbuf *b, uint64_t g, const uint8_t *src,
     }
     if (glen < 8)
         return; /* no tag fits: its count is all there is */
-    uint64_t l = vbuf_read_tags(vm, src, glen);
+    uintptr_t a = (uintptr_t)src;
+    bool rebuilt = a >= vm->rebuilt_lo && a + glen <= vm->rebuilt_hi;
+    uint64_t l = rebuilt ? vbuf_rebuilt_label(vm, a, glen) : 0;
+    if (!l)
+        l = vbuf_read_tags(vm, src, glen, !rebuilt);
     vm->n.bad_tags += l == 0;
     if (b->label)
         b->label[g] = l;
@@ -543,6 +818,12 @@ static void vbuf_place(void *ud, uint64_t off, const uint8_t *src, size_t len)
         vbuf_place_at(b, off, src, len);
         vbuf_place_at(b, off, src, len);
     }
+}
+
+void mroce_sim_vbuf_place(struct mroce_sim_vbuf *b, uint64_t off,
+                          const uint8_t *src, size_t len)
+{
+    vbuf_place(b, off, src, len);
 }
 
 int mroce_sim_vbuf_reg(struct mroce_sim_vbuf *b, struct mroce_pd *pd,

@@ -16,9 +16,10 @@
  *       mix(position), so a packet's payload is a function of its
  *       labels (it can travel squeezed: mroce_sim_vmem_squeezer); place
  *       reads the tags back, checks they agree with each other and with
- *       their position (content shifted, cut or mixed fails), and stores
- *       the label. Collectives' local operations work on labels (a copy
- *       copies them, a float32 sum adds them: sums of random 64-bit
+ *       their position (content shifted, cut or mixed fails) and, for
+ *       bytes the squeezer did not rebuild itself, that the others are
+ *       zeros, and stores the label. Collectives' local operations work on
+ * labels (a copy copies them, a float32 sum adds them: sums of random 64-bit
  *       labels are as distinct as the sets they sum). A run then checks
  *       every destination granule's label against what the workload
  *       should have put there.
@@ -99,7 +100,14 @@ uint64_t mroce_sim_vmem_bytes(const struct mroce_sim_vmem *vm);
 /* Free mode: the codec that keeps payload-free packets squeezed in the
  * packet pool (pkt.h): a packet whose payload is one fill of a region is
  * kept as its headers, trailer and the payload's labels, and rebuilt to
- * the same bytes (fill writes zeros and tags). False in real mode. */
+ * the same bytes (fill writes zeros and tags). It serves one pool (it
+ * keeps what that pool's rebuild buffer holds). With it, the fill takes
+ * the pool's word that a buffer is zero and writes only the tags; the
+ * squeeze checks every byte of the payload once, so a packet that is not
+ * what its fill wrote (written over after the fill, as a sealing engine
+ * would, or before it by an endpoint writing where it said it did not)
+ * stays whole, and its placement is checked byte for byte (zeros and
+ * tags). False in real mode. */
 struct mroce_sim_squeeze;
 bool mroce_sim_vmem_squeezer(struct mroce_sim_vmem *vm,
                              struct mroce_sim_squeeze *out);
@@ -131,6 +139,14 @@ uint8_t *mroce_sim_vbuf_bytes(const struct mroce_sim_vbuf *b);
  * squeezed). Exported for tests. */
 void mroce_sim_vbuf_fill(struct mroce_sim_vbuf *b, uint64_t off, uint8_t *dst,
                          size_t len);
+
+/* What the region's place hook does when an engine places [off, +len)
+ * of it from src: counted per granule, and the bytes kept (real) or the
+ * label the tags name (free; checked against the zeros between the tags
+ * too unless src is the packet the squeezer rebuilt last). Exported for
+ * tests. */
+void mroce_sim_vbuf_place(struct mroce_sim_vbuf *b, uint64_t off,
+                          const uint8_t *src, size_t len);
 
 /* Free mode: the label of granule g of a source of this identity. */
 uint64_t mroce_sim_vbuf_label(const struct mroce_sim_vmem *vm, uint64_t id,

@@ -215,6 +215,19 @@ static struct mroce_sim_pkt *sq_build(struct sq_env *e, uint32_t hdr,
     return c;
 }
 
+/* The label granule g of the source has (check_labels' want). */
+struct sq_want {
+    struct sq_env *e;
+    uint64_t g;
+};
+
+static uint64_t sq_label(void *ud, uint64_t i)
+{
+    const struct sq_want *w = ud;
+    (void)i;
+    return mroce_sim_vbuf_label(w->e->vm, 42, w->g);
+}
+
 /* The packet's bytes, squeezed or not, are what was written. */
 static void sq_check(struct sq_env *e, struct mroce_sim_pkt *p)
 {
@@ -283,11 +296,11 @@ static void test_squeeze_refuses(void **state)
     sq_env_free(&e);
 }
 
-/* The zeros are not written (pkt.h): a buffer whose packet was squeezed
- * returns to the pool zero where the packet was; a fill into a dirty buffer
- * still gives zeros between the tags (else the packet would not squeeze); the
- * one rebuild buffer is zero again after each packet, so packets whose tags sit
- * at other offsets (headers of 58, 61, 58 bytes) read back exactly. */
+/* The zeros are not written (pkt.h): a buffer written all through and
+ * untaken, and one whose packet was squeezed, return to the pool zero; the
+ * one rebuild buffer keeps a packet's bytes only for the next of its
+ * shape, so packets whose tags sit at other offsets (headers of 58, 61, 58
+ * bytes) read back exactly. */
 static void test_squeeze_clean(void **state)
 {
     (void)state;
@@ -310,6 +323,117 @@ static void test_squeeze_clean(void **state)
             assert_int_equal(big->data[k], 0);
         mroce_sim_pkt_untake(e.pool, big);
     }
+    sq_env_free(&e);
+}
+
+/* The buffer the pool hands out next is buf, and zero all through. */
+static void sq_next_zero(struct sq_env *e, const uint8_t *buf)
+{
+    struct mroce_sim_pkt *t = mroce_sim_pkt_take(e->pool);
+    assert_ptr_equal(t->data, buf);
+    for (uint32_t k = 0; k < SQ_MAX; k++)
+        assert_int_equal(t->data[k], 0);
+    mroce_sim_pkt_untake(e->pool, t);
+}
+
+/* The pool keeps its big buffers zero for the fills (pkt.h: the fill then
+ * writes only tags): after a squeezed packet, an ACK-sized one, whole ones
+ * delivered and dropped, and an untaken buffer written all through, the
+ * buffer taken next is zero. So is one written before the codec was set,
+ * once its packet (whose fill zeroed it) is committed. */
+static void test_squeeze_pool_zero(void **state)
+{
+    (void)state;
+    struct sq_env e;
+    sq_env_init(&e, 4096);
+    struct mroce_sim_pkt *t = mroce_sim_pkt_take(e.pool);
+    uint8_t *buf = t->data;
+    mroce_sim_pkt_untake(e.pool, t);
+    struct mroce_sim_pkt *p = sq_build(&e, 58, 0, 4096, 4, 1, false, 1);
+    assert_true(p->squeezed);
+    sq_next_zero(&e, buf);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 4096, 64, 4, 1, false, 2); /* ACK-sized */
+    assert_false(p->big);
+    sq_next_zero(&e, buf);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 0, 4096, 4, 2, false, 3); /* whole */
+    assert_ptr_equal(p->data, buf);
+    mroce_sim_pkt_deliver(e.pool, p);
+    sq_next_zero(&e, buf);
+    p = sq_build(&e, 61, 0, 4096, 4, 0, false, 4); /* whole, no fill */
+    mroce_sim_pkt_drop(e.pool, p, MROCE_SIM_DROP_LOSS);
+    sq_next_zero(&e, buf);
+    t = mroce_sim_pkt_take(e.pool);
+    memset(t->data, 0xa5, SQ_MAX);
+    mroce_sim_pkt_untake(e.pool, t);
+    sq_next_zero(&e, buf);
+    sq_env_free(&e);
+    /* written before the pool had a codec: not zero as far as it knows */
+    sq_env_init(&e, 4096);
+    assert_int_equal(mroce_sim_pool_set_squeeze(e.pool, NULL), 0);
+    t = mroce_sim_pkt_take(e.pool);
+    buf = t->data;
+    memset(t->data, 0xa5, SQ_MAX);
+    mroce_sim_pkt_untake(e.pool, t);
+    struct mroce_sim_squeeze sq;
+    assert_true(mroce_sim_vmem_squeezer(e.vm, &sq));
+    assert_int_equal(mroce_sim_pool_set_squeeze(e.pool, &sq), 0);
+    p = sq_build(&e, 58, 0, 4096, 4, 1, false, 5);
+    assert_true(p->squeezed);
+    sq_check(&e, p);
+    sq_next_zero(&e, buf);
+    mroce_sim_pkt_deliver(e.pool, p);
+    sq_env_free(&e);
+}
+
+/* An endpoint writes where it said it did not (into the payload before
+ * its fill, which takes the pool's word that the buffer is zero, as it
+ * would find the bytes a previous packet wrote past its length): the
+ * packet does not squeeze, reads back as written, and placing it is
+ * caught (bad_tags). Whole packets of a right fill and rebuilt ones
+ * place clean, and the labels land. */
+static void test_squeeze_stray(void **state)
+{
+    (void)state;
+    struct sq_env e;
+    sq_env_init(&e, 1024);
+    struct mroce_sim_vbuf *dst =
+        mroce_sim_vbuf_new(e.vm, mroce_sim_vbuf_len(e.src), false, 0, 0, NULL);
+    assert_non_null(dst);
+    struct mroce_sim_pkt *p = mroce_sim_pkt_take(e.pool);
+    uint32_t len = 58 + 4096 + 4;
+    memset(p->data, 0x11, 58);
+    p->data[58 + 1500] = 0x80; /* stray, between two tags */
+    mroce_sim_vbuf_fill(e.src, 0, p->data + 58, 4096);
+    memset(p->data + 58 + 4096, 0, 4);
+    memcpy(e.want, p->data, len);
+    struct mroce_pkt_meta meta = {0};
+    p = mroce_sim_pkt_commit(e.pool, p, &meta, len, 0);
+    assert_false(p->squeezed);
+    sq_check(&e, p);
+    struct mroce_sim_vmem_counters vc;
+    mroce_sim_vbuf_place(dst, 0, mroce_sim_pkt_bytes(e.pool, p) + 58, 4096);
+    mroce_sim_pkt_bytes_done(e.pool, p);
+    mroce_sim_vmem_get_counters(e.vm, &vc);
+    assert_int_equal(vc.bad_tags, 1); /* the granule with the stray byte */
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 4096, 4096, 4, 2, false, 1); /* whole, right */
+    assert_false(p->squeezed);
+    mroce_sim_vbuf_place(dst, 4096, mroce_sim_pkt_bytes(e.pool, p) + 58, 4096);
+    mroce_sim_pkt_bytes_done(e.pool, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    p = sq_build(&e, 58, 8192, 4096, 4, 1, false, 2); /* squeezed */
+    assert_true(p->squeezed);
+    mroce_sim_vbuf_place(dst, 8192, mroce_sim_pkt_bytes(e.pool, p) + 58, 4096);
+    mroce_sim_pkt_bytes_done(e.pool, p);
+    mroce_sim_pkt_deliver(e.pool, p);
+    mroce_sim_vmem_get_counters(e.vm, &vc);
+    assert_int_equal(vc.bad_tags, 1);
+    for (uint64_t g = 0; g < 12; g++)
+        assert_true(mroce_sim_vbuf_check_labels(dst, g * 1024, 1024, sq_label,
+                                                &(struct sq_want){&e, g}) ==
+                    (g == 1 ? 1024 : -1));
     sq_env_free(&e);
 }
 
@@ -419,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_squeeze_refuses),
         cmocka_unit_test(test_squeeze_trim),
         cmocka_unit_test(test_squeeze_clean),
+        cmocka_unit_test(test_squeeze_pool_zero),
+        cmocka_unit_test(test_squeeze_stray),
         cmocka_unit_test(test_squeeze_same_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
