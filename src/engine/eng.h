@@ -304,7 +304,7 @@ struct mroce_conn {
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
     /* held with nothing changed since: eng_sched_ready and every packet
      * sent count `ver` up; with the planes open and the plane version
-     * when it was last held */
+     * when it was last held (the held set's key when it is in that set) */
     uint32_t ver, held_ver, held_plane_ver;
     uint64_t held_planes;
     uint64_t rtt_hint;  /* latest smoothed RTT of any path */
@@ -373,6 +373,13 @@ struct eng_sched {
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
     struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
+    /* R-PATH-14: found no port for its data, nothing changed since; out
+     * of `ready` until its ver, the open planes or the plane version move
+     * (all members were held at tx_planes held_planes, plane_ver
+     * held_plane_ver) */
+    struct eng_bits held;
+    uint64_t held_planes;
+    uint32_t held_plane_ver;
 };
 
 struct mroce_ctx {
@@ -688,6 +695,9 @@ static inline void eng_sched_sent(struct mroce_conn *c)
     c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
 }
 void eng_sched_timer(struct mroce_conn *c);
+void eng_sched_hold(struct mroce_conn *c);
+void eng_sched_unhold(struct mroce_conn *c);
+void eng_sched_wake_held(struct mroce_ctx *ctx);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
  * connections the one summary word of each set says it exactly, so that
  * a transmit call with nothing to do costs little; above, "maybe" (the
@@ -697,7 +707,7 @@ static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
     const struct eng_sched *s = &ctx->sched;
     if (s->cap > 4096)
         return true;
-    return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
+    return s->cap && (s->ready.s[0] | s->acks.s[0] | s->held.s[0]) != 0;
 }
 
 /* The top of the deadline heap, kept by sched.c: exact, O(1), and

@@ -124,7 +124,8 @@ static int sched_grow(struct mroce_ctx *ctx)
     struct mroce_conn **heap = sched_ptrs_grow(ctx, s->heap, s->heap_n, ncap);
     if (!rank || !heap || sched_bits_grow(ctx, &s->ready, s->cap, ncap) ||
         sched_bits_grow(ctx, &s->due, s->cap, ncap) ||
-        sched_bits_grow(ctx, &s->acks, s->cap, ncap)) {
+        sched_bits_grow(ctx, &s->acks, s->cap, ncap) ||
+        sched_bits_grow(ctx, &s->held, s->cap, ncap)) {
         eng_free(ctx, rank);
         eng_free(ctx, heap);
         return MROCE_ENOMEM;
@@ -274,6 +275,52 @@ struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx)
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
 }
 
+/* ---- held set (R-PATH-14) ---- */
+
+/* c tried and found no open port for its data: out of the ready set, so
+ * that the transmit calls until something changes do not walk it (one
+ * plane of four failing left 98% of the connections a call visited in
+ * this state). All members share one key: the open planes and the plane
+ * version when they were held (eng_sched_wake_held empties the set when
+ * either moves). */
+void eng_sched_hold(struct mroce_conn *c)
+{
+    struct eng_sched *s = &c->ctx->sched;
+    s->held_planes = c->ctx->dev.tx_planes;
+    s->held_plane_ver = c->ctx->plane_ver;
+    sched_clear(&s->ready, c->rank);
+    sched_set(&s->held, c->rank);
+}
+
+/* A held c changed (a packet sent, or tried again from the ready set,
+ * where eng_sched_ready put it): back to its place in the round-robin. */
+void eng_sched_unhold(struct mroce_conn *c)
+{
+    struct eng_sched *s = &c->ctx->sched;
+    sched_clear(&s->held, c->rank);
+    sched_set(&s->ready, c->rank);
+}
+
+/* The open planes or the plane version moved since the members were
+ * held: all of them may send again and are tried in their turn (as the
+ * walk over every ready connection did). O(words with a member), once
+ * per change seen by a transmit call. */
+void eng_sched_wake_held(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    for (uint32_t i = 0; i < sched_sum_words(s->cap); i++) {
+        for (uint64_t sm = s->held.s[i]; sm; sm &= sm - 1) {
+            uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(sm);
+            s->ready.w[w] |= s->held.w[w];
+            s->held.w[w] = 0;
+        }
+        s->ready.s[i] |= s->held.s[i];
+        s->held.s[i] = 0;
+    }
+    s->held_planes = ctx->dev.tx_planes;
+    s->held_plane_ver = ctx->plane_ver;
+}
+
 /* ---- membership ---- */
 
 int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c)
@@ -287,6 +334,7 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c)
     sched_clear(&s->ready, c->rank);
     sched_clear(&s->due, c->rank);
     sched_clear(&s->acks, c->rank);
+    sched_clear(&s->held, c->rank);
     eng_sched_timer(c);
     return 0;
 }
@@ -317,10 +365,12 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
         sched_move_bit(&s->ready, k + 1, k);
         sched_move_bit(&s->due, k + 1, k);
         sched_move_bit(&s->acks, k + 1, k);
+        sched_move_bit(&s->held, k + 1, k);
     }
     sched_clear(&s->ready, ctx->n_conns - 1);
     sched_clear(&s->due, ctx->n_conns - 1);
     sched_clear(&s->acks, ctx->n_conns - 1);
+    sched_clear(&s->held, ctx->n_conns - 1);
 }
 
 void eng_sched_release(struct mroce_ctx *ctx)
@@ -331,6 +381,7 @@ void eng_sched_release(struct mroce_ctx *ctx)
     sched_bits_free(ctx, &s->ready);
     sched_bits_free(ctx, &s->due);
     sched_bits_free(ctx, &s->acks);
+    sched_bits_free(ctx, &s->held);
     memset(s, 0, sizeof(*s));
 }
 
@@ -338,5 +389,5 @@ size_t eng_sched_bytes(const struct mroce_ctx *ctx)
 {
     uint32_t cap = ctx->sched.cap;
     return 2 * cap * sizeof(struct mroce_conn *) +
-           3 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
+           4 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
 }

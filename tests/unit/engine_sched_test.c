@@ -433,6 +433,108 @@ static void test_acks_first(void **state)
     peer_free(p);
 }
 
+/* ---- held set (R-PATH-14) ---- */
+
+static bool bit_of(const struct eng_bits *b, uint32_t r)
+{
+    return (b->w[r / 64] >> (r % 64)) & 1;
+}
+
+/* c is in the held set, out of the ready set: transmit calls skip it. */
+static void assert_held(const struct mroce_conn *c)
+{
+    assert_true(c->plane_held);
+    assert_true(bit_of(&c->ctx->sched.held, c->rank));
+    assert_false(bit_of(&c->ctx->sched.ready, c->rank));
+}
+
+/* A peer on `planes` planes, two paths on each, with tx_planes `open`
+ * and a WRITE of 60 packets posted and sent as far as it goes. */
+static struct peer *held_peer(uint32_t planes, uint64_t open)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.n_planes = planes;
+    cfg.remote.n_paths = 2 * planes;
+    cfg.attr.n_paths = 2 * planes;
+    struct peer *p = peer_new(&cfg);
+    mroce_ctx_set_tx_planes(p->ctx, open);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 60 * PEER_MTU), 0);
+    return p;
+}
+
+/* R-PATH-14: a connection whose data waits for a closed plane's port is
+ * held (the calls until something changes do not try it); a call after
+ * the plane opens sends its data there. */
+static void test_held_plane_opens(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(3, UINT64_C(1) << 1);
+    int n = peer_drain(p, NULL, 0);
+    assert_true(n > 0 && n < 60);
+    assert_held(p->conn);
+    /* another closed set: tried again (the planes moved), still held */
+    mroce_ctx_set_tx_planes(p->ctx, 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(p->conn);
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << 2);
+    n = peer_drain(p, NULL, 0);
+    assert_true(n > 0);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(p->out[k].meta.plane, 2);
+    peer_free(p);
+}
+
+/* R-PATH-14, R-PATH-15: data held for a closed plane while the one open
+ * plane is down goes there when that plane comes back (the open planes
+ * unchanged: only the plane version moves). */
+static void test_held_plane_up(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(2, UINT64_MAX);
+    for (int i = 0; i < 8; i++) /* plane.c: PLANE_FAILS_DOWN */
+        eng_plane_fail(p->ctx, 1);
+    assert_true(eng_plane_down(p->ctx, 1));
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << 1);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(p->conn);
+    assert_int_equal(mroce_ctx_tx(p->ctx, p->now, p->out[0].buf,
+                                  sizeof(p->out[0].buf), &p->out[0].meta),
+                     0);
+    eng_plane_delivered(p->ctx, 1);
+    int n = peer_drain(p, NULL, 0);
+    assert_true(n > 0);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(p->out[k].meta.plane, 1);
+    peer_free(p);
+}
+
+/* A held connection that changes (a post; an ACK it sends, R-ACK-9,
+ * which counts as a change) leaves the held set and is tried again at its
+ * turn: noted as held at its latest version. */
+static void test_held_changed(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(3, UINT64_C(1) << 1);
+    struct mroce_conn *c = p->conn;
+    assert_true(peer_drain(p, NULL, 0) > 0);
+    assert_held(c);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, PEER_MTU), 0);
+    assert_true(bit_of(&p->ctx->sched.ready, c->rank));
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(c);
+    assert_int_equal(c->held_ver, c->ver);
+    uint8_t data[16] = {0};
+    assert_int_equal(peer_write(p, 0, 0, 0, 0, 0, p->va, p->rkey, 0,
+                                sizeof(data), data, sizeof(data)),
+                     0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    assert_int_equal(p->out[0].h.opcode, MROCE_OP_ACK);
+    assert_held(c);
+    assert_int_equal(c->held_ver, c->ver);
+    peer_free(p);
+}
+
 static int teardown_peers(void **state)
 {
     (void)state;
@@ -496,15 +598,12 @@ static void test_ptimer_tree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        M(test_ready_round_robin),
-        M(test_ready_destroy),
-        M(test_heap_exact),
-        M(test_heap_due_order),
-        P(test_api_many_conns),
-        P(test_state_bytes),
-        P(test_state_bytes_lazy),
-        P(test_acks_first),
-        cmocka_unit_test(test_ptimer_tree),
+        M(test_ready_round_robin), M(test_ready_destroy),
+        M(test_heap_exact),        M(test_heap_due_order),
+        P(test_api_many_conns),    P(test_state_bytes),
+        P(test_state_bytes_lazy),  P(test_acks_first),
+        P(test_held_plane_opens),  P(test_held_plane_up),
+        P(test_held_changed),      cmocka_unit_test(test_ptimer_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
