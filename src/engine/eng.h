@@ -302,6 +302,7 @@ struct mroce_conn {
     uint32_t sent_bytes, done_bytes;
     uint32_t n_probe_due; /* paths with a PROBE to send */
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
+    uint8_t held_group;   /* its group in ctx->sched.held; ENG_HELD_NONE */
     /* held with nothing changed since: eng_sched_ready and every packet
      * sent count `ver` up; with the planes open and the plane version
      * when it was last held (the held set's key when it is in that set) */
@@ -362,6 +363,17 @@ struct eng_plane {
     bool down;
 };
 
+/* R-PATH-14: held connections that were held at one (tx_planes,
+ * plane_ver) key; a few keys cover a flow control that opens and closes
+ * ports per packet (sched.c). */
+#define ENG_HELD_GROUPS 4
+#define ENG_HELD_NONE 0xff
+struct eng_held {
+    struct eng_bits bits;
+    uint64_t planes;
+    uint32_t plane_ver, n;
+};
+
 /* Ready set and deadline heap of a context (sched.c). */
 struct eng_sched {
     struct mroce_conn **by_rank;
@@ -373,13 +385,11 @@ struct eng_sched {
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
     struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
-    /* R-PATH-14: found no port for its data, nothing changed since; out
-     * of `ready` until its ver, the open planes or the plane version move
-     * (all members were held at tx_planes held_planes, plane_ver
-     * held_plane_ver) */
-    struct eng_bits held;
-    uint64_t held_planes;
-    uint32_t held_plane_ver;
+    /* R-PATH-14: connections that found no port for their data, out of
+     * `ready`, by the open planes and plane version they were held at */
+    struct eng_held held[ENG_HELD_GROUPS];
+    uint32_t n_held; /* members of all groups */
+    uint32_t cand; /* groups a some-planes walk tries (eng_sched_held_begin) */
 };
 
 struct mroce_ctx {
@@ -697,7 +707,9 @@ static inline void eng_sched_sent(struct mroce_conn *c)
 void eng_sched_timer(struct mroce_conn *c);
 void eng_sched_hold(struct mroce_conn *c);
 void eng_sched_unhold(struct mroce_conn *c);
-void eng_sched_wake_held(struct mroce_ctx *ctx);
+void eng_sched_held_begin(struct mroce_ctx *ctx, bool all_open);
+struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx);
+struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
  * connections the one summary word of each set says it exactly, so that
  * a transmit call with nothing to do costs little; above, "maybe" (the
@@ -707,7 +719,7 @@ static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
     const struct eng_sched *s = &ctx->sched;
     if (s->cap > 4096)
         return true;
-    return s->cap && (s->ready.s[0] | s->acks.s[0] | s->held.s[0]) != 0;
+    return s->n_held || (s->cap && (s->ready.s[0] | s->acks.s[0]) != 0);
 }
 
 /* The top of the deadline heap, kept by sched.c: exact, O(1), and

@@ -115,6 +115,15 @@ static void *sched_ptrs_grow(struct mroce_ctx *ctx, void *old, uint32_t n,
     return p;
 }
 
+static int sched_held_grow(struct mroce_ctx *ctx, uint32_t ncap)
+{
+    struct eng_sched *s = &ctx->sched;
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        if (sched_bits_grow(ctx, &s->held[g].bits, s->cap, ncap))
+            return MROCE_ENOMEM;
+    return 0;
+}
+
 /* Doubles every per-rank table; connection creation only. */
 static int sched_grow(struct mroce_ctx *ctx)
 {
@@ -125,7 +134,7 @@ static int sched_grow(struct mroce_ctx *ctx)
     if (!rank || !heap || sched_bits_grow(ctx, &s->ready, s->cap, ncap) ||
         sched_bits_grow(ctx, &s->due, s->cap, ncap) ||
         sched_bits_grow(ctx, &s->acks, s->cap, ncap) ||
-        sched_bits_grow(ctx, &s->held, s->cap, ncap)) {
+        sched_held_grow(ctx, ncap)) {
         eng_free(ctx, rank);
         eng_free(ctx, heap);
         return MROCE_ENOMEM;
@@ -275,50 +284,149 @@ struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx)
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
 }
 
-/* ---- held set (R-PATH-14) ---- */
+/* ---- held groups (R-PATH-14) ---- */
 
-/* c tried and found no open port for its data: out of the ready set, so
- * that the transmit calls until something changes do not walk it (one
- * plane of four failing left 98% of the connections a call visited in
- * this state). All members share one key: the open planes and the plane
- * version when they were held (eng_sched_wake_held empties the set when
- * either moves). */
+/* A connection tried with some planes' ports full whose data waits only
+ * for those is held: out of the ready set, in the group of the open
+ * planes and plane version it was held at. Trying it again while both
+ * are as then would return 0 again; a walk over every ready connection
+ * that skipped those (one plane of four failing left 98% of the visits
+ * skips, 48% of the run) becomes a walk over the ready set and the
+ * groups of other keys (the candidates). Flow control that closes and
+ * opens ports per packet flips tx_planes between a few masks: a group
+ * per mask keeps each held one out of the walks until the mask it was
+ * held at changes, without a visit to find that out. */
+
+static bool sched_held_key(const struct eng_held *h,
+                           const struct mroce_ctx *ctx)
+{
+    return h->planes == ctx->dev.tx_planes && h->plane_ver == ctx->plane_ver;
+}
+
+/* Every member of group g back in the ready set: O(its members). */
+static void sched_held_wake(struct eng_sched *s, uint32_t g)
+{
+    struct eng_held *h = &s->held[g];
+    for (uint32_t i = 0; h->n && i < sched_sum_words(s->cap); i++) {
+        for (uint64_t sm = h->bits.s[i]; sm; sm &= sm - 1) {
+            uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(sm);
+            for (uint64_t b = h->bits.w[w]; b; b &= b - 1)
+                s->by_rank[w * 64 + (uint32_t)__builtin_ctzll(b)]->held_group =
+                    ENG_HELD_NONE;
+            s->ready.w[w] |= h->bits.w[w];
+            h->bits.w[w] = 0;
+        }
+        s->ready.s[i] |= h->bits.s[i];
+        h->bits.s[i] = 0;
+    }
+    s->n_held -= h->n;
+    h->n = 0;
+    s->cand &= ~(1u << g);
+}
+
+/* The group of the current key: the one that has it, else an empty one,
+ * else one of another key woken (its members are candidates anyway). */
+static uint32_t sched_held_group(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    uint32_t free = ENG_HELD_GROUPS;
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++) {
+        if (s->held[g].n && sched_held_key(&s->held[g], ctx))
+            return g;
+        if (!s->held[g].n && free == ENG_HELD_GROUPS)
+            free = g;
+    }
+    if (free == ENG_HELD_GROUPS) {
+        free = ctx->plane_ver % ENG_HELD_GROUPS; /* any will do */
+        sched_held_wake(s, free);
+    }
+    s->held[free].planes = ctx->dev.tx_planes;
+    s->held[free].plane_ver = ctx->plane_ver;
+    return free;
+}
+
 void eng_sched_hold(struct mroce_conn *c)
 {
     struct eng_sched *s = &c->ctx->sched;
-    s->held_planes = c->ctx->dev.tx_planes;
-    s->held_plane_ver = c->ctx->plane_ver;
+    if (c->held_group != ENG_HELD_NONE)
+        eng_sched_unhold(c);
+    uint32_t g = sched_held_group(c->ctx);
     sched_clear(&s->ready, c->rank);
-    sched_set(&s->held, c->rank);
+    sched_set(&s->held[g].bits, c->rank);
+    s->held[g].n++;
+    s->n_held++;
+    c->held_group = (uint8_t)g;
 }
 
-/* A held c changed (a packet sent, or tried again from the ready set,
- * where eng_sched_ready put it): back to its place in the round-robin. */
+/* c changed (a packet sent, or tried again: eng_sched_ready may have put
+ * it in the ready set while it was held): out of its group, ready. */
 void eng_sched_unhold(struct mroce_conn *c)
 {
     struct eng_sched *s = &c->ctx->sched;
-    sched_clear(&s->held, c->rank);
     sched_set(&s->ready, c->rank);
+    if (c->held_group == ENG_HELD_NONE)
+        return;
+    struct eng_held *h = &s->held[c->held_group];
+    sched_clear(&h->bits, c->rank);
+    if (!--h->n)
+        s->cand &= ~(1u << c->held_group);
+    s->n_held--;
+    c->held_group = ENG_HELD_NONE;
 }
 
-/* The open planes or the plane version moved since the members were
- * held: all of them may send again and are tried in their turn (as the
- * walk over every ready connection did). O(words with a member), once
- * per change seen by a transmit call. */
-void eng_sched_wake_held(struct mroce_ctx *ctx)
+/* Before a transmit call's walk: with every plane open, all groups are
+ * ready again (that loop tries every ready connection); else the groups
+ * of another key are candidates, those of an older plane version for
+ * good (it only counts up): woken. */
+void eng_sched_held_begin(struct mroce_ctx *ctx, bool all_open)
 {
     struct eng_sched *s = &ctx->sched;
-    for (uint32_t i = 0; i < sched_sum_words(s->cap); i++) {
-        for (uint64_t sm = s->held.s[i]; sm; sm &= sm - 1) {
-            uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(sm);
-            s->ready.w[w] |= s->held.w[w];
-            s->held.w[w] = 0;
-        }
-        s->ready.s[i] |= s->held.s[i];
-        s->held.s[i] = 0;
+    s->cand = 0;
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++) {
+        struct eng_held *h = &s->held[g];
+        if (!h->n)
+            continue;
+        if (all_open || h->plane_ver != ctx->plane_ver)
+            sched_held_wake(s, g);
+        else if (h->planes != ctx->dev.tx_planes)
+            s->cand |= 1u << g;
     }
-    s->held_planes = ctx->dev.tx_planes;
-    s->held_plane_ver = ctx->plane_ver;
+}
+
+/* Highest rank <= i in the ready set or a candidate group. */
+static uint32_t sched_prev_cand(const struct eng_sched *s, uint32_t i)
+{
+    uint32_t r = sched_prev(&s->ready, i);
+    for (uint32_t m = s->cand; m; m &= m - 1) {
+        uint32_t q = sched_prev(&s->held[__builtin_ctz(m)].bits, i);
+        if (q != SCHED_NONE && (r == SCHED_NONE || q > r))
+            r = q;
+    }
+    return r;
+}
+
+/* eng_sched_pick and eng_sched_after over the ready set and the
+ * candidate groups. */
+struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    if (!ctx->n_conns)
+        return NULL;
+    uint32_t top = ctx->n_conns - 1;
+    uint32_t from = s->tx_next && s->tx_next - 1 < top ? s->tx_next - 1 : top;
+    uint32_t r = sched_prev_cand(s, from);
+    if (r == SCHED_NONE)
+        r = sched_prev_cand(s, top);
+    return r == SCHED_NONE ? NULL : s->by_rank[r];
+}
+
+struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c)
+{
+    const struct eng_sched *s = &c->ctx->sched;
+    uint32_t r = c->rank ? sched_prev_cand(s, c->rank - 1) : SCHED_NONE;
+    if (r == SCHED_NONE)
+        r = sched_prev_cand(s, c->ctx->n_conns - 1);
+    return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
 /* ---- membership ---- */
@@ -334,7 +442,9 @@ int eng_sched_add(struct mroce_ctx *ctx, struct mroce_conn *c)
     sched_clear(&s->ready, c->rank);
     sched_clear(&s->due, c->rank);
     sched_clear(&s->acks, c->rank);
-    sched_clear(&s->held, c->rank);
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        sched_clear(&s->held[g].bits, c->rank);
+    c->held_group = ENG_HELD_NONE;
     eng_sched_timer(c);
     return 0;
 }
@@ -357,7 +467,9 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
         sched_heap_del(s, c);
         sched_note_top(s);
     }
-    if (s->tx_next > r) /* at c: to the next older; above: shifts down */
+    if (c->held_group != ENG_HELD_NONE)
+        eng_sched_unhold(c); /* its ready bit is cleared below */
+    if (s->tx_next > r)      /* at c: to the next older; above: shifts down */
         s->tx_next--;
     for (uint32_t k = r; k + 1 < ctx->n_conns; k++) {
         s->by_rank[k] = s->by_rank[k + 1];
@@ -365,12 +477,14 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
         sched_move_bit(&s->ready, k + 1, k);
         sched_move_bit(&s->due, k + 1, k);
         sched_move_bit(&s->acks, k + 1, k);
-        sched_move_bit(&s->held, k + 1, k);
+        for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+            sched_move_bit(&s->held[g].bits, k + 1, k);
     }
     sched_clear(&s->ready, ctx->n_conns - 1);
     sched_clear(&s->due, ctx->n_conns - 1);
     sched_clear(&s->acks, ctx->n_conns - 1);
-    sched_clear(&s->held, ctx->n_conns - 1);
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        sched_clear(&s->held[g].bits, ctx->n_conns - 1);
 }
 
 void eng_sched_release(struct mroce_ctx *ctx)
@@ -381,7 +495,8 @@ void eng_sched_release(struct mroce_ctx *ctx)
     sched_bits_free(ctx, &s->ready);
     sched_bits_free(ctx, &s->due);
     sched_bits_free(ctx, &s->acks);
-    sched_bits_free(ctx, &s->held);
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        sched_bits_free(ctx, &s->held[g].bits);
     memset(s, 0, sizeof(*s));
 }
 
@@ -389,5 +504,6 @@ size_t eng_sched_bytes(const struct mroce_ctx *ctx)
 {
     uint32_t cap = ctx->sched.cap;
     return 2 * cap * sizeof(struct mroce_conn *) +
-           4 * (sched_words(cap) + sched_sum_words(cap)) * sizeof(uint64_t);
+           (3 + ENG_HELD_GROUPS) * (sched_words(cap) + sched_sum_words(cap)) *
+               sizeof(uint64_t);
 }

@@ -444,8 +444,129 @@ static bool bit_of(const struct eng_bits *b, uint32_t r)
 static void assert_held(const struct mroce_conn *c)
 {
     assert_true(c->plane_held);
-    assert_true(bit_of(&c->ctx->sched.held, c->rank));
+    assert_true(c->held_group < ENG_HELD_GROUPS);
+    assert_true(bit_of(&c->ctx->sched.held[c->held_group].bits, c->rank));
     assert_false(bit_of(&c->ctx->sched.ready, c->rank));
+}
+
+/* The held groups against a model: a held connection is walked
+ * (eng_sched_pick_held, eng_sched_after_held, in the ready set's order)
+ * exactly when the open planes or the plane version differ from when it
+ * was held; more keys than groups wake a group of another key into the
+ * ready set; a newer plane version or all planes open wake them all. */
+struct hmodel {
+    bool held[N_CONNS + 1];
+    uint64_t planes[N_CONNS + 1];
+    uint32_t pv[N_CONNS + 1];
+};
+
+static bool hmodel_walked(const struct model *m, const struct hmodel *h,
+                          const struct mroce_conn *c)
+{
+    uint32_t id = c->local.conn_id;
+    return m->ready[id] ||
+           (h->held[id] && (h->planes[id] != m->ctx->dev.tx_planes ||
+                            h->pv[id] != m->ctx->plane_ver));
+}
+
+/* Evicted members: back in the ready set, which the model follows. */
+static void hmodel_sync(struct model *m, struct hmodel *h)
+{
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct mroce_conn *c = m->list[i];
+        uint32_t id = c->local.conn_id;
+        if (h->held[id] && c->held_group == ENG_HELD_NONE) {
+            assert_true(h->planes[id] != m->ctx->dev.tx_planes ||
+                        h->pv[id] != m->ctx->plane_ver);
+            h->held[id] = false;
+            m->ready[id] = true;
+        }
+        assert_int_equal(c->held_group != ENG_HELD_NONE, h->held[id]);
+    }
+}
+
+static void hmodel_check_walk(struct model *m, const struct hmodel *h)
+{
+    struct mroce_conn *want[N_CONNS], *got[N_CONNS];
+    uint32_t nw = 0, ng = 0;
+    uint32_t start = m->cursor ? model_pos(m, m->cursor) : 0;
+    for (uint32_t k = 0; k < m->n; k++) {
+        struct mroce_conn *c = m->list[(start + k) % m->n];
+        if (hmodel_walked(m, h, c))
+            want[nw++] = c;
+    }
+    struct mroce_conn *c = eng_sched_pick_held(m->ctx);
+    while (c && ng < N_CONNS && (!ng || c != got[0])) {
+        got[ng++] = c;
+        c = eng_sched_after_held(c);
+    }
+    assert_int_equal(ng, nw);
+    for (uint32_t k = 0; k < nw; k++)
+        assert_ptr_equal(got[k], want[k]);
+}
+
+static void held_step(struct model *m, struct hmodel *h)
+{
+    struct mroce_conn *c = m->list[rnd(m) % m->n];
+    uint32_t id = c->local.conn_id;
+    switch (rnd(m) % 6) {
+    case 0: /* tried and held (the walk takes it out of its group) */
+        eng_sched_unhold(c);
+        c->plane_held = true;
+        eng_sched_hold(c);
+        m->ready[id] = false;
+        h->held[id] = true;
+        h->planes[id] = m->ctx->dev.tx_planes;
+        h->pv[id] = m->ctx->plane_ver;
+        break;
+    case 1:
+        eng_sched_ready(c);
+        m->ready[id] = true;
+        break;
+    case 2: /* tried, nothing to send */
+        eng_sched_unhold(c);
+        c->plane_held = false;
+        eng_sched_idle(c);
+        m->ready[id] = h->held[id] = false;
+        break;
+    case 3: /* six masks: more than the groups */
+        mroce_ctx_set_tx_planes(m->ctx, 1 + rnd(m) % 6);
+        break;
+    case 4:
+        if (rnd(m) % 8 == 0)
+            m->ctx->plane_ver++;
+        break;
+    default:
+        if (m->n > 2 && rnd(m) % 4 == 0) {
+            h->held[id] = false;
+            model_del(m, c);
+            model_add(m);
+        }
+        break;
+    }
+    hmodel_sync(m, h);
+}
+
+static void test_held_groups(void **state)
+{
+    struct model *m = *state;
+    struct hmodel *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    for (int i = 0; i < 100; i++)
+        model_add(m);
+    for (int i = 0; i < 20000; i++) {
+        held_step(m, h);
+        if (rnd(m) % 4 == 0) {
+            eng_sched_held_begin(m->ctx, false);
+            hmodel_sync(m, h);
+            hmodel_check_walk(m, h);
+        }
+    }
+    eng_sched_held_begin(m->ctx, true); /* every plane open */
+    assert_int_equal(m->ctx->sched.n_held, 0);
+    for (uint32_t i = 0; i < m->n; i++)
+        assert_int_equal(m->list[i]->held_group, ENG_HELD_NONE);
+    free(h);
 }
 
 /* A peer on `planes` planes, two paths on each, with tx_planes `open`
@@ -598,12 +719,19 @@ static void test_ptimer_tree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        M(test_ready_round_robin), M(test_ready_destroy),
-        M(test_heap_exact),        M(test_heap_due_order),
-        P(test_api_many_conns),    P(test_state_bytes),
-        P(test_state_bytes_lazy),  P(test_acks_first),
-        P(test_held_plane_opens),  P(test_held_plane_up),
-        P(test_held_changed),      cmocka_unit_test(test_ptimer_tree),
+        M(test_ready_round_robin),
+        M(test_ready_destroy),
+        M(test_heap_exact),
+        M(test_heap_due_order),
+        P(test_api_many_conns),
+        P(test_state_bytes),
+        P(test_state_bytes_lazy),
+        P(test_acks_first),
+        P(test_held_plane_opens),
+        P(test_held_plane_up),
+        P(test_held_changed),
+        M(test_held_groups),
+        cmocka_unit_test(test_ptimer_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
