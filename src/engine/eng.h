@@ -385,11 +385,11 @@ struct eng_sched {
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
     struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
-    /* R-PATH-14: connections that found no port for their data, out of
-     * `ready`, by the open planes and plane version they were held at */
+    /* R-PATH-14: ready connections that found no port for their data,
+     * by the open planes and plane version they were held at */
     struct eng_held held[ENG_HELD_GROUPS];
     uint32_t n_held; /* members of all groups */
-    uint32_t cand; /* groups a some-planes walk tries (eng_sched_held_begin) */
+    uint32_t excl;   /* the group of the current key; ENG_HELD_NONE */
 };
 
 struct mroce_ctx {
@@ -671,11 +671,16 @@ static inline void eng_bits_clear(struct eng_bits *b, uint32_t i)
     if (!b->w[i / 64])
         b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
 }
-/* c may have something to send (it changed: its `ver` counts that). */
+void eng_sched_hold(struct mroce_conn *c);
+void eng_sched_unhold(struct mroce_conn *c);
+/* c may have something to send (it changed: its `ver` counts that, and
+ * it is no longer held, R-PATH-14). */
 static inline void eng_sched_ready(struct mroce_conn *c)
 {
     c->ver++;
     eng_bits_set(&c->ctx->sched.ready, c->rank);
+    if (c->held_group != ENG_HELD_NONE)
+        eng_sched_unhold(c);
 }
 static inline void eng_sched_idle(struct mroce_conn *c)
 {
@@ -705,9 +710,7 @@ static inline void eng_sched_sent(struct mroce_conn *c)
     c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
 }
 void eng_sched_timer(struct mroce_conn *c);
-void eng_sched_hold(struct mroce_conn *c);
-void eng_sched_unhold(struct mroce_conn *c);
-void eng_sched_held_begin(struct mroce_ctx *ctx, bool all_open);
+void eng_sched_held_begin(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
@@ -719,7 +722,7 @@ static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
     const struct eng_sched *s = &ctx->sched;
     if (s->cap > 4096)
         return true;
-    return s->n_held || (s->cap && (s->ready.s[0] | s->acks.s[0]) != 0);
+    return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
 }
 
 /* The top of the deadline heap, kept by sched.c: exact, O(1), and

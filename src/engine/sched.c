@@ -8,7 +8,9 @@
  * and wraps, which is the order of the connection list the scan used, so
  * the packet order on the wire is unchanged. The ready set is a two-level
  * bitmap over ranks: set, clear and "highest set rank <= r" are O(1) for
- * up to 4096 connections per summary word. */
+ * up to 4096 connections per summary word. Held groups (R-PATH-14, below)
+ * let a walk with some planes' ports full pass over the connections that
+ * would find no port again. */
 #include <string.h>
 
 #include "engine/eng.h"
@@ -287,15 +289,16 @@ struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx)
 /* ---- held groups (R-PATH-14) ---- */
 
 /* A connection tried with some planes' ports full whose data waits only
- * for those is held: out of the ready set, in the group of the open
+ * for those is held: it stays in the ready set, in the group of the open
  * planes and plane version it was held at. Trying it again while both
- * are as then would return 0 again; a walk over every ready connection
- * that skipped those (one plane of four failing left 98% of the visits
- * skips, 48% of the run) becomes a walk over the ready set and the
- * groups of other keys (the candidates). Flow control that closes and
- * opens ports per packet flips tx_planes between a few masks: a group
- * per mask keeps each held one out of the walks until the mask it was
- * held at changes, without a visit to find that out. */
+ * are as then, and it has not changed (eng_sched_ready, a packet sent:
+ * out of its group), would return 0 again; a walk over every ready
+ * connection that skipped those (one plane of four failing left 98% of
+ * the visits skips, 48% of the run) becomes a walk that passes over the
+ * group of the current key a word at a time. The sim's flow control
+ * flips tx_planes between a few masks from one call to the next: a group
+ * per mask keeps each held connection out of the walks until the mask
+ * differs from the one it was held at, with no visit to find that out. */
 
 static bool sched_held_key(const struct eng_held *h,
                            const struct mroce_ctx *ctx)
@@ -303,7 +306,8 @@ static bool sched_held_key(const struct eng_held *h,
     return h->planes == ctx->dev.tx_planes && h->plane_ver == ctx->plane_ver;
 }
 
-/* Every member of group g back in the ready set: O(its members). */
+/* Group g's members are no longer held as a group (they stay ready):
+ * O(its members). */
 static void sched_held_wake(struct eng_sched *s, uint32_t g)
 {
     struct eng_held *h = &s->held[g];
@@ -313,26 +317,27 @@ static void sched_held_wake(struct eng_sched *s, uint32_t g)
             for (uint64_t b = h->bits.w[w]; b; b &= b - 1)
                 s->by_rank[w * 64 + (uint32_t)__builtin_ctzll(b)]->held_group =
                     ENG_HELD_NONE;
-            s->ready.w[w] |= h->bits.w[w];
             h->bits.w[w] = 0;
         }
-        s->ready.s[i] |= h->bits.s[i];
         h->bits.s[i] = 0;
     }
     s->n_held -= h->n;
     h->n = 0;
-    s->cand &= ~(1u << g);
 }
 
 /* The group of the current key: the one that has it, else an empty one,
- * else one of another key woken (its members are candidates anyway). */
+ * else one of another key (its members are walked anyway: they differ
+ * from the current key). Becomes the walk's excluded group. */
 static uint32_t sched_held_group(struct mroce_ctx *ctx)
 {
     struct eng_sched *s = &ctx->sched;
+    if (s->excl != ENG_HELD_NONE && s->held[s->excl].n &&
+        sched_held_key(&s->held[s->excl], ctx))
+        return s->excl;
     uint32_t free = ENG_HELD_GROUPS;
     for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++) {
         if (s->held[g].n && sched_held_key(&s->held[g], ctx))
-            return g;
+            return s->excl = g;
         if (!s->held[g].n && free == ENG_HELD_GROUPS)
             free = g;
     }
@@ -342,90 +347,85 @@ static uint32_t sched_held_group(struct mroce_ctx *ctx)
     }
     s->held[free].planes = ctx->dev.tx_planes;
     s->held[free].plane_ver = ctx->plane_ver;
-    return free;
+    return s->excl = free;
 }
 
-void eng_sched_hold(struct mroce_conn *c)
+/* c was tried and is held: the walks of the current key pass over it. */
+__attribute__((noinline)) void eng_sched_hold(struct mroce_conn *c)
 {
     struct eng_sched *s = &c->ctx->sched;
     if (c->held_group != ENG_HELD_NONE)
         eng_sched_unhold(c);
     uint32_t g = sched_held_group(c->ctx);
-    sched_clear(&s->ready, c->rank);
     sched_set(&s->held[g].bits, c->rank);
     s->held[g].n++;
     s->n_held++;
     c->held_group = (uint8_t)g;
 }
 
-/* c changed (a packet sent, or tried again: eng_sched_ready may have put
- * it in the ready set while it was held): out of its group, ready. */
-void eng_sched_unhold(struct mroce_conn *c)
+/* c changed or is tried again: out of its group. */
+__attribute__((noinline)) void eng_sched_unhold(struct mroce_conn *c)
 {
     struct eng_sched *s = &c->ctx->sched;
-    sched_set(&s->ready, c->rank);
-    if (c->held_group == ENG_HELD_NONE)
-        return;
     struct eng_held *h = &s->held[c->held_group];
     sched_clear(&h->bits, c->rank);
-    if (!--h->n)
-        s->cand &= ~(1u << c->held_group);
+    h->n--;
     s->n_held--;
     c->held_group = ENG_HELD_NONE;
 }
 
-/* Before a transmit call's walk: with every plane open, all groups are
- * ready again (that loop tries every ready connection); else the groups
- * of another key are candidates, those of an older plane version for
- * good (it only counts up): woken. */
-void eng_sched_held_begin(struct mroce_ctx *ctx, bool all_open)
+/* Before a some-planes walk: which group, if any, has the current key. */
+__attribute__((noinline)) void eng_sched_held_begin(struct mroce_ctx *ctx)
 {
     struct eng_sched *s = &ctx->sched;
-    s->cand = 0;
-    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++) {
-        struct eng_held *h = &s->held[g];
-        if (!h->n)
-            continue;
-        if (all_open || h->plane_ver != ctx->plane_ver)
-            sched_held_wake(s, g);
-        else if (h->planes != ctx->dev.tx_planes)
-            s->cand |= 1u << g;
-    }
+    s->excl = ENG_HELD_NONE;
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        if (s->held[g].n && sched_held_key(&s->held[g], ctx))
+            s->excl = g;
 }
 
-/* Highest rank <= i in the ready set or a candidate group. */
-static uint32_t sched_prev_cand(const struct eng_sched *s, uint32_t i)
+/* Highest ready rank <= i outside the excluded group: a word at a time
+ * over the ready set's words that have one. */
+static uint32_t sched_prev_walk(const struct eng_sched *s, uint32_t i)
 {
-    uint32_t r = sched_prev(&s->ready, i);
-    for (uint32_t m = s->cand; m; m &= m - 1) {
-        uint32_t q = sched_prev(&s->held[__builtin_ctz(m)].bits, i);
-        if (q != SCHED_NONE && (r == SCHED_NONE || q > r))
-            r = q;
+    if (s->excl == ENG_HELD_NONE)
+        return sched_prev(&s->ready, i);
+    const uint64_t *x = s->held[s->excl].bits.w;
+    for (;;) {
+        uint32_t r = sched_prev(&s->ready, i);
+        if (r == SCHED_NONE)
+            return SCHED_NONE;
+        uint64_t m = s->ready.w[r / 64] & ~x[r / 64] & sched_upto(r);
+        if (m)
+            return r / 64 * 64 + sched_top(m);
+        if (r < 64)
+            return SCHED_NONE;
+        i = r / 64 * 64 - 1;
     }
-    return r;
 }
 
-/* eng_sched_pick and eng_sched_after over the ready set and the
- * candidate groups. */
-struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx)
+/* eng_sched_pick and eng_sched_after for the some-planes walk. */
+__attribute__((noinline)) struct mroce_conn *
+eng_sched_pick_held(struct mroce_ctx *ctx)
 {
     struct eng_sched *s = &ctx->sched;
     if (!ctx->n_conns)
         return NULL;
     uint32_t top = ctx->n_conns - 1;
     uint32_t from = s->tx_next && s->tx_next - 1 < top ? s->tx_next - 1 : top;
-    uint32_t r = sched_prev_cand(s, from);
+    uint32_t r = sched_prev_walk(s, from);
     if (r == SCHED_NONE)
-        r = sched_prev_cand(s, top);
+        r = sched_prev_walk(s, top);
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
-struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c)
+__attribute__((noinline)) struct mroce_conn *
+eng_sched_after_held(const struct mroce_conn *c)
 {
     const struct eng_sched *s = &c->ctx->sched;
-    uint32_t r = c->rank ? sched_prev_cand(s, c->rank - 1) : SCHED_NONE;
+    uint32_t r = c->rank ? sched_prev_walk(s, c->rank - 1) : SCHED_NONE;
     if (r == SCHED_NONE)
-        r = sched_prev_cand(s, c->ctx->n_conns - 1);
+        r = sched_prev_walk(s, c->ctx->n_conns - 1);
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
@@ -468,8 +468,8 @@ void eng_sched_del(struct mroce_ctx *ctx, struct mroce_conn *c)
         sched_note_top(s);
     }
     if (c->held_group != ENG_HELD_NONE)
-        eng_sched_unhold(c); /* its ready bit is cleared below */
-    if (s->tx_next > r)      /* at c: to the next older; above: shifts down */
+        eng_sched_unhold(c);
+    if (s->tx_next > r) /* at c: to the next older; above: shifts down */
         s->tx_next--;
     for (uint32_t k = r; k + 1 < ctx->n_conns; k++) {
         s->by_rank[k] = s->by_rank[k + 1];
