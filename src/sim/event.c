@@ -46,19 +46,15 @@
  * reaches the bottom's head or the heap's top. Hosts cancel only when an
  * engine's deadline moves earlier. */
 #include "sim/event.h"
+#include "sim/event_int.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A node holds the time, the order key (LP << MROCE_SIM_EV_SEQ_BITS |
- * that LP's sequence number), the handler and, for a cancellable event,
- * its slot index. Limits: 2^24 - 1 cancellable events pending, 2^20 LPs,
- * 2^44 events scheduled by one LP over a list's life. */
+/* Limits and tuning (event_int.h has the node and its limits). */
 #define EV_SLOT_BITS 24
-#define EV_NO_SLOT UINT32_MAX
 #define EV_MAX_SLOTS ((1u << EV_SLOT_BITS) - 1)
-#define EV_SEQ_MASK ((UINT64_C(1) << MROCE_SIM_EV_SEQ_BITS) - 1)
 #define EV_DEFAULT_HINT 1024
 #define EV_NO_ORD UINT64_MAX
 #define EV_ARITY 4
@@ -69,68 +65,7 @@
 #define EV_EPOCH0 (1u << 10)
 #define EV_PER_TICK 16 /* events a tick should hold */
 #define EV_MAX_SHIFT 40
-#define EV_SPARES 256   /* spare bucket arrays kept */
 #define EV_SPARE_CAP 64 /* nodes: a bigger array is freed, not kept */
-
-/* The handler travels in the node: an event posted without a handle
- * (mroce_sim_ev_post, most of them) touches nothing else. Only
- * cancellable events (mroce_sim_ev_at) hold a slot, which says whether
- * they are still pending. */
-struct ev_node {
-    uint64_t time;
-    uint64_t ord; /* lp << MROCE_SIM_EV_SEQ_BITS | seq */
-    mroce_sim_ev_fn fn;
-    void *obj;
-    uint64_t arg;
-    uint32_t slot;   /* EV_NO_SLOT: not cancellable */
-    uint32_t run_lp; /* the LP its handler runs as */
-};
-
-struct ev_slot {
-    uint64_t ord;  /* of the pending event, EV_NO_ORD when free */
-    uint32_t next; /* next free slot */
-    uint32_t gen;  /* bumped when the slot is freed: stale handles miss */
-};
-
-struct ev_vec {
-    struct ev_node *v;
-    uint32_t n, cap;
-};
-
-struct mroce_sim_evlist {
-    struct ev_vec bot; /* sorted, pops from bot_head */
-    uint32_t bot_head;
-    struct ev_vec *wheel; /* [W], bucket of tick t: t & (W - 1) */
-    uint64_t *bits;       /* [W / 64] non-empty buckets */
-    uint64_t *sum;        /* [W / 4096] non-zero words of bits */
-    uint32_t W;
-    unsigned shift; /* tick = time >> shift */
-    uint64_t cur;   /* the bottom's tick; the wheel holds (cur, cur + W) */
-    uint32_t in_wheel;
-    struct ev_vec spare[EV_SPARES]; /* empty arrays for empty buckets */
-    uint32_t n_spare;
-    struct ev_node *heap; /* far: ticks >= cur + W when inserted */
-    uint32_t hn, hcap;
-    /* sizing statistics of the current epoch, kept off the hot paths:
-     * pops are count - ep_count0, inserts are pops + the growth of live
-     * + the cancels (every insert adds to live, every pop or cancel
-     * takes one off) */
-    uint32_t ep_far, ep_len, ep_cancels, ep_live0;
-    uint64_t ep_count0;
-    uint64_t ep_t0; /* time of the epoch's first pop */
-    struct ev_slot *slots;
-    uint32_t live;    /* pending events */
-    uint32_t cap;     /* of slots */
-    uint32_t free;    /* head of the free slot list, cap if empty */
-    uint64_t *lp_seq; /* [n_lps]: next sequence number of each LP */
-    uint32_t n_lps;
-    uint32_t lp;     /* the context: LP of the running event, or the
-                        driver's choice between runs */
-    uint64_t now;    /* current time */
-    uint64_t count;  /* events run */
-    uint64_t count0; /* of which as LP 0 */
-    bool stop;
-};
 
 static inline bool ev_less(const struct ev_node *a, const struct ev_node *b)
 {
@@ -287,12 +222,6 @@ static const struct ev_node *ev_heap_top(struct mroce_sim_evlist *l)
 }
 
 /* ---- The wheel ---- */
-
-static inline void ev_bit_set(struct mroce_sim_evlist *l, uint32_t b)
-{
-    l->bits[b >> 6] |= UINT64_C(1) << (b & 63);
-    l->sum[b >> 12] |= UINT64_C(1) << ((b >> 6) & 63);
-}
 
 static inline void ev_bit_clear(struct mroce_sim_evlist *l, uint32_t b)
 {
@@ -535,9 +464,23 @@ static void ev_spare(struct mroce_sim_evlist *l, struct ev_vec v)
         free(v.v);
 }
 
+/* The tick of the first non-empty bucket after cur: the next bucket's
+ * word of the bitmap inline (a tick holds about EV_PER_TICK events, so
+ * the next one is near), else ev_wheel_next. */
+static inline uint64_t ev_wheel_near(const struct mroce_sim_evlist *l)
+{
+    uint32_t from = (uint32_t)(l->cur + 1) & (l->W - 1);
+    uint64_t m = l->bits[from >> 6] & (~UINT64_C(0) << (from & 63));
+    if (m)
+        return l->cur + 1 + (uint32_t)__builtin_ctzll(m) - (from & 63);
+    return ev_wheel_next(l);
+}
+
 /* The bottom is empty: makes the next tick's events the bottom. Returns
  * false if no event is left. Stops before a tick that starts after
- * until (nothing moves then). */
+ * until (nothing moves then). The far heap's top may be a cancelled
+ * node: a tick chosen for it finds its bucket empty (the wheel had
+ * nothing earlier), ev_migrate drops it, and the loop goes on. */
 static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
 {
     for (;;) {
@@ -546,9 +489,8 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
             if (ev_bot_live(l))
                 return true;
         }
-        uint64_t tw = ev_wheel_next(l);
-        const struct ev_node *top = ev_heap_top(l);
-        uint64_t th = top ? top->time >> l->shift : UINT64_MAX;
+        uint64_t tw = ev_wheel_near(l);
+        uint64_t th = l->hn ? l->heap[0].time >> l->shift : UINT64_MAX;
         uint64_t t = tw < th ? tw : th;
         if (t == UINT64_MAX || (until >> l->shift) < t)
             return false;
@@ -565,7 +507,10 @@ static bool ev_advance(struct mroce_sim_evlist *l, uint64_t until)
             if (v.n > 1)
                 ev_sort(l->bot.v, v.n);
         }
-        ev_migrate(l); /* those of tick t join the bottom in order */
+        if (l->hn && (l->heap[0].time >> l->shift) - t < l->W)
+            ev_migrate(l); /* those of tick t join the bottom in order */
+        if (l->bot.n && l->bot.v[0].slot == EV_NO_SLOT)
+            return true; /* the head is live */
         if (ev_bot_live(l))
             return true;
     }
@@ -683,57 +628,14 @@ void mroce_sim_ev_stop(struct mroce_sim_evlist *l)
     l->stop = true;
 }
 
-/* The context LP's next order key; that LP's counter advances. */
-static inline uint64_t ev_next_ord(struct mroce_sim_evlist *l)
-{
-    assert(l->lp_seq[l->lp] <= EV_SEQ_MASK);
-    return (uint64_t)l->lp << MROCE_SIM_EV_SEQ_BITS | l->lp_seq[l->lp]++;
-}
-
 /* ev_post_ord when the node does not go straight into its bucket. */
-static bool __attribute__((noinline))
+bool __attribute__((noinline))
 ev_post_slow(struct mroce_sim_evlist *l, const struct ev_node *nd)
 {
     if (!ev_insert_slow(l, nd))
         return false;
     l->live++;
     return true;
-}
-
-/* Inserts an event without a slot: ev_insert's common case, with the
- * node written in place rather than built and copied. */
-static inline bool ev_post_ord(struct mroce_sim_evlist *l, uint64_t t_ps,
-                               mroce_sim_ev_fn fn, void *obj, uint64_t arg,
-                               uint64_t ord, uint32_t run_lp)
-{
-    uint64_t t = t_ps < l->now ? l->now : t_ps, tick = t >> l->shift;
-    if (tick - l->cur - 1 < l->W - 1) {
-        uint32_t b = (uint32_t)tick & (l->W - 1);
-        struct ev_vec *v = &l->wheel[b];
-        if (v->n < v->cap) {
-            struct ev_node *nd = &v->v[v->n++];
-            nd->time = t;
-            nd->ord = ord;
-            nd->fn = fn;
-            nd->obj = obj;
-            nd->arg = arg;
-            nd->slot = EV_NO_SLOT;
-            nd->run_lp = run_lp;
-            if (v->n == 1)
-                ev_bit_set(l, b);
-            l->in_wheel++;
-            l->live++;
-            return true;
-        }
-    }
-    struct ev_node nd = {.time = t,
-                         .ord = ord,
-                         .fn = fn,
-                         .obj = obj,
-                         .arg = arg,
-                         .slot = EV_NO_SLOT,
-                         .run_lp = run_lp};
-    return ev_post_slow(l, &nd);
 }
 
 bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
@@ -883,17 +785,26 @@ uint64_t mroce_sim_ev_next_time(struct mroce_sim_evlist *l)
     return m;
 }
 
-/* Runs the bottom's head, which is live and due. */
-static inline void ev_fire(struct mroce_sim_evlist *l, struct ev_node nd)
+/* Runs a node just popped from the bottom, unless it was cancelled. Its
+ * fields are read before anything else (the handler may move the
+ * bottom), and only a cancellable node's key is read. */
+static inline void ev_fire(struct mroce_sim_evlist *l, const struct ev_node *p)
 {
-    if (nd.slot != EV_NO_SLOT)
-        ev_slot_free(l, nd.slot);
+    uint64_t t = p->time, arg = p->arg;
+    uint32_t slot = p->slot, run_lp = p->run_lp;
+    mroce_sim_ev_fn fn = p->fn;
+    void *obj = p->obj;
+    if (slot != EV_NO_SLOT) {
+        if (l->slots[slot].ord != p->ord)
+            return; /* cancelled */
+        ev_slot_free(l, slot);
+    }
     l->live--;
-    l->now = nd.time;
+    l->now = t;
     l->count++;
-    l->count0 += nd.run_lp == 0;
-    l->lp = nd.run_lp;
-    nd.fn(nd.obj, nd.arg, nd.time);
+    l->count0 += run_lp == 0;
+    l->lp = run_lp;
+    fn(obj, arg, t);
 }
 
 bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
@@ -901,7 +812,7 @@ bool mroce_sim_ev_step(struct mroce_sim_evlist *l)
     if (!ev_settle(l, MROCE_SIM_NEVER))
         return false;
     uint32_t lp = l->lp;
-    ev_fire(l, l->bot.v[l->bot_head++]);
+    ev_fire(l, &l->bot.v[l->bot_head++]);
     l->lp = lp;
     return true;
 }
@@ -920,12 +831,11 @@ uint64_t mroce_sim_ev_run(struct mroce_sim_evlist *l, uint64_t until_ps)
                 break;
             continue;
         }
-        struct ev_node nd = l->bot.v[l->bot_head];
-        if (nd.time > until_ps)
+        const struct ev_node *p = &l->bot.v[l->bot_head];
+        if (p->time > until_ps)
             break;
         l->bot_head++;
-        if (!ev_stale(l, &nd))
-            ev_fire(l, nd);
+        ev_fire(l, p);
     }
     if (!l->stop && until_ps > l->now && until_ps != MROCE_SIM_NEVER)
         l->now = until_ps;

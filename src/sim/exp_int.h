@@ -63,6 +63,11 @@ struct exp_ep {
     uint32_t cq_depth;
     int n_rx;
     struct exp_rx *rx; /* sorted by src */
+    /* the record the last data packet matched and its source's IPv4
+     * address: a receiver's packets come from few senders in runs, and
+     * resolving the address and searching cost ~45 instructions */
+    struct exp_rx *last_rx;
+    uint32_t last_ip4;
 };
 
 /* A flow at run time; pub is its reported record. In a parallel run a

@@ -49,8 +49,8 @@ void exp_rx_free(struct exp_rx *r)
     free(r->seen);
 }
 
-static struct exp_rx *exp_rx_find(struct exp_ep *e,
-                                  const struct mroce_pkt_meta *meta)
+static struct exp_rx *exp_rx_search(struct exp_ep *e,
+                                    const struct mroce_pkt_meta *meta)
 {
     int src = mroce_sim_topo_resolve(e->x->t, &meta->src);
     int lo = 0, hi = e->n_rx - 1;
@@ -64,6 +64,25 @@ static struct exp_rx *exp_rx_find(struct exp_ep *e,
             hi = mid - 1;
     }
     return NULL;
+}
+
+/* The sender's record, NULL if the packet is from no sender of e. The
+ * topology's addresses are IPv4 (topo.h), so the last match is kept by
+ * its address. */
+static struct exp_rx *exp_rx_find(struct exp_ep *e,
+                                  const struct mroce_pkt_meta *meta)
+{
+    uint32_t ip4;
+    memcpy(&ip4, meta->src.ip, sizeof(ip4));
+    bool v4 = meta->src.family == MROCE_AF_INET;
+    if (v4 && e->last_rx && ip4 == e->last_ip4)
+        return e->last_rx;
+    struct exp_rx *r = exp_rx_search(e, meta);
+    if (r && v4) {
+        e->last_rx = r;
+        e->last_ip4 = ip4;
+    }
+    return r;
 }
 
 /* ---- Data packets ---- */

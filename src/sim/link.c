@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/defaults.h"
+#include "sim/event_int.h"
 #include "sim/rng.h"
 
 struct mroce_sim_link {
@@ -128,8 +129,8 @@ static void link_schedule(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
                           uint64_t t)
 {
     if (!l->remote.arrive) {
-        mroce_sim_ev_post_to(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
-                             l->dst_lp);
+        ev_post_to_inline(l->ev, t, link_arrive, l, (uint64_t)(uintptr_t)p,
+                          l->dst_lp);
         return;
     }
     l->remote.arrive(l->remote.ud, l, p, t, mroce_sim_ev_take_key(l->ev));
@@ -164,8 +165,8 @@ uint64_t mroce_sim_link_send(struct mroce_sim_link *l, struct mroce_sim_pkt *p,
     if (l->plain) { /* what the checks below come to on a plain link */
         p->epoch = l->downs;
         l->c.in_flight++;
-        mroce_sim_ev_post_to(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
-                             (uint64_t)(uintptr_t)p, l->dst_lp);
+        ev_post_to_inline(l->ev, l->busy_until + l->delay_ps, link_arrive, l,
+                          (uint64_t)(uintptr_t)p, l->dst_lp);
         return l->busy_until;
     }
     if (l->tap)
@@ -206,8 +207,8 @@ void mroce_sim_link_pause(struct mroce_sim_link *l, int prio, bool on,
         l->remote.pause(l->remote.ud, l, prio, on, t,
                         mroce_sim_ev_take_key(l->ev));
     else
-        mroce_sim_ev_post_to(l->ev, t, link_pause_arrive, l,
-                             (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
+        ev_post_to_inline(l->ev, t, link_pause_arrive, l,
+                          (uint64_t)prio << 1 | (on ? 1u : 0u), l->src_lp);
 }
 
 bool mroce_sim_link_pause_at(struct mroce_sim_link *l, int prio, bool on,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "sim/defaults.h"
+#include "sim/event_int.h"
 #include "sim/pfc_rx.h"
 
 #define NIC_MAX_PORTS 256
@@ -135,8 +136,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
         return;
     if (P->free_at > now) {
         P->busy = true;
-        mroce_sim_ev_post(nic->ev, P->free_at, nic_tx_done, nic,
-                          (uint64_t)port);
+        ev_post_inline(nic->ev, P->free_at, nic_tx_done, nic, (uint64_t)port);
         return;
     }
     struct mroce_sim_pkt *p = P->q[q].head;
@@ -156,7 +156,7 @@ static void nic_start(struct mroce_sim_nic *nic, int port, uint64_t now)
     nic->owner.room(nic->owner.ud, now);
     if (!P->busy && nic_pick_queue(P) >= 0) {
         P->busy = true;
-        mroce_sim_ev_post(nic->ev, end, nic_tx_done, nic, (uint64_t)port);
+        ev_post_inline(nic->ev, end, nic_tx_done, nic, (uint64_t)port);
     }
 }
 
@@ -223,7 +223,7 @@ void mroce_sim_nic_load_port_counters(
 {
     struct nic_port *P = &nic->ports[port];
     P->c = *c;
-    mroce_sim_pfc_rx_restart(&P->pfc, mroce_sim_ev_now(nic->ev));
+    mroce_sim_pfc_rx_restart(&P->pfc, ev_now_inline(nic->ev));
 }
 
 void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
@@ -231,6 +231,6 @@ void mroce_sim_nic_get_port_counters(const struct mroce_sim_nic *nic, int port,
 {
     const struct nic_port *P = &nic->ports[port];
     *out = P->c;
-    uint64_t now = mroce_sim_ev_now(nic->ev);
+    uint64_t now = ev_now_inline(nic->ev);
     mroce_sim_pfc_rx_ongoing(&P->pfc, now, out->pause_ps);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/defaults.h"
+#include "sim/event_int.h"
 #include "sim/pfc_rx.h"
 #include "sim/rng.h"
 
@@ -391,7 +392,7 @@ static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
         return;
     if (P->free_at > now) {
         P->busy = true;
-        mroce_sim_ev_post(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
+        ev_post_inline(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
         return;
     }
     struct mroce_sim_pkt *p = q_pop(&P->q[q]);
@@ -404,7 +405,7 @@ static void sw_start(struct mroce_sim_switch *sw, int e, uint64_t now)
     P->free_at = mroce_sim_link_send(P->out, p, now); /* p is gone */
     if (sw_pick_queue(P) >= 0) {
         P->busy = true;
-        mroce_sim_ev_post(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
+        ev_post_inline(sw->ev, P->free_at, sw_tx_done, sw, (uint64_t)e);
     }
     if (sw->cfg.pfc) { /* ingress accounting is PFC's alone */
         sw->ports[in].ing_bytes[q] -= bytes;
@@ -475,8 +476,8 @@ static void sw_recv(void *obj, int port, struct mroce_sim_pkt *p, uint64_t now)
     p->hops++;
     sw->held++;
     if (sw->cfg.proc_ps)
-        mroce_sim_ev_post(sw->ev, mroce_sim_ev_now(sw->ev) + sw->cfg.proc_ps,
-                          sw_forward_ev, sw, (uint64_t)(uintptr_t)p);
+        ev_post_inline(sw->ev, ev_now_inline(sw->ev) + sw->cfg.proc_ps,
+                       sw_forward_ev, sw, (uint64_t)(uintptr_t)p);
     else
         sw_forward(sw, p, now);
 }
@@ -534,7 +535,7 @@ void mroce_sim_switch_get_port_counters(const struct mroce_sim_switch *sw,
 {
     const struct sw_port *P = &sw->ports[port];
     *out = P->c;
-    uint64_t now = mroce_sim_ev_now(sw->ev);
+    uint64_t now = ev_now_inline(sw->ev);
     mroce_sim_pfc_rx_ongoing(&P->pfc, now, out->pause_ps);
 }
 
@@ -544,7 +545,7 @@ void mroce_sim_switch_load_port_counters(
 {
     struct sw_port *P = &sw->ports[port];
     P->c = *c;
-    mroce_sim_pfc_rx_restart(&P->pfc, mroce_sim_ev_now(sw->ev));
+    mroce_sim_pfc_rx_restart(&P->pfc, ev_now_inline(sw->ev));
 }
 
 static void sw_add_counters(struct mroce_sim_port_counters *a,

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "sim/event.h"
+#include "sim/event_int.h"
 #include "sim/rng.h"
 
 #define MAX_LOG 4096
@@ -169,6 +170,31 @@ static void test_run_until_and_stop(void **state)
     log_free(g);
 }
 
+/* The far heap (events beyond the wheel's reach: it starts at 1024
+ * ticks of 1024 ps): a lone far event fires, after a run that ended
+ * before it; a cancelled far event at the heap's top, earlier than
+ * anything else, neither fires nor hides the events after it. */
+static void test_far_heap(void **state)
+{
+    (void)state;
+    struct log *g = log_new();
+    const uint64_t ms = 1000 * MROCE_SIM_PS_PER_US;
+    assert_true(mroce_sim_ev_post(g->l, ms, rec, g, 1));
+    assert_int_equal(mroce_sim_ev_run(g->l, ms - 1), 0);
+    assert_int_equal(mroce_sim_ev_run(g->l, MROCE_SIM_NEVER), 1);
+    assert_int_equal(g->when[0], ms);
+    mroce_sim_ev_handle h = mroce_sim_ev_at(g->l, 2 * ms, rec, g, 2);
+    assert_true(mroce_sim_ev_post(g->l, 2 * ms + 5000, rec, g, 3));
+    assert_true(mroce_sim_ev_post(g->l, 5 * ms, rec, g, 4));
+    assert_true(mroce_sim_ev_cancel(g->l, h));
+    assert_int_equal(mroce_sim_ev_next_time(g->l), 2 * ms + 5000);
+    assert_int_equal(mroce_sim_ev_run(g->l, MROCE_SIM_NEVER), 2);
+    assert_int_equal(g->n, 3);
+    assert_true(g->arg[1] == 3 && g->when[1] == 2 * ms + 5000);
+    assert_true(g->arg[2] == 4 && g->when[2] == 5 * ms);
+    log_free(g);
+}
+
 /* Two lists in one process do not share anything. */
 static void test_two_lists(void **state)
 {
@@ -190,7 +216,8 @@ static void test_two_lists(void **state)
  * future, the saturated NEVER), random cancels, events scheduled from
  * handlers and between runs, runs to random instants: the list must fire
  * exactly what a sorted array of (time, insertion number) fires, in that
- * order, whether events were scheduled with a handle or posted. This crosses
+ * order, whether events were scheduled with a handle or posted (through
+ * the call or inline: emptied buckets take spare arrays there). This crosses
  * the list's resizes (ticks halving, the wheel growing) and its far heap. */
 #define MODEL_MAX 200000
 
@@ -240,7 +267,10 @@ static void model_add(struct model *m, uint64_t now)
     m->live[i] = true;
     if (i % 3 == 0) { /* without a handle: cannot be cancelled */
         m->h[i] = 0;
-        assert_true(mroce_sim_ev_post(m->l, t, model_ev, m, i));
+        if (i % 2) /* the fabric's inline post (event_int.h) */
+            assert_true(ev_post_inline(m->l, t, model_ev, m, i));
+        else
+            assert_true(mroce_sim_ev_post(m->l, t, model_ev, m, i));
         return;
     }
     m->h[i] = mroce_sim_ev_at(m->l, t, model_ev, m, i);
@@ -422,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_same_time_from_handler),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_run_until_and_stop),
+        cmocka_unit_test(test_far_heap),
         cmocka_unit_test(test_two_lists),
         cmocka_unit_test(test_against_model),
         cmocka_unit_test(test_memory_follows_pending),
