@@ -302,9 +302,10 @@ struct mroce_conn {
     uint32_t sent_bytes, done_bytes;
     uint32_t n_probe_due; /* paths with a PROBE to send */
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
+    uint8_t held_group;   /* its group in ctx->sched.held; ENG_HELD_NONE */
     /* held with nothing changed since: eng_sched_ready and every packet
      * sent count `ver` up; with the planes open and the plane version
-     * when it was last held */
+     * when it was last held (the held set's key when it is in that set) */
     uint32_t ver, held_ver, held_plane_ver;
     uint64_t held_planes;
     uint64_t rtt_hint;  /* latest smoothed RTT of any path */
@@ -362,6 +363,17 @@ struct eng_plane {
     bool down;
 };
 
+/* R-PATH-14: held connections that were held at one (tx_planes,
+ * plane_ver) key; a few keys cover a flow control that opens and closes
+ * ports per packet (sched.c). */
+#define ENG_HELD_GROUPS 4
+#define ENG_HELD_NONE 0xff
+struct eng_held {
+    struct eng_bits bits;
+    uint64_t planes;
+    uint32_t plane_ver, n;
+};
+
 /* Ready set and deadline heap of a context (sched.c). */
 struct eng_sched {
     struct mroce_conn **by_rank;
@@ -373,6 +385,11 @@ struct eng_sched {
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
     struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
+    /* R-PATH-14: ready connections that found no port for their data,
+     * by the open planes and plane version they were held at */
+    struct eng_held held[ENG_HELD_GROUPS];
+    uint32_t n_held; /* members of all groups */
+    uint32_t excl;   /* the group of the current key; ENG_HELD_NONE */
 };
 
 struct mroce_ctx {
@@ -654,11 +671,16 @@ static inline void eng_bits_clear(struct eng_bits *b, uint32_t i)
     if (!b->w[i / 64])
         b->s[i / 4096] &= ~(1ull << (i / 64 % 64));
 }
-/* c may have something to send (it changed: its `ver` counts that). */
+void eng_sched_hold(struct mroce_conn *c);
+void eng_sched_unhold(struct mroce_conn *c);
+/* c may have something to send (it changed: its `ver` counts that, and
+ * it is no longer held, R-PATH-14). */
 static inline void eng_sched_ready(struct mroce_conn *c)
 {
     c->ver++;
     eng_bits_set(&c->ctx->sched.ready, c->rank);
+    if (c->held_group != ENG_HELD_NONE)
+        eng_sched_unhold(c);
 }
 static inline void eng_sched_idle(struct mroce_conn *c)
 {
@@ -688,6 +710,9 @@ static inline void eng_sched_sent(struct mroce_conn *c)
     c->ctx->sched.tx_next = c->rank; /* rank - 1, plus one */
 }
 void eng_sched_timer(struct mroce_conn *c);
+void eng_sched_held_begin(struct mroce_ctx *ctx);
+struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx);
+struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c);
 /* Whether a connection may be ready or have an ACK to send: below 4,096
  * connections the one summary word of each set says it exactly, so that
  * a transmit call with nothing to do costs little; above, "maybe" (the

@@ -433,6 +433,228 @@ static void test_acks_first(void **state)
     peer_free(p);
 }
 
+/* ---- held set (R-PATH-14) ---- */
+
+static bool bit_of(const struct eng_bits *b, uint32_t r)
+{
+    return (b->w[r / 64] >> (r % 64)) & 1;
+}
+
+/* c is held: in a group, which transmit calls pass over. */
+static void assert_held(const struct mroce_conn *c)
+{
+    assert_true(c->plane_held);
+    assert_true(c->held_group < ENG_HELD_GROUPS);
+    assert_true(bit_of(&c->ctx->sched.held[c->held_group].bits, c->rank));
+    assert_true(bit_of(&c->ctx->sched.ready, c->rank)); /* passed over */
+}
+
+/* The held groups against a model: a ready connection is walked
+ * (eng_sched_pick_held, eng_sched_after_held, in the ready set's order)
+ * unless it is held and the open planes and the plane version are as
+ * when it was held; a change (eng_sched_ready) ends its hold; more keys
+ * than groups free a group of another key. */
+struct hmodel {
+    bool held[N_CONNS + 1];
+    uint64_t planes[N_CONNS + 1];
+    uint32_t pv[N_CONNS + 1];
+};
+
+static bool hmodel_key(const struct model *m, const struct hmodel *h,
+                       uint32_t id)
+{
+    return h->planes[id] == m->ctx->dev.tx_planes &&
+           h->pv[id] == m->ctx->plane_ver;
+}
+
+/* Members of a freed group are no longer held (they were of another
+ * key); the groups' counts add up. */
+static void hmodel_sync(struct model *m, struct hmodel *h)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct mroce_conn *c = m->list[i];
+        uint32_t id = c->local.conn_id;
+        if (h->held[id] && c->held_group == ENG_HELD_NONE) {
+            assert_false(hmodel_key(m, h, id));
+            h->held[id] = false;
+        }
+        assert_int_equal(c->held_group != ENG_HELD_NONE, h->held[id]);
+        n += h->held[id];
+    }
+    assert_int_equal(m->ctx->sched.n_held, n);
+}
+
+static void hmodel_check_walk(struct model *m, const struct hmodel *h)
+{
+    struct mroce_conn *want[N_CONNS], *got[N_CONNS];
+    uint32_t nw = 0, ng = 0;
+    uint32_t start = m->cursor ? model_pos(m, m->cursor) : 0;
+    for (uint32_t k = 0; k < m->n; k++) {
+        struct mroce_conn *c = m->list[(start + k) % m->n];
+        uint32_t id = c->local.conn_id;
+        if (m->ready[id] && !(h->held[id] && hmodel_key(m, h, id)))
+            want[nw++] = c;
+    }
+    eng_sched_held_begin(m->ctx);
+    struct mroce_conn *c = eng_sched_pick_held(m->ctx);
+    while (c && ng < N_CONNS && (!ng || c != got[0])) {
+        got[ng++] = c;
+        c = eng_sched_after_held(c);
+    }
+    assert_int_equal(ng, nw);
+    for (uint32_t k = 0; k < nw; k++)
+        assert_ptr_equal(got[k], want[k]);
+}
+
+static void held_step(struct model *m, struct hmodel *h)
+{
+    struct mroce_conn *c = m->list[rnd(m) % m->n];
+    uint32_t id = c->local.conn_id;
+    switch (rnd(m) % 6) {
+    case 0: /* a ready one tried and held */
+        if (!m->ready[id])
+            break;
+        if (c->held_group != ENG_HELD_NONE)
+            eng_sched_unhold(c);
+        c->plane_held = true;
+        eng_sched_hold(c);
+        h->held[id] = true;
+        h->planes[id] = m->ctx->dev.tx_planes;
+        h->pv[id] = m->ctx->plane_ver;
+        break;
+    case 1:
+        eng_sched_ready(c);
+        m->ready[id] = true;
+        h->held[id] = false;
+        break;
+    case 2: /* tried, nothing to send */
+        if (c->held_group != ENG_HELD_NONE)
+            eng_sched_unhold(c);
+        c->plane_held = false;
+        eng_sched_idle(c);
+        m->ready[id] = h->held[id] = false;
+        break;
+    case 3: /* six masks: more than the groups */
+        mroce_ctx_set_tx_planes(m->ctx, 1 + rnd(m) % 6);
+        break;
+    case 4:
+        if (rnd(m) % 8 == 0)
+            m->ctx->plane_ver++;
+        break;
+    default:
+        if (m->n > 2 && rnd(m) % 4 == 0) {
+            h->held[id] = false;
+            model_del(m, c);
+            model_add(m);
+        }
+        break;
+    }
+    hmodel_sync(m, h);
+}
+
+static void test_held_groups(void **state)
+{
+    struct model *m = *state;
+    struct hmodel *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    for (int i = 0; i < 100; i++)
+        model_add(m);
+    for (int i = 0; i < 20000; i++) {
+        held_step(m, h);
+        if (rnd(m) % 4 == 0)
+            hmodel_check_walk(m, h);
+    }
+    free(h);
+}
+
+/* A peer on `planes` planes, two paths on each, with tx_planes `open`
+ * and a WRITE of 60 packets posted and sent as far as it goes. */
+static struct peer *held_peer(uint32_t planes, uint64_t open)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.n_planes = planes;
+    cfg.remote.n_paths = 2 * planes;
+    cfg.attr.n_paths = 2 * planes;
+    struct peer *p = peer_new(&cfg);
+    mroce_ctx_set_tx_planes(p->ctx, open);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 1, 0, 60 * PEER_MTU), 0);
+    return p;
+}
+
+/* R-PATH-14: a connection whose data waits for a closed plane's port is
+ * held (the calls until something changes do not try it); a call after
+ * the plane opens sends its data there. */
+static void test_held_plane_opens(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(3, UINT64_C(1) << 1);
+    int n = peer_drain(p, NULL, 0);
+    assert_true(n > 0 && n < 60);
+    assert_held(p->conn);
+    /* another closed set: tried again (the planes moved), still held */
+    mroce_ctx_set_tx_planes(p->ctx, 0);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(p->conn);
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << 2);
+    n = peer_drain(p, NULL, 0);
+    assert_true(n > 0);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(p->out[k].meta.plane, 2);
+    peer_free(p);
+}
+
+/* R-PATH-14, R-PATH-15: data held for a closed plane while the one open
+ * plane is down goes there when that plane comes back (the open planes
+ * unchanged: only the plane version moves). */
+static void test_held_plane_up(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(2, UINT64_MAX);
+    for (int i = 0; i < 8; i++) /* plane.c: PLANE_FAILS_DOWN */
+        eng_plane_fail(p->ctx, 1);
+    assert_true(eng_plane_down(p->ctx, 1));
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << 1);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(p->conn);
+    assert_int_equal(mroce_ctx_tx(p->ctx, p->now, p->out[0].buf,
+                                  sizeof(p->out[0].buf), &p->out[0].meta),
+                     0);
+    eng_plane_delivered(p->ctx, 1);
+    int n = peer_drain(p, NULL, 0);
+    assert_true(n > 0);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(p->out[k].meta.plane, 1);
+    peer_free(p);
+}
+
+/* A held connection that changes (a post; an ACK it sends, R-ACK-9,
+ * which counts as a change) leaves the held set and is tried again at its
+ * turn: noted as held at its latest version. */
+static void test_held_changed(void **state)
+{
+    (void)state;
+    struct peer *p = held_peer(3, UINT64_C(1) << 1);
+    struct mroce_conn *c = p->conn;
+    assert_true(peer_drain(p, NULL, 0) > 0);
+    assert_held(c);
+    assert_int_equal(peer_post(p, MROCE_OP_WRITE, 0, 2, 0, PEER_MTU), 0);
+    assert_int_equal(c->held_group, ENG_HELD_NONE);
+    assert_int_equal(peer_drain(p, NULL, 0), 0);
+    assert_held(c);
+    assert_int_equal(c->held_ver, c->ver);
+    uint8_t data[16] = {0};
+    assert_int_equal(peer_write(p, 0, 0, 0, 0, 0, p->va, p->rkey, 0,
+                                sizeof(data), data, sizeof(data)),
+                     0);
+    assert_int_equal(peer_drain(p, NULL, 0), 1);
+    assert_int_equal(p->out[0].h.opcode, MROCE_OP_ACK);
+    assert_held(c);
+    assert_int_equal(c->held_ver, c->ver);
+    peer_free(p);
+}
+
 static int teardown_peers(void **state)
 {
     (void)state;
@@ -504,6 +726,10 @@ int main(void)
         P(test_state_bytes),
         P(test_state_bytes_lazy),
         P(test_acks_first),
+        P(test_held_plane_opens),
+        P(test_held_plane_up),
+        P(test_held_changed),
+        M(test_held_groups),
         cmocka_unit_test(test_ptimer_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
