@@ -254,29 +254,51 @@ struct mroce_conn *eng_sched_next_due(struct mroce_ctx *ctx)
 
 /* ---- ready set ---- */
 
-/* The next ready connection in round-robin order from the cursor. */
-struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx)
+/* Highest ready rank <= i, or SCHED_NONE: of the whole ready set, or of
+ * the ready connections a some-planes walk visits (sched_prev_walk). */
+typedef uint32_t (*sched_prev_fn)(const struct eng_sched *s, uint32_t i);
+
+static inline uint32_t sched_prev_ready(const struct eng_sched *s, uint32_t i)
+{
+    return sched_prev(&s->ready, i);
+}
+
+/* The next ready connection in round-robin order from the cursor; inlined
+ * with its prev, which is a constant at every call. */
+static inline __attribute__((always_inline)) struct mroce_conn *
+sched_pick_by(struct mroce_ctx *ctx, sched_prev_fn prev)
 {
     struct eng_sched *s = &ctx->sched;
     if (!ctx->n_conns)
         return NULL;
     uint32_t top = ctx->n_conns - 1;
     uint32_t from = s->tx_next && s->tx_next - 1 < top ? s->tx_next - 1 : top;
-    uint32_t r = sched_prev(&s->ready, from);
+    uint32_t r = prev(s, from);
     if (r == SCHED_NONE)
-        r = sched_prev(&s->ready, top); /* wrap to the newest */
+        r = prev(s, top); /* wrap to the newest */
     return r == SCHED_NONE ? NULL : s->by_rank[r];
 }
 
 /* The ready connection after c in round-robin order (c itself when it
  * is the only one; NULL when none is ready). */
-struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
+static inline __attribute__((always_inline)) struct mroce_conn *
+sched_after_by(const struct mroce_conn *c, sched_prev_fn prev)
 {
     const struct eng_sched *s = &c->ctx->sched;
-    uint32_t r = c->rank ? sched_prev(&s->ready, c->rank - 1) : SCHED_NONE;
+    uint32_t r = c->rank ? prev(s, c->rank - 1) : SCHED_NONE;
     if (r == SCHED_NONE)
-        r = sched_prev(&s->ready, c->ctx->n_conns - 1);
+        r = prev(s, c->ctx->n_conns - 1);
     return r == SCHED_NONE ? NULL : s->by_rank[r];
+}
+
+struct mroce_conn *eng_sched_pick(struct mroce_ctx *ctx)
+{
+    return sched_pick_by(ctx, sched_prev_ready);
+}
+
+struct mroce_conn *eng_sched_after(const struct mroce_conn *c)
+{
+    return sched_after_by(c, sched_prev_ready);
 }
 
 /* eng_sched_pick_ack past its summary-word test. */
@@ -304,6 +326,16 @@ static bool sched_held_key(const struct eng_held *h,
                            const struct mroce_ctx *ctx)
 {
     return h->planes == ctx->dev.tx_planes && h->plane_ver == ctx->plane_ver;
+}
+
+/* The group that has the current key (members and key), or
+ * ENG_HELD_NONE. */
+static uint32_t sched_held_find(const struct mroce_ctx *ctx)
+{
+    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
+        if (ctx->sched.held[g].n && sched_held_key(&ctx->sched.held[g], ctx))
+            return g;
+    return ENG_HELD_NONE;
 }
 
 /* Group g's members are no longer held as a group (they stay ready):
@@ -334,13 +366,11 @@ static uint32_t sched_held_group(struct mroce_ctx *ctx)
     if (s->excl != ENG_HELD_NONE && s->held[s->excl].n &&
         sched_held_key(&s->held[s->excl], ctx))
         return s->excl;
-    uint32_t free = ENG_HELD_GROUPS;
-    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++) {
-        if (s->held[g].n && sched_held_key(&s->held[g], ctx))
-            return s->excl = g;
-        if (!s->held[g].n && free == ENG_HELD_GROUPS)
-            free = g;
-    }
+    uint32_t free = sched_held_find(ctx);
+    if (free != ENG_HELD_NONE)
+        return s->excl = free;
+    for (free = 0; free < ENG_HELD_GROUPS && s->held[free].n; free++)
+        ;
     if (free == ENG_HELD_GROUPS) {
         free = ctx->plane_ver % ENG_HELD_GROUPS; /* any will do */
         sched_held_wake(s, free);
@@ -377,11 +407,7 @@ __attribute__((noinline)) void eng_sched_unhold(struct mroce_conn *c)
 /* Before a some-planes walk: which group, if any, has the current key. */
 __attribute__((noinline)) void eng_sched_held_begin(struct mroce_ctx *ctx)
 {
-    struct eng_sched *s = &ctx->sched;
-    s->excl = ENG_HELD_NONE;
-    for (uint32_t g = 0; g < ENG_HELD_GROUPS; g++)
-        if (s->held[g].n && sched_held_key(&s->held[g], ctx))
-            s->excl = g;
+    ctx->sched.excl = sched_held_find(ctx);
 }
 
 /* Highest ready rank <= i outside the excluded group: a word at a time
@@ -408,25 +434,13 @@ static uint32_t sched_prev_walk(const struct eng_sched *s, uint32_t i)
 __attribute__((noinline)) struct mroce_conn *
 eng_sched_pick_held(struct mroce_ctx *ctx)
 {
-    struct eng_sched *s = &ctx->sched;
-    if (!ctx->n_conns)
-        return NULL;
-    uint32_t top = ctx->n_conns - 1;
-    uint32_t from = s->tx_next && s->tx_next - 1 < top ? s->tx_next - 1 : top;
-    uint32_t r = sched_prev_walk(s, from);
-    if (r == SCHED_NONE)
-        r = sched_prev_walk(s, top);
-    return r == SCHED_NONE ? NULL : s->by_rank[r];
+    return sched_pick_by(ctx, sched_prev_walk);
 }
 
 __attribute__((noinline)) struct mroce_conn *
 eng_sched_after_held(const struct mroce_conn *c)
 {
-    const struct eng_sched *s = &c->ctx->sched;
-    uint32_t r = c->rank ? sched_prev_walk(s, c->rank - 1) : SCHED_NONE;
-    if (r == SCHED_NONE)
-        r = sched_prev_walk(s, c->ctx->n_conns - 1);
-    return r == SCHED_NONE ? NULL : s->by_rank[r];
+    return sched_after_by(c, sched_prev_walk);
 }
 
 /* ---- membership ---- */
