@@ -610,7 +610,7 @@ size_t mroce_sim_ev_node_bytes(const struct mroce_sim_evlist *l)
 
 uint64_t mroce_sim_ev_now(const struct mroce_sim_evlist *l)
 {
-    return l->now;
+    return ev_now_inline(l);
 }
 
 uint64_t mroce_sim_ev_count(const struct mroce_sim_evlist *l)
@@ -641,15 +641,14 @@ ev_post_slow(struct mroce_sim_evlist *l, const struct ev_node *nd)
 bool mroce_sim_ev_post(struct mroce_sim_evlist *l, uint64_t t_ps,
                        mroce_sim_ev_fn fn, void *obj, uint64_t arg)
 {
-    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), l->lp);
+    return ev_post_inline(l, t_ps, fn, obj, arg);
 }
 
 bool mroce_sim_ev_post_to(struct mroce_sim_evlist *l, uint64_t t_ps,
                           mroce_sim_ev_fn fn, void *obj, uint64_t arg,
                           uint32_t run_lp)
 {
-    assert(run_lp < l->n_lps);
-    return ev_post_ord(l, t_ps, fn, obj, arg, ev_next_ord(l), run_lp);
+    return ev_post_to_inline(l, t_ps, fn, obj, arg, run_lp);
 }
 
 uint64_t mroce_sim_ev_take_key(struct mroce_sim_evlist *l)
