@@ -563,7 +563,8 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
         comp_ack_path(c, now, &r, rh, false);
     }
     c->cnt.rx_ackm_recs += (unsigned)n;
-    comp_ack_path(c, now, h, hold, true);
+    if (c->state == MROCE_CONN_CONNECTED)
+        comp_ack_path(c, now, h, hold, true);
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */

@@ -844,25 +844,38 @@ static void resp_rec_fill(struct mroce_conn *c, uint16_t q, uint64_t now,
     c->ack_pending[q] = 0;
 }
 
-/* R-ACKM-4: the waiting records, as many as fit in cap after the ACK's
- * headers (those that do not wait for the next ACK). */
+/* R-ACKM-2: records an ACKM of the connection may carry: never longer
+ * than its longest data packet, nor than the caller's buffer. */
+static unsigned resp_rec_fit(const struct mroce_conn *c, size_t cap)
+{
+    size_t room = MROCE_MAX_HDR_LEN + mroce_ackm_len(0) + MROCE_TAG_LEN;
+    size_t fit = cap > room ? (cap - room) / MROCE_ACKM_REC_LEN : 0;
+    size_t by_mtu = c->mtu > 16 ? (c->mtu - 16) / MROCE_ACKM_REC_LEN : 0;
+    if (by_mtu < fit)
+        fit = by_mtu;
+    return fit < MROCE_ACKM_MAX_RECS ? (unsigned)fit : MROCE_ACKM_MAX_RECS;
+}
+
+/* R-ACKM-4: the waiting records, oldest first, as many as fit; those
+ * that do not go in the next ACK, which goes at once (rule 2: the bound
+ * holds for them too). */
 static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
                               size_t cap, struct mroce_ackm_rec *recs)
 {
-    size_t room = MROCE_MAX_HDR_LEN + mroce_ackm_len(0) + MROCE_TAG_LEN;
-    unsigned fit = cap > room ? (unsigned)((cap - room) / MROCE_ACKM_REC_LEN)
-                              : 0;
+    unsigned fit = resp_rec_fit(c, cap);
     unsigned n = 0, kept = 0;
     for (uint32_t i = 0; i < c->rec_count; i++) {
         uint16_t q = c->rec_queue[i];
         if (c->ack_pending[q] != ENG_ACK_RECORD) /* queued for its own */
             continue;
-        if (n < fit && n < MROCE_ACKM_MAX_RECS)
+        if (n < fit)
             resp_rec_fill(c, q, now, via, &recs[n++]);
         else
             c->rec_queue[kept++] = q;
     }
     c->rec_count = kept;
+    if (kept) /* the newest left over is the next ACK's own path */
+        resp_ack_now(c, c->rec_queue[--c->rec_count]);
     return n;
 }
 

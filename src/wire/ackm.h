@@ -39,8 +39,8 @@ static inline size_t mroce_ackm_len(unsigned n)
 size_t mroce_ackm_put(uint8_t *p, uint32_t hold_ns,
                       const struct mroce_ackm_rec *recs, unsigned n);
 
-/* R-ACKM-2: checks a decoded ACKM's payload (length, count, reserved
- * byte). Returns the record count (0 to MROCE_ACKM_MAX_RECS) and the MTH path's hold, or
+/* R-ACKM-2: checks a decoded ACKM's payload (length and count; the
+ * reserved byte is ignored). Returns the record count (0 to MROCE_ACKM_MAX_RECS) and the MTH path's hold, or
  * MROCE_WIRE_EPAYLOAD. */
 int mroce_ackm_check(const struct mroce_hdr *h, uint32_t *hold_ns);
 
