@@ -142,11 +142,17 @@ static void req_retx_pop(struct mroce_conn *c)
 
 static bool req_has_new(struct mroce_conn *c);
 
-static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                    struct mroce_pkt_meta *meta)
+/* What goes next: a DSN, its path and its header flags (req_emit). */
+struct req_pick {
+    struct txp *x;
+    uint16_t p;
+    uint8_t flags;
+};
+
+static bool req_retx(struct mroce_conn *c, uint64_t now, struct req_pick *k)
 {
     if (MROCE_FAULT(c->ctx, RETX_AFTER_NEW) && req_has_new(c))
-        return 0;
+        return false;
     while (c->retx_count) {
         uint32_t dsn = c->retx[c->retx_head];
         struct txp *x = eng_txp(c, dsn);
@@ -165,12 +171,12 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             continue;
         }
         if (p < 0)
-            return 0;
+            return false;
         if (x->tx_count >= ENG_MAX_TX && /* R-RETRY-1 */
             !MROCE_FAULT(c->ctx, TX_CAP_OFF)) {
             req_retx_pop(c);
             eng_comp_fail_txp(c, x, MROCE_WC_RETRY_EXC_ERR);
-            return 0;
+            return false;
         }
         /* R-LOSS-7: from its third transmission on, or at the connection's
          * tail, a DSN goes out twice */
@@ -181,11 +187,12 @@ static int req_retx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
             req_retx_pop(c);
         c->cnt.retx_pkts++;
         c->ptx[p].st.retx_pkts++;
-        return req_emit(c, x, (uint16_t)p,
-                        MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX,
-                        now, buf, meta);
+        *k = (struct req_pick){
+            x, (uint16_t)p,
+            MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX};
+        return true;
     }
-    return 0;
+    return false;
 }
 
 /* ---- new data ---- */
@@ -327,37 +334,38 @@ static bool req_first_window_full(const struct mroce_conn *c)
            !MROCE_FAULT(c->ctx, INIT_WINDOW_OFF);
 }
 
-static int req_new(struct mroce_conn *c, uint64_t now, uint8_t *buf,
-                   struct mroce_pkt_meta *meta)
+static bool req_new(struct mroce_conn *c, uint64_t now, struct req_pick *k)
 {
     if (c->snd_next - c->snd_una >= c->dsn_window) /* R-DSN-7 */
-        return 0;
+        return false;
     if (req_first_window_full(c))
-        return 0;
+        return false;
     if (c->inflight >= c->cc.cwnd)
-        return 0; /* cheap checks first: idle connections skip the path scan */
+        return false; /* cheap checks first: idle connections skip the path scan
+                       */
     /* Without READ responses in service, anything new is a stream's, and
      * the one found here is the one that sends (the path pick changes no
      * stream): one scan of the streams instead of two. */
     int sid = -1;
     if (c->n_resp ? !req_has_new(c) : (sid = req_next_stream(c)) < 0)
-        return 0;
+        return false;
     if (eng_mem_txp_room(c))
-        return 0; /* out of memory: as if the window were full */
+        return false; /* out of memory: as if the window were full */
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
     if (p < 0)
-        return 0;
+        return false;
     struct txp *x = req_next_resp(c);
     if (!x)
         x = req_next_msg(c, sid);
     if (!x)
-        return 0;
+        return false;
     uint8_t flags = req_tail_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
                         ? MROCE_HF_ACKREQ
                         : 0; /* R-ACK-1 */
     if (x->kind == TXK_MSG && req_slot(c, x)->op == MROCE_OP_READ_REQ)
         eng_comp_read_watch(c, now);
-    return req_emit(c, x, (uint16_t)p, flags, now, buf, meta);
+    *k = (struct req_pick){x, (uint16_t)p, flags};
+    return true;
 }
 
 /* ---- connection control packets (R-CONN-8, R-CONN-10) ---- */
@@ -407,9 +415,13 @@ int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
         n = req_close(c, now, buf, meta);
     if (!n)
         n = eng_path_probe_tx(c, now, buf, cap, meta);
-    if (!n && c->state == MROCE_CONN_CONNECTED)
-        n = req_retx(c, now, buf, meta);
-    if (!n && c->state == MROCE_CONN_CONNECTED)
-        n = req_new(c, now, buf, meta);
-    return n;
+    if (n || c->state != MROCE_CONN_CONNECTED)
+        return n;
+    /* Retransmissions first; one place writes the data packet (its only
+     * call: inlined here). */
+    struct req_pick k;
+    bool data = req_retx(c, now, &k);
+    if (!data && c->state == MROCE_CONN_CONNECTED)
+        data = req_new(c, now, &k);
+    return data ? req_emit(c, k.x, k.p, k.flags, now, buf, meta) : 0;
 }

@@ -219,9 +219,11 @@ void eng_sched_timer(struct mroce_conn *c)
         sched_sift_up(s, c->heap_pos);
     } else if (c->deadline == ENG_NEVER) {
         sched_heap_del(s, c);
+    } else if (c->heap_pos &&
+               s->heap[(c->heap_pos - 1) / 2]->deadline > c->deadline) {
+        sched_sift_up(s, c->heap_pos); /* earlier than its parent */
     } else {
-        sched_sift_up(s, c->heap_pos);
-        sched_sift_down(s, c->heap_pos);
+        sched_sift_down(s, c->heap_pos); /* else at most later */
     }
     sched_note_top(s);
 }
