@@ -39,6 +39,16 @@ static void resp_ack_now(struct mroce_conn *c, uint16_t p)
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
 }
 
+/* R-ACKM-4: the next ACK goes at `due` at the latest (the oldest
+ * record's bound). */
+static void resp_rec_arm(struct mroce_conn *c, uint64_t due)
+{
+    if (due < c->ack_at) {
+        c->ack_at = due;
+        eng_conn_arm(c, due);
+    }
+}
+
 /* R-ACKM-4: the ACK that R-ACK-1 case 2 alone asks for waits, as a
  * record, for the connection's next ACK, at most half our ack_delay
  * (the peer allows for ack_delay); as many records as an ACKM carries
@@ -56,10 +66,7 @@ static void resp_ack_record(struct mroce_conn *c, uint64_t now, uint16_t p)
         resp_ack_now(c, p);
         return;
     }
-    if (due < c->ack_at) { /* the oldest record's bound */
-        c->ack_at = due;
-        eng_conn_arm(c, due);
-    }
+    resp_rec_arm(c, due);
 }
 
 /* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
@@ -844,14 +851,18 @@ static void resp_rec_fill(struct mroce_conn *c, uint16_t q, uint64_t now,
     c->ack_pending[q] = 0;
 }
 
-/* R-ACKM-4: the waiting records, as many as fit in cap after the ACK's
- * headers (those that do not wait for the next ACK). */
+/* R-ACKM-4: the waiting records, as many as fit in the connection's MTU
+ * (a payload larger than its MTU is not a packet of ours to the peer,
+ * R-AEAD-8) and in cap after the ACK's headers; the others wait for the
+ * next ACK. */
 static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
                               size_t cap, struct mroce_ackm_rec *recs)
 {
     size_t room = MROCE_MAX_HDR_LEN + mroce_ackm_len(0) + MROCE_TAG_LEN;
-    unsigned fit = cap > room ? (unsigned)((cap - room) / MROCE_ACKM_REC_LEN)
-                              : 0;
+    if (cap > MROCE_MAX_HDR_LEN + c->mtu + MROCE_TAG_LEN)
+        cap = MROCE_MAX_HDR_LEN + c->mtu + MROCE_TAG_LEN;
+    unsigned fit =
+        cap > room ? (unsigned)((cap - room) / MROCE_ACKM_REC_LEN) : 0;
     unsigned n = 0, kept = 0;
     for (uint32_t i = 0; i < c->rec_count; i++) {
         uint16_t q = c->rec_queue[i];
@@ -894,6 +905,11 @@ static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
     uint16_t via = c->prx[h->path].ack_via;
     uint32_t hold = resp_rec_hold(&c->prx[h->path], now);
     unsigned n = resp_rec_take(c, now, via, cap, recs);
+    if (c->rec_count) { /* R-ACKM-4: the rest keep the oldest one's bound */
+        uint64_t due =
+            c->prx[c->rec_queue[0]].high_at + c->attr.ack_delay_ns / 2;
+        resp_rec_arm(c, due > now ? due : now);
+    }
     size_t len = mroce_ackm_put(pl, hold, recs, n);
     h->opcode = MROCE_OP_ACKM;
     h->conn = c->remote.conn_id;
