@@ -39,6 +39,16 @@ static void resp_ack_now(struct mroce_conn *c, uint16_t p)
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
 }
 
+/* R-ACKM-4: the next ACK goes at `due` at the latest (the oldest
+ * record's bound). */
+static void resp_rec_arm(struct mroce_conn *c, uint64_t due)
+{
+    if (due < c->ack_at) {
+        c->ack_at = due;
+        eng_conn_arm(c, due);
+    }
+}
+
 /* R-ACKM-4: the ACK that R-ACK-1 case 2 alone asks for waits, as a
  * record, for the connection's next ACK, at most half our ack_delay
  * (the peer allows for ack_delay); as many records as an ACKM carries
@@ -56,10 +66,7 @@ static void resp_ack_record(struct mroce_conn *c, uint64_t now, uint16_t p)
         resp_ack_now(c, p);
         return;
     }
-    if (due < c->ack_at) { /* the oldest record's bound */
-        c->ack_at = due;
-        eng_conn_arm(c, due);
-    }
+    resp_rec_arm(c, due);
 }
 
 /* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
