@@ -662,8 +662,8 @@ struct mroce_conn_counters {
     uint64_t rto_events;
     uint64_t tx_acks, rx_acks, tx_nacks, rx_nacks;
     uint64_t tx_ackm_recs, rx_ackm_recs; /* ACKM path records (R-ACKM-4) */
-    uint64_t rx_dup_pkts; /* DSN already received */
-    uint64_t rx_ecn_ce;   /* CE-marked packets received */
+    uint64_t rx_dup_pkts;                /* DSN already received */
+    uint64_t rx_ecn_ce;                  /* CE-marked packets received */
     uint64_t rnr_naks;
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;

@@ -518,23 +518,62 @@ static void comp_ackm_rec(const struct mroce_hdr *h, unsigned i,
     *hold = rec.hold_ns;
 }
 
+/* R-ACKM-5: a part of an ACKM overtaken by later ones: all its path's
+ * PSNs up to sack_high resolved, and sack_high's ts no longer held. It
+ * tells nothing and is skipped, not taken as a forgery. */
+static bool comp_rec_stale(const struct mroce_conn *c,
+                           const struct mroce_hdr *r)
+{
+    const struct path_tx *pt = &c->ptx[r->path];
+    return seq_lt(r->sack_high, pt->una) &&
+           pt->next_psn - 1 - r->sack_high >= pt->ring_fill;
+}
+
 /* R-ACKM-5: every record names a path of the connection other than the
- * ACKM's own, once, and is evidence as an ACK for it would be. */
+ * ACKM's own, once, and is evidence as an ACK for it would be, or
+ * stale; `own`: the ACKM's own path is evidence. At least one part must
+ * be evidence, or the ACKM proves nothing about the peer (R-VAL-1). */
 static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
-                         unsigned n)
+                         unsigned n, bool own)
 {
     uint64_t seen[4] = {0};
+    bool evidence = own;
     seen[h->path >> 6] |= (uint64_t)1 << (h->path & 63);
     for (unsigned i = 0; i < n; i++) {
         struct mroce_hdr r;
         uint32_t hold;
         comp_ackm_rec(h, i, &r, &hold);
-        if (r.path >= c->n_paths ||
-            (seen[r.path >> 6] >> (r.path & 63)) & 1 || !comp_ack_ok(c, &r))
+        if (r.path >= c->n_paths || (seen[r.path >> 6] >> (r.path & 63)) & 1)
             return false;
+        bool ok = comp_ack_ok(c, &r);
+        if (!ok && !comp_rec_stale(c, &r))
+            return false;
+        evidence |= ok;
         seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
     }
-    return true;
+    return evidence;
+}
+
+/* R-ACKM-5: the whole ACKM is checked before any part of it acts.
+ * Returns its record count, or -1 when it is dropped. */
+static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
+                           uint32_t *hold, bool *own)
+{
+    c->cnt.rx_acks++;
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        return -1;
+    }
+    int n = mroce_ackm_check(h, hold);
+    *own = comp_ack_ok(c, h);
+    if (n < 0 || (!*own && !comp_rec_stale(c, h)) ||
+        (seq_lt(c->snd_next, h->dsn_cum) &&
+         !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED)) ||
+        !comp_ackm_ok(c, h, (unsigned)n, *own)) {
+        c->cnt.drop_bad_ack++; /* nothing of it acts */
+        return -1;
+    }
+    return n;
 }
 
 void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
@@ -545,26 +584,29 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
         return;
     }
     uint32_t hold;
-    int n = mroce_ackm_check(h, &hold);
-    if (!comp_ack_start(c, h))
-        return;
-    if (n < 0 || !comp_ackm_ok(c, h, (unsigned)n)) {
-        c->cnt.drop_bad_ack++; /* R-ACKM-5: nothing of it acts */
-        return;
-    }
+    bool own;
+    int n = comp_ackm_check(c, h, &hold, &own);
     /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
      * resolve their packets without their RTT samples (R-ACK-100) */
-    for (unsigned i = 0; i < (unsigned)n; i++) {
+    for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
         struct mroce_hdr r;
         uint32_t rh;
-        comp_ackm_rec(h, i, &r, &rh);
-        if (c->state != MROCE_CONN_CONNECTED)
-            return;
+        comp_ackm_rec(h, (unsigned)i, &r, &rh);
+        if (!comp_ack_ok(c, &r)) { /* stale (checked above): not even CE */
+            c->cnt.drop_stale++;
+            continue;
+        }
         comp_ack_path(c, now, &r, rh, false);
+        c->cnt.rx_ackm_recs++;
     }
-    c->cnt.rx_ackm_recs += (unsigned)n;
-    if (c->state == MROCE_CONN_CONNECTED)
+    if (n < 0 || c->state != MROCE_CONN_CONNECTED)
+        return;
+    if (own) {
         comp_ack_path(c, now, h, hold, true);
+        return;
+    }
+    c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
+    comp_cum(c, h->dsn_cum, now);
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */

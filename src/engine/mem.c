@@ -130,9 +130,8 @@ void eng_mem_free(struct mroce_conn *c)
     struct mroce_ctx *ctx = c->ctx;
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
-    void *bufs[] = {c->ptx,  c->prx,  c->ack_pending, c->ack_queue,
-                    c->rec_queue, c->txp, c->retx,   c->rack,
-                    c->ttree};
+    void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue, c->rec_queue,
+                    c->txp, c->retx, c->rack,        c->ttree};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
     c->ptx = NULL;

@@ -11,7 +11,7 @@
 #include "wire/wire.h"
 
 #define MROCE_ACKM_PRE_LEN 4  /* count, reserved, hold of the MTH path */
-#define MROCE_ACKM_REC_LEN 48 /* path, hold, sack_high, echo_ts, counts, sack */
+#define MROCE_ACKM_REC_LEN 48 /* path, hold, AKH fields but dsn_cum, rate */
 #define MROCE_ACKM_MAX_RECS 32
 #define MROCE_ACKM_HOLD_UNIT_NS 8
 #define MROCE_ACKM_HOLD_MAX_NS (0xffffu * MROCE_ACKM_HOLD_UNIT_NS)
@@ -40,8 +40,8 @@ size_t mroce_ackm_put(uint8_t *p, uint32_t hold_ns,
                       const struct mroce_ackm_rec *recs, unsigned n);
 
 /* R-ACKM-2: checks a decoded ACKM's payload (length and count; the
- * reserved byte is ignored). Returns the record count (0 to MROCE_ACKM_MAX_RECS) and the MTH path's hold, or
- * MROCE_WIRE_EPAYLOAD. */
+ * reserved byte is ignored). Returns the record count (0 to
+ * MROCE_ACKM_MAX_RECS) and the MTH path's hold, or MROCE_WIRE_EPAYLOAD. */
 int mroce_ackm_check(const struct mroce_hdr *h, uint32_t *hold_ns);
 
 /* Record i (< the count mroce_ackm_check returned) of a checked ACKM. */
