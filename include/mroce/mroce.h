@@ -216,6 +216,10 @@ struct mroce_ctx_attr {
 
 #define MROCE_UDP_PORT 4797
 
+/* Features of the MetaRoCE wire protocol (R-VER-5, bits of the set-up
+ * exchange's features, R-CM-7): in effect when both sides announce. */
+#define MROCE_FEAT_ACKM 0x4 /* ACKs with path records (R-ACKM-1) */
+
 /* Creates an endpoint. Errors: EINVAL (mtu outside 256..9000, more than
  * MROCE_MAX_SRC_PORTS source ports, a port 0 or the same port twice among
  * them, spray_run above MROCE_MAX_SPRAY_RUN, a plane address of another
@@ -483,6 +487,9 @@ struct mroce_conn_attr {
      * (the drop-in libibverbs: the QP number, R-SOFT-2) must pick it
      * unpredictably; EBUSY if the context already has it. */
     uint32_t conn_id;
+    /* MetaRoCE: 1 to neither announce nor use ACKM, ACKs that carry
+     * several paths' acknowledgements (R-ACKM-1) [0: announced] */
+    uint8_t ackm_off;
 };
 
 #define MROCE_MAX_QPS 256 /* RoCEv2 QPs per connection */
@@ -527,6 +534,7 @@ struct mroce_conn_params {
     uint8_t retry_cnt;   /* its timeout rounds before ERROR (< 16) */
     uint8_t rnr_retry;   /* its RNR retries, 7 = unlimited */
     uint32_t rnr_max_us; /* the longest RNR delay it asks for */
+    uint32_t features;   /* MROCE_FEAT_* it supports (R-VER-5) */
     uint16_t n_qps;      /* RoCEv2: QP numbers and first PSNs */
     uint32_t qpn[MROCE_MAX_QPS];
     uint32_t psn[MROCE_MAX_QPS];
@@ -653,8 +661,9 @@ struct mroce_conn_counters {
     uint64_t tlp_pkts;  /* tail-loss probes */
     uint64_t rto_events;
     uint64_t tx_acks, rx_acks, tx_nacks, rx_nacks;
-    uint64_t rx_dup_pkts; /* DSN already received */
-    uint64_t rx_ecn_ce;   /* CE-marked packets received */
+    uint64_t tx_ackm_recs, rx_ackm_recs; /* ACKM path records (R-ACKM-4) */
+    uint64_t rx_dup_pkts;                /* DSN already received */
+    uint64_t rx_ecn_ce;                  /* CE-marked packets received */
     uint64_t rnr_naks;
     uint64_t drop_bad_path, drop_dsn_window, drop_msn_window;
     uint64_t drop_bad_key, drop_bad_bounds, drop_bad_access;

@@ -343,6 +343,8 @@ static json_t *agent_conn_cnt_json(const struct mroce_conn_counters *k)
     CNT(o, "rto", k->rto_events);
     CNT(o, "ack_tx", k->tx_acks);
     CNT(o, "ack_rx", k->rx_acks);
+    CNT(o, "ackm_recs_tx", k->tx_ackm_recs);
+    CNT(o, "ackm_recs_rx", k->rx_ackm_recs);
     CNT(o, "nack_tx", k->tx_nacks);
     CNT(o, "nack_rx", k->rx_nacks);
     CNT(o, "rnr_tx", k->rnr_naks);

@@ -27,6 +27,9 @@ void cm_check_fill_ours(const struct cm_policy *pol, struct cm_hello *h)
     h->modes = cm_check_our_modes(pol);
     h->features = pol->psk ? CM_FEAT_PSK : 0;
     h->required = h->features;
+    /* R-VER-5: what the connection's engine announces (h->p), never
+     * required: a peer without it speaks plain ACKs */
+    h->features |= h->p.features & CM_FEAT_ACKM;
     if (pol->psk)
         memcpy(h->psk_id, pol->psk->psk_id, CM_PSK_ID_LEN);
 }

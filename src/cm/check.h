@@ -37,7 +37,8 @@ struct cm_verdict {
     const char *why;
 };
 
-/* Our HELLO's versions, features, modes and key id under `pol`. */
+/* Our HELLO's versions, features, modes and key id under `pol`; h->p
+ * holds our connection's parameters (its features are announced). */
 void cm_check_fill_ours(const struct cm_policy *pol, struct cm_hello *h);
 /* Modes we accept: the attribute's, else NONE (and AUTH|ENC with a
  * key), limited to what the datapath can apply (pol->can). */

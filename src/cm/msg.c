@@ -295,6 +295,7 @@ static void hello_get_params(const uint8_t *b, struct cm_hello *h)
     p->max_rto_ns = mroce_be64_get(b + 96);
     p->retry_cnt = b[104];
     p->rnr_retry = b[105];
+    p->features = h->features & CM_FEAT_ACKM; /* R-VER-5: the peer's */
     h->keepalive_ms = mroce_be16_get(b + 106);
     p->rnr_max_us = mroce_be32_get(b + 108);
     p->init_psn = mroce_be32_get(b + 112);

@@ -31,6 +31,10 @@
 
 /* Feature bits (R-CM-7). */
 #define CM_FEAT_PSK 0x1u /* PSK secret establishment, R-CM-10 */
+/* ACKs with path records (R-ACKM-1): the engine's feature, announced as
+ * the connection's parameters say, in effect when both announce it and
+ * never required (R-VER-5) */
+#define CM_FEAT_ACKM MROCE_FEAT_ACKM
 #define CM_EXT_CRITICAL 0x8000u
 
 enum cm_type {

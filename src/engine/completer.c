@@ -1,6 +1,7 @@
 /* Completer: consumes ACKs and NACKs, detects loss from the per-path SACK,
  * retires work requests in stream order (R-SACK-*, R-LOSS-*, R-ORD-*). */
 #include "engine/eng.h"
+#include "wire/ackm.h"
 
 static struct txp *comp_txp(struct mroce_conn *c, uint32_t dsn)
 {
@@ -405,19 +406,32 @@ static uint64_t comp_held(const struct mroce_conn *c, const struct path_tx *pt,
     return eng_peer_hold(c) - c->peer_ack_delay_ns;
 }
 
+/* R-RTT-1, R-ACKM-6: the RTT sample of an ACK (0: none), and the path's
+ * own, less the time the peer held a record; R-LOSS-8 takes the whole
+ * sample, as the ACK's arrival shows when the next will come. */
+static uint64_t comp_rtt(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
+                         const struct mroce_hdr *h, const struct ack_sum *sum,
+                         uint32_t hold)
+{
+    uint32_t d = eng_ts(c, now) - h->echo_ts; /* R-RTT-1 */
+    if (d >= 0x80000000u || !d)               /* a bogus echo: no sample */
+        return 0;
+    if (hold >= d) /* R-ACKM-6: a hold longer than the RTT is no sample */
+        return 0;
+    eng_path_rtt_sample(c, pt, d - hold);
+    if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
+        eng_rack_delivered(c, pt->plane, now, d,
+                           hold ? 0 : comp_held(c, pt, h));
+    return d - hold;
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
-                    const struct mroce_hdr *h, const struct ack_sum *sum)
+                    const struct mroce_hdr *h, const struct ack_sum *sum,
+                    uint32_t hold)
 {
     uint64_t rtt = 0;
-    if (sum->high_new || MROCE_FAULT(c->ctx, RTT_ANY_ACK)) {
-        uint32_t d = eng_ts(c, now) - h->echo_ts; /* R-RTT-1 */
-        rtt = d < 0x80000000u ? d : 0;            /* a bogus echo: no sample */
-        if (rtt) {
-            eng_path_rtt_sample(c, pt, rtt);
-            if (sum->high_data) /* PROBEs may overtake data (R-LOSS-8) */
-                eng_rack_delivered(c, pt->plane, now, rtt, comp_held(c, pt, h));
-        }
-    }
+    if (sum->high_new || MROCE_FAULT(c->ctx, RTT_ANY_ACK))
+        rtt = comp_rtt(c, pt, now, h, sum, hold);
     uint16_t ce = comp_new_ce(c, pt, h);
     if (sum->lost)
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
@@ -433,34 +447,166 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     }
 }
 
-void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
+/* R-VAL-1, R-VAL-4: the ACK for h->path names something of ours. */
+static bool comp_ack_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
 {
-    c->cnt.rx_acks++;
-    if (c->state != MROCE_CONN_CONNECTED) {
-        c->cnt.drop_state++;
-        return;
-    }
+    const struct path_tx *pt = &c->ptx[h->path];
+    return comp_sack_valid(c, pt, h) || comp_echo_valid(pt, h);
+}
+
+/* R-ACK-7 for the path of h; the ACK's dsn_cum (step 2) only if `cum`
+ * (an ACKM's records leave it to the ACKM's own path, R-ACKM-5). */
+static void comp_ack_path(struct mroce_conn *c, uint64_t now,
+                          const struct mroce_hdr *h, uint32_t hold, bool cum)
+{
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
     bool sack = comp_sack_valid(c, pt, h), echo = comp_echo_valid(pt, h);
-    if ((!sack && !echo) || (seq_lt(c->snd_next, h->dsn_cum) &&
-                             !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
-        c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
-        return;
-    }
     if (sack)
         comp_sack(c, h->path, h, &sum);
     if (echo)
         comp_echo(c, h->path, h, &sum);
     if (echo && !sack && seq_lt(pt->next_psn - 1, h->sack_high))
         comp_resync(c, pt, h);
-    comp_cum(c, h->dsn_cum, now);
+    if (cum)
+        comp_cum(c, h->dsn_cum, now);
     if (sum.pkts)
         comp_path_progress(c, pt, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
-    comp_cc(c, pt, now, h, &sum);
+    comp_cc(c, pt, now, h, &sum, hold);
     eng_pset_update(c, h->path); /* its state, window and RTT */
+}
+
+/* R-ACK-6: an ACK that is no evidence is dropped whole. */
+static bool comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    c->cnt.rx_acks++;
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        return false;
+    }
+    if (!comp_ack_ok(c, h) || (seq_lt(c->snd_next, h->dsn_cum) &&
+                               !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
+        c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
+        return false;
+    }
+    return true;
+}
+
+void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
+{
+    if (comp_ack_start(c, h))
+        comp_ack_path(c, now, h, 0, true);
+}
+
+/* Record i of an ACKM as the ACK for its path it stands for (R-ACKM-5). */
+static void comp_ackm_rec(const struct mroce_hdr *h, unsigned i,
+                          struct mroce_hdr *r, uint32_t *hold)
+{
+    struct mroce_ackm_rec rec;
+    mroce_ackm_get(h, i, &rec);
+    *r = *h;
+    r->opcode = MROCE_OP_ACK;
+    r->path = rec.path;
+    r->psn = rec.sack_high; /* a record answers no PROBE */
+    r->sack_high = rec.sack_high;
+    r->echo_ts = rec.echo_ts;
+    r->ce_count = rec.ce_count;
+    r->rx_count = rec.rx_count;
+    memcpy(r->sack, rec.sack, sizeof(r->sack));
+    *hold = rec.hold_ns;
+}
+
+/* R-ACKM-5: a part of an ACKM overtaken by later ones: all its path's
+ * PSNs up to sack_high resolved, and sack_high's ts no longer held. It
+ * tells nothing and is skipped, not taken as a forgery. */
+static bool comp_rec_stale(const struct mroce_conn *c,
+                           const struct mroce_hdr *r)
+{
+    const struct path_tx *pt = &c->ptx[r->path];
+    return seq_lt(r->sack_high, pt->una) &&
+           pt->next_psn - 1 - r->sack_high >= pt->ring_fill;
+}
+
+/* R-ACKM-5: every record names a path of the connection other than the
+ * ACKM's own, once, and is evidence as an ACK for it would be, or
+ * stale; `own`: the ACKM's own path is evidence. At least one part must
+ * be evidence, or the ACKM proves nothing about the peer (R-VAL-1). */
+static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
+                         unsigned n, bool own)
+{
+    uint64_t seen[4] = {0};
+    bool evidence = own;
+    seen[h->path >> 6] |= (uint64_t)1 << (h->path & 63);
+    for (unsigned i = 0; i < n; i++) {
+        struct mroce_hdr r;
+        uint32_t hold;
+        comp_ackm_rec(h, i, &r, &hold);
+        if (r.path >= c->n_paths || (seen[r.path >> 6] >> (r.path & 63)) & 1)
+            return false;
+        bool ok = comp_ack_ok(c, &r);
+        if (!ok && !comp_rec_stale(c, &r))
+            return false;
+        evidence |= ok;
+        seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
+    }
+    return evidence;
+}
+
+/* R-ACKM-5: the whole ACKM is checked before any part of it acts.
+ * Returns its record count, or -1 when it is dropped. */
+static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
+                           uint32_t *hold, bool *own)
+{
+    c->cnt.rx_acks++;
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->cnt.drop_state++;
+        return -1;
+    }
+    int n = mroce_ackm_check(h, hold);
+    *own = comp_ack_ok(c, h);
+    if (n < 0 || (!*own && !comp_rec_stale(c, h)) ||
+        (seq_lt(c->snd_next, h->dsn_cum) &&
+         !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED)) ||
+        !comp_ackm_ok(c, h, (unsigned)n, *own)) {
+        c->cnt.drop_bad_ack++; /* nothing of it acts */
+        return -1;
+    }
+    return n;
+}
+
+void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
+                   const struct mroce_hdr *h)
+{
+    if (!c->ackm) { /* R-VER-5: not in effect, an unknown opcode */
+        c->ctx->cnt.drop_bad_opcode++;
+        return;
+    }
+    uint32_t hold;
+    bool own;
+    int n = comp_ackm_check(c, h, &hold, &own);
+    /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
+     * resolve their packets without their RTT samples (R-ACK-100) */
+    for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
+        struct mroce_hdr r;
+        uint32_t rh;
+        comp_ackm_rec(h, (unsigned)i, &r, &rh);
+        if (!comp_ack_ok(c, &r)) { /* stale (checked above): not even CE */
+            c->cnt.drop_stale++;
+            continue;
+        }
+        comp_ack_path(c, now, &r, rh, false);
+        c->cnt.rx_ackm_recs++;
+    }
+    if (n < 0 || c->state != MROCE_CONN_CONNECTED)
+        return;
+    if (own) {
+        comp_ack_path(c, now, h, hold, true);
+        return;
+    }
+    c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
+    comp_cum(c, h->dsn_cum, now);
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */

@@ -177,6 +177,7 @@ static void conn_get_timing(const struct mroce_conn *c,
     out->retry_cnt = a->retry_cnt;
     out->rnr_retry = a->rnr_retry;
     out->rnr_max_us = ENG_RNR_DELAY_US;
+    out->features = a->ackm_off ? 0 : MROCE_FEAT_ACKM;
 }
 
 void eng_conn_get_params(const struct mroce_conn *c,
@@ -308,6 +309,8 @@ int eng_conn_connect(struct mroce_conn *c, const struct mroce_conn_params *r)
         r->ack_delay_ns ? r->ack_delay_ns : c->attr.ack_delay_ns;
     c->peer_ack_every = r->ack_every ? r->ack_every : c->attr.ack_every;
     c->peer_rnr_max_us = r->rnr_max_us;
+    /* R-VER-5: in effect when both announce it */
+    c->ackm = !c->attr.ackm_off && (r->features & MROCE_FEAT_ACKM);
     c->remote = (struct eng_params){.conn_id = r->conn_id,
                                     .init_psn = r->init_psn,
                                     .init_dsn = r->init_dsn,

@@ -154,7 +154,8 @@ static bool ctx_src_ok(const struct mroce_conn *c,
                        const struct mroce_hdr *h)
 {
     uint32_t n = c->ctx->dev.n_planes;
-    if (h->opcode != MROCE_OP_ACK && h->opcode != MROCE_OP_NACK)
+    if (h->opcode != MROCE_OP_ACK && h->opcode != MROCE_OP_ACKM &&
+        h->opcode != MROCE_OP_NACK)
         return ctx_addr_eq(&meta->src, &c->peer_addr[h->path % n]);
     for (uint32_t i = 0; i < n; i++)
         if (ctx_addr_eq(&meta->src, &c->peer_addr[i]))
@@ -169,6 +170,9 @@ static void ctx_dispatch(struct mroce_conn *c, uint64_t now,
     switch (h->opcode) {
     case MROCE_OP_ACK:
         eng_comp_ack(c, now, h);
+        break;
+    case MROCE_OP_ACKM:
+        eng_comp_ackm(c, now, h);
         break;
     case MROCE_OP_NACK:
         eng_comp_nak(c, now, h);

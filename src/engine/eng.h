@@ -29,6 +29,9 @@
 /* packets at a message's end that ask for an ACK at once (R-ACK-1) */
 #define ENG_ACKREQ_TAIL 3
 #define ENG_ACK_HOLD_MAX 100000 /* ns: longest hold of an ACK (R-ACK-1) */
+/* R-ACKM-4: a path's ACK waits for the connection's next one */
+#define ENG_ACK_QUEUED 1 /* an ACK of its own is queued */
+#define ENG_ACK_RECORD 2 /* it goes into the next ACK as a record */
 /* R-VAL-2: how far after a path's highest recorded PSN a duplicate data
  * packet may still be recorded */
 #define ENG_PSN_AHEAD 1024
@@ -189,6 +192,8 @@ struct path_rx {
     uint8_t echo_due : 1; /* R-VAL-4: the next ACK answers PROBE echo_psn */
     uint8_t plane;        /* its packets last arrived on (R-ACK-3) */
     uint32_t echo_psn;
+    uint64_t high_at; /* when the packet with PSN high arrived (R-ACKM-3) */
+    uint8_t rec_held; /* its acknowledgement waited as a record (R-ACKM-4) */
 };
 
 struct nak_entry {
@@ -319,9 +324,15 @@ struct mroce_conn {
     uint64_t ack_at;
     uint32_t ack_mbps;  /* the rate hint our latest ACK carried */
     uint32_t ack_slack; /* bytes the peer may hold unacknowledged (R-ACK-101) */
-    uint8_t *ack_pending; /* per path flag */
+    uint8_t *ack_pending; /* per path: ENG_ACK_QUEUED or ENG_ACK_RECORD */
     uint16_t *ack_queue;  /* paths with an ACK to send */
     uint32_t ack_q_head, ack_q_count;
+    /* R-ACKM-4: paths to go into the next ACK as records (in the order
+     * they became due; the ones later queued for an ACK of their own are
+     * skipped), and when the oldest must go */
+    bool ackm; /* the feature is in effect (R-VER-5) */
+    uint16_t *rec_queue;
+    uint32_t rec_count;
 
     struct rd_resp *resp;
     uint32_t rr_resp;
@@ -813,6 +824,9 @@ bool eng_resp_cut(const struct mroce_conn *c, const struct mroce_hdr *h);
 /* completer.c */
 void eng_comp_ack(struct mroce_conn *c, uint64_t now,
                   const struct mroce_hdr *h);
+/* R-ACKM-5: an ACKM, its records and then its own path. */
+void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
+                   const struct mroce_hdr *h);
 void eng_comp_nak(struct mroce_conn *c, uint64_t now,
                   const struct mroce_hdr *h);
 void eng_comp_dsn_acked(struct mroce_conn *c, uint32_t dsn);

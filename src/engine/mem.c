@@ -93,11 +93,12 @@ static int mem_paths(struct mroce_conn *c, uint32_t n, uint32_t psn_cap)
     c->prx = eng_alloc(ctx, n * sizeof(*c->prx));
     c->ack_pending = eng_alloc(ctx, n);
     c->ack_queue = eng_alloc(ctx, n * sizeof(*c->ack_queue));
+    c->rec_queue = eng_alloc(ctx, n * sizeof(*c->rec_queue));
     c->rack = eng_alloc(ctx, ctx->dev.n_planes * sizeof(*c->rack));
     c->tt_leaves = eng_ptimer_leaves(n);
     c->ttree = eng_alloc(ctx, c->tt_leaves * sizeof(*c->ttree));
-    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue || !c->rack ||
-        !c->ttree)
+    if (!c->ptx || !c->prx || !c->ack_pending || !c->ack_queue ||
+        !c->rec_queue || !c->rack || !c->ttree)
         return MROCE_ENOMEM;
     eng_ptimer_reset(c);
     for (uint32_t p = 0; p < n; p++)
@@ -129,7 +130,7 @@ void eng_mem_free(struct mroce_conn *c)
     struct mroce_ctx *ctx = c->ctx;
     for (uint32_t p = 0; c->ptx && p < c->n_alloc_paths; p++)
         eng_free(ctx, c->ptx[p].psn_dsn);
-    void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue,
+    void *bufs[] = {c->ptx, c->prx,  c->ack_pending, c->ack_queue, c->rec_queue,
                     c->txp, c->retx, c->rack,        c->ttree};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         eng_free(ctx, bufs[i]);
@@ -137,6 +138,7 @@ void eng_mem_free(struct mroce_conn *c)
     c->prx = NULL;
     c->ack_pending = NULL;
     c->ack_queue = NULL;
+    c->rec_queue = NULL;
     c->txp = NULL;
     c->retx = NULL;
     c->rack = NULL;

@@ -5,6 +5,9 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
+#include "engine/seal.h"
+#include "wire/ackm.h"
+#include "wire/aead.h"
 
 /* ---- NACK queue (R-NACK-1) ---- */
 
@@ -29,11 +32,41 @@ static void resp_nak(struct mroce_conn *c, const struct mroce_hdr *h,
 
 static void resp_ack_now(struct mroce_conn *c, uint16_t p)
 {
-    if (c->ack_pending[p])
+    if (c->ack_pending[p] == ENG_ACK_QUEUED)
         return;
-    c->ack_pending[p] = 1;
+    c->ack_pending[p] = ENG_ACK_QUEUED; /* a record no more */
     eng_sched_ack(c);
     c->ack_queue[(c->ack_q_head + c->ack_q_count++) % c->n_paths] = p;
+}
+
+/* R-ACKM-4: the next ACK goes at `due` at the latest (the oldest
+ * record's bound). */
+static void resp_rec_arm(struct mroce_conn *c, uint64_t due)
+{
+    if (due < c->ack_at) {
+        c->ack_at = due;
+        eng_conn_arm(c, due);
+    }
+}
+
+/* R-ACKM-4: the ACK that R-ACK-1 case 2 alone asks for waits, as a
+ * record, for the connection's next ACK, at most half our ack_delay
+ * (the peer allows for ack_delay); as many records as an ACKM carries
+ * make that ACK go at once. */
+static void resp_ack_record(struct mroce_conn *c, uint64_t now, uint16_t p)
+{
+    uint64_t due = now + c->attr.ack_delay_ns / 2;
+    if (c->ack_pending[p])
+        return;
+    c->ack_pending[p] = ENG_ACK_RECORD;
+    c->prx[p].rec_held = 1;
+    c->rec_queue[c->rec_count++] = p;
+    if (c->rec_count >= MROCE_ACKM_MAX_RECS + 1) {
+        c->rec_count--; /* the newest becomes the ACKM's own path */
+        resp_ack_now(c, p);
+        return;
+    }
+    resp_rec_arm(c, due);
 }
 
 /* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
@@ -57,7 +90,8 @@ static void resp_ack_coalesce(struct mroce_conn *c, uint64_t now, uint16_t p)
 /* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
  * true when that alone calls for an ACK of its path at once (R-ACK-1
  * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). */
-static bool resp_record(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
+static bool resp_record(struct mroce_conn *c, uint64_t now,
+                        const struct mroce_pkt_meta *meta,
                         const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
@@ -76,8 +110,10 @@ static bool resp_record(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
         c->cnt.rx_ecn_ce++;
     }
     if (!dup && !stale &&
-        (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST)))
+        (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST))) {
         pr->echo_ts = h->ts;
+        pr->high_at = now;
+    }
     bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
                   !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
     return ackreq || ce || dup ||
@@ -549,7 +585,8 @@ static void resp_ack_route_suspect(struct mroce_conn *c, uint16_t p)
 
 /* R-DSN-5: a duplicate is recorded and acknowledged, not placed; R-VAL-2:
  * only near what its path recorded. */
-static void resp_dup(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
+static void resp_dup(struct mroce_conn *c, uint64_t now,
+                     const struct mroce_pkt_meta *meta,
                      const struct mroce_hdr *h)
 {
     c->cnt.rx_dup_pkts++;
@@ -559,7 +596,7 @@ static void resp_dup(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
         c->cnt.drop_psn_window++;
         return;
     }
-    resp_record(c, meta, h);
+    resp_record(c, now, meta, h);
     resp_ack_now(c, h->path); /* R-ACK-1 case 1: a duplicate */
     if (h->flags & MROCE_HF_RETX)
         resp_ack_route_suspect(c, h->path);
@@ -584,7 +621,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
     if (v == RV_RNR) { /* R-RETRY-3: not acked, NACKed with a delay */
         c->cnt.rnr_naks++;
         if (MROCE_FAULT(c->ctx, REFUSED_RECORDED)) {
-            resp_record(c, meta, h);
+            resp_record(c, now, meta, h);
             resp_ack_now(c, h->path); /* not covered: at once */
         }
         if (!MROCE_FAULT(c->ctx, RNR_SILENT))
@@ -602,16 +639,20 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
         return;
     }
     if (v == RV_DUP) {
-        resp_dup(c, meta, h);
+        resp_dup(c, now, meta, h);
         return;
     }
-    bool now_ack = resp_record(c, meta, h);
+    bool now_ack = resp_record(c, now, meta, h);
     uint32_t cum = c->rcv_cum;
     resp_dsn_mark(c, h->dsn);
     /* R-ACK-1 case 2: above a hole (dsn_cum does not cover it), or it
      * filled one (dsn_cum moved past DSNs accepted before it) */
-    now_ack |= c->rcv_cum - cum != 1;
+    bool hole = c->rcv_cum - cum != 1;
     if (now_ack)
+        resp_ack_now(c, h->path);
+    else if (hole && c->ackm)
+        resp_ack_record(c, now, h->path); /* R-ACKM-4 */
+    else if (hole)
         resp_ack_now(c, h->path);
     else
         resp_ack_coalesce(c, now, h->path);
@@ -650,7 +691,8 @@ static void resp_close(struct mroce_conn *c, const struct mroce_hdr *h)
  * only as its path's next PSN (R-VAL-2). Its RETX flag makes us doubt our
  * ACK route (R-ACK-8) only if its PSN is near where the path is: a blind
  * PROBE must not take our paths out of service. */
-static void resp_probe(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
+static void resp_probe(struct mroce_conn *c, uint64_t now,
+                       const struct mroce_pkt_meta *meta,
                        const struct mroce_hdr *h)
 {
     struct path_rx *pr = &c->prx[h->path];
@@ -659,7 +701,7 @@ static void resp_probe(struct mroce_conn *c, const struct mroce_pkt_meta *meta,
         resp_ack_route_suspect(c, h->path);
     if (eng_path_rx_ok(pr, h->psn, ENG_REC_PROBE) ||
         MROCE_FAULT(c->ctx, PROBE_RECORDED_ANYWHERE))
-        resp_record(c, meta, h);
+        resp_record(c, now, meta, h);
     else
         c->cnt.drop_psn_window++;
     pr->echo_due = true;
@@ -686,7 +728,7 @@ void eng_resp_rx(struct mroce_conn *c, uint64_t now,
     case MROCE_OP_PROBE:
         if (c->state == MROCE_CONN_CONNECTED &&
             !MROCE_FAULT(c->ctx, PROBE_DROPPED))
-            resp_probe(c, meta, h);
+            resp_probe(c, now, meta, h);
         break;
     default:
         resp_data(c, now, meta, h);
@@ -783,6 +825,104 @@ static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return resp_emit(c, now, &h, resp_ack_path(c, e->path), buf, cap, meta);
 }
 
+/* R-ACKM-3: how long a path's acknowledgement waited as a record; 0 for
+ * one that R-ACK-1 sent at once or held for case 3. */
+static uint32_t resp_rec_hold(struct path_rx *pr, uint64_t now)
+{
+    if (!pr->rec_held)
+        return 0;
+    pr->rec_held = 0;
+    uint64_t d = now - pr->high_at;
+    return d > MROCE_ACKM_HOLD_MAX_NS ? MROCE_ACKM_HOLD_MAX_NS : (uint32_t)d;
+}
+
+static void resp_rec_fill(struct mroce_conn *c, uint16_t q, uint64_t now,
+                          uint16_t via, struct mroce_ackm_rec *r)
+{
+    struct path_rx *pr = &c->prx[q];
+    *r = (struct mroce_ackm_rec){.path = q,
+                                 .hold_ns = resp_rec_hold(pr, now),
+                                 .sack_high = pr->high,
+                                 .echo_ts = pr->echo_ts,
+                                 .ce_count = pr->ce_count,
+                                 .rx_count = pr->rx_count};
+    memcpy(r->sack, pr->bits, sizeof(r->sack));
+    pr->ack_via = via; /* R-ACK-8 */
+    c->ack_pending[q] = 0;
+}
+
+/* R-ACKM-2: records an ACKM of the connection may carry: never longer
+ * than its longest data packet, nor than the caller's buffer. */
+static unsigned resp_rec_fit(const struct mroce_conn *c, size_t cap)
+{
+    size_t room = MROCE_MAX_HDR_LEN + mroce_ackm_len(0) + MROCE_TAG_LEN;
+    size_t fit = cap > room ? (cap - room) / MROCE_ACKM_REC_LEN : 0;
+    size_t by_mtu = c->mtu > 16 ? (c->mtu - 16) / MROCE_ACKM_REC_LEN : 0;
+    if (by_mtu < fit)
+        fit = by_mtu;
+    return fit < MROCE_ACKM_MAX_RECS ? (unsigned)fit : MROCE_ACKM_MAX_RECS;
+}
+
+/* R-ACKM-4: the waiting records, oldest first, as many as fit; those
+ * that do not go in the next ACK, which goes at once (rule 2: the bound
+ * holds for them too). */
+static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
+                              size_t cap, struct mroce_ackm_rec *recs)
+{
+    unsigned fit = resp_rec_fit(c, cap);
+    unsigned n = 0, kept = 0;
+    for (uint32_t i = 0; i < c->rec_count; i++) {
+        uint16_t q = c->rec_queue[i];
+        if (c->ack_pending[q] != ENG_ACK_RECORD) /* queued for its own */
+            continue;
+        if (n < fit)
+            resp_rec_fill(c, q, now, via, &recs[n++]);
+        else
+            c->rec_queue[kept++] = q;
+    }
+    c->rec_count = kept;
+    if (kept) /* the newest left over is the next ACK's own path */
+        resp_ack_now(c, c->rec_queue[--c->rec_count]);
+    return n;
+}
+
+/* Headers, payload and trailer of a control packet with a payload. */
+static int resp_tx_payload(struct mroce_conn *c, const struct mroce_hdr *h,
+                           const uint8_t *pl, uint32_t len, uint8_t *buf,
+                           size_t cap)
+{
+    if (!c->aead && !c->ctx->no_icrc)
+        return mroce_wire_encode(h, pl, len, buf, cap);
+    int hl = mroce_wire_write_hdr(h, buf, cap);
+    size_t tl = c->aead ? MROCE_TAG_LEN : MROCE_ICRC_LEN;
+    if (hl < 0 || (size_t)hl + len + tl > cap)
+        return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
+    if (c->aead)
+        return (int)eng_seal(c, buf, (size_t)hl, pl, len, NULL);
+    memcpy(buf + hl, pl, len);
+    memset(buf + hl + len, 0, MROCE_ICRC_LEN);
+    return hl + (int)len + MROCE_ICRC_LEN;
+}
+
+/* R-ACKM-2: the ACK h as an ACKM: its path's own hold and the records
+ * of the paths waiting for it. */
+static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
+                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
+{
+    struct mroce_ackm_rec recs[MROCE_ACKM_MAX_RECS];
+    uint8_t pl[MROCE_ACKM_PRE_LEN + MROCE_ACKM_MAX_RECS * MROCE_ACKM_REC_LEN];
+    uint16_t via = c->prx[h->path].ack_via;
+    uint32_t hold = resp_rec_hold(&c->prx[h->path], now);
+    unsigned n = resp_rec_take(c, now, via, cap, recs);
+    size_t len = mroce_ackm_put(pl, hold, recs, n);
+    h->opcode = MROCE_OP_ACKM;
+    h->conn = c->remote.conn_id;
+    h->ts = eng_ts(c, now);
+    eng_req_meta(c, via, meta);
+    c->cnt.tx_ackm_recs += n;
+    return resp_tx_payload(c, h, pl, (uint32_t)len, buf, cap);
+}
+
 /* R-ACK-2, R-ACK-4: every ACK is self-contained. */
 static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta)
@@ -817,6 +957,8 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);
     c->cnt.tx_acks++;
+    if (c->ackm && (c->rec_count || pr->rec_held))
+        return resp_ackm(c, now, &h, buf, cap, meta);
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
 }
 
@@ -836,5 +978,12 @@ void eng_resp_timers(struct mroce_conn *c, uint64_t now)
     if (c->ack_at > now)
         return;
     c->ack_at = ENG_NEVER;
-    resp_ack_now(c, c->ack_path);
+    if (c->ack_count || !c->rec_count) {
+        resp_ack_now(c, c->ack_path); /* the records go with it */
+        return;
+    }
+    /* R-ACKM-4: the oldest record has waited the bound; the newest one's
+     * path is the ACK's own */
+    uint16_t p = c->rec_queue[--c->rec_count];
+    resp_ack_now(c, p);
 }

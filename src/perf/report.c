@@ -82,7 +82,8 @@ static void json_drops(FILE *f, const struct perf_result *r)
     fprintf(
         f,
         "\"tx_pkts\":%llu,\"rx_pkts\":%llu,\"tx_acks\":%llu,"
-        "\"rx_acks\":%llu,\"tx_nacks\":%llu,\"rnr_naks\":%llu,"
+        "\"rx_acks\":%llu,\"tx_ackm_recs\":%llu,\"rx_ackm_recs\":%llu,"
+        "\"tx_nacks\":%llu,\"rnr_naks\":%llu,"
         "\"rx_dup_pkts\":%llu,\"drop_bad_path\":%llu,"
         "\"drop_dsn_window\":%llu,\"drop_msn_window\":%llu,"
         "\"drop_bad_key\":%llu,\"drop_bad_bounds\":%llu,"
@@ -92,8 +93,9 @@ static void json_drops(FILE *f, const struct perf_result *r)
         "\"psn_resyncs\":%llu,\"rnr_capped\":%llu,",
         (unsigned long long)c->tx_pkts, (unsigned long long)c->rx_pkts,
         (unsigned long long)c->tx_acks, (unsigned long long)c->rx_acks,
-        (unsigned long long)c->tx_nacks, (unsigned long long)c->rnr_naks,
-        (unsigned long long)c->rx_dup_pkts,
+        (unsigned long long)c->tx_ackm_recs,
+        (unsigned long long)c->rx_ackm_recs, (unsigned long long)c->tx_nacks,
+        (unsigned long long)c->rnr_naks, (unsigned long long)c->rx_dup_pkts,
         (unsigned long long)c->drop_bad_path,
         (unsigned long long)c->drop_dsn_window,
         (unsigned long long)c->drop_msn_window,

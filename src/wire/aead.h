@@ -32,8 +32,9 @@ static inline size_t mroce_aead_trailer_len(uint8_t b0)
  * and PROBEs from their path and PSN. */
 static inline bool mroce_aead_is_ctl(uint8_t opcode)
 {
-    return opcode == MROCE_OP_ACK || opcode == MROCE_OP_NACK ||
-           opcode == MROCE_OP_CLOSE || opcode == MROCE_OP_CLOSE_ACK;
+    return opcode == MROCE_OP_ACK || opcode == MROCE_OP_ACKM ||
+           opcode == MROCE_OP_NACK || opcode == MROCE_OP_CLOSE ||
+           opcode == MROCE_OP_CLOSE_ACK;
 }
 
 /* R-AEAD-2: turns the encoded headers buf[0, hdr_len) of an opcode into

@@ -33,6 +33,7 @@ enum mroce_op {
     MROCE_OP_READ_RESP = 0x06,
     MROCE_OP_ACK = 0x10,
     MROCE_OP_NACK = 0x11,
+    MROCE_OP_ACKM = 0x12, /* feature ACKM (R-ACKM-1) */
     MROCE_OP_PROBE = 0x20,
     MROCE_OP_CLOSE = 0x30,
     MROCE_OP_CLOSE_ACK = 0x31,

@@ -8,6 +8,9 @@
  * since the last reset joined into one input that replays the same calls
  * on a fresh engine. A crash file alone replays only its own input.
  *
+ * The peer announces feature ACKM, so both sides send ACKMs (RX_AF_ACKM
+ * turns the peer's ACKs into one, well formed or bent).
+ *
  * Each input is a sequence of records (rx_records.h). Most records build
  * well-formed packets with the codec -- right connection id, valid CRC,
  * sequence numbers next to what the peer and the engine have used -- and
@@ -29,6 +32,8 @@
  *    (or, for readable regions, possibly a READ response);
  *  - every packet the engine emits decodes, is addressed to the peer, and
  *    a data packet of one of our WRs carries that WR's fields and bytes;
+ *    an ACKM is well formed, its records for distinct paths other than
+ *    its MTH path, each with its sack_high's bit set (section 3.15);
  *    mroce_ctx_tx stops returning packets;
  *  - mroce_ctx_rx returns 0 or MROCE_EPROTO, and counts every call;
  *  - no allocation after setup (the hot path does not allocate), and
@@ -59,6 +64,7 @@
 
 #include "engine/fault.h"
 #include "fuzz/rx_records.h"
+#include "wire/ackm.h"
 #include "wire/wire.h"
 #include "fuzz/fuzz_rd.h"
 
@@ -753,6 +759,26 @@ static void note_read(const struct mroce_hdr *h)
     g.reads[i].len = h->msg_len;
 }
 
+/* An ACKM the engine sends is one the peer would accept (section 3.15):
+ * well formed, its records for distinct paths of the connection other
+ * than the MTH path, each acknowledging its sack_high (bit 0). */
+static void check_ackm_out(const struct mroce_hdr *h)
+{
+    uint32_t hold;
+    int n = mroce_ackm_check(h, &hold);
+    CHECK(n >= 0 && n < N_PATHS);
+    CHECK(h->payload[1] == 0); /* reserved: sent as 0 */
+    bool seen[N_PATHS] = {false};
+    seen[h->path] = true;
+    for (int i = 0; i < n; i++) {
+        struct mroce_ackm_rec rec;
+        mroce_ackm_get(h, (unsigned)i, &rec);
+        CHECK(rec.path < N_PATHS && !seen[rec.path]);
+        seen[rec.path] = true;
+        CHECK(mroce_sack_test(rec.sack, 0));
+    }
+}
+
 static void on_tx(const uint8_t *buf, int n, const struct mroce_pkt_meta *m)
 {
     struct mroce_hdr h;
@@ -764,6 +790,8 @@ static void on_tx(const uint8_t *buf, int n, const struct mroce_pkt_meta *m)
     CHECK(m->dst_port == PEER_PORT && m->ecn == MROCE_ECN_ECT0);
     CHECK(m->src_port >= 49152); /* R-ENC-3 */
     CHECK(h.conn == PEER_ID && h.path < N_PATHS);
+    if (h.opcode == MROCE_OP_ACKM)
+        check_ackm_out(&h);
     bool data = h.opcode >= MROCE_OP_WRITE && h.opcode <= MROCE_OP_READ_RESP;
     if (data || h.opcode == MROCE_OP_PROBE)
         rx_record(h.path, h.psn, h.ts);
@@ -997,9 +1025,44 @@ static void rec_data_pkt(struct rd *r)
         peer_msg_done(&h);
 }
 
+/* RX_AF_ACKM: the ACKs of rec_ack_all as one ACKM (section 3.15), the
+ * first as its MTH path, each other one a record, each with a hold. */
+static void feed_ackm(struct rd *r, const struct mroce_hdr *acks, unsigned n)
+{
+    struct mroce_ackm_rec recs[N_PATHS];
+    uint8_t pay[MROCE_ACKM_PRE_LEN + N_PATHS * MROCE_ACKM_REC_LEN];
+    uint8_t am = rd_u8(r);
+    uint32_t hold0 = 8u * rd_u16(r);
+    for (unsigned i = 1; i < n; i++) {
+        const struct mroce_hdr *a = &acks[i];
+        recs[i - 1] = (struct mroce_ackm_rec){.path = a->path,
+                                              .hold_ns = 8u * rd_u16(r),
+                                              .sack_high = a->sack_high,
+                                              .echo_ts = a->echo_ts,
+                                              .ce_count = a->ce_count,
+                                              .rx_count = a->rx_count};
+        memcpy(recs[i - 1].sack, a->sack, sizeof(a->sack));
+    }
+    unsigned nr = n - 1;
+    if ((am & RX_AM_DUP) && nr >= 2)
+        recs[nr - 1].path = recs[0].path;
+    if ((am & RX_AM_SELF) && nr)
+        recs[0].path = acks[0].path;
+    if ((am & RX_AM_FAR) && nr)
+        recs[nr - 1].path = (uint16_t)(N_PATHS + rd_u8(r));
+    size_t plen = mroce_ackm_put(pay, hold0, recs, nr);
+    if (am & RX_AM_COUNT)
+        pay[0]++;
+    struct mroce_hdr h = acks[0];
+    h.opcode = MROCE_OP_ACKM;
+    feed(&h, pay, (uint32_t)plen);
+}
+
 static void rec_ack_all(struct rd *r)
 {
     uint8_t af = rd_u8(r), mask = rd_u8(r);
+    struct mroce_hdr acks[N_PATHS];
+    unsigned n_acks = 0;
     for (uint16_t p = 0; p < N_PATHS; p++) {
         if (!g.rx_any[p] || ((af & RX_AF_ONLY_MASKED) && !(mask & (1u << p))))
             continue;
@@ -1024,8 +1087,13 @@ static void rec_ack_all(struct rd *r)
             h.ce_count = h.rx_count;
         if (af & RX_AF_RATE)
             h.rate_mbps = rd_u32(r);
-        feed(&h, NULL, 0);
+        if (af & RX_AF_ACKM)
+            acks[n_acks++] = h;
+        else
+            feed(&h, NULL, 0);
     }
+    if (n_acks)
+        feed_ackm(r, acks, n_acks);
 }
 
 static void rec_ack_raw(struct rd *r)
@@ -1379,6 +1447,7 @@ static void fz_open(void)
         .dsn_window = DSN_WINDOW,
         .msg_window = 4,
         .max_rd = 2,
+        .features = MROCE_FEAT_ACKM, /* ACKMs both ways (section 3.15) */
     };
     CHECK(mroce_conn_connect(g.conn, &g.remote) == 0);
     g.now = T0;

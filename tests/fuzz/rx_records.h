@@ -75,6 +75,15 @@ enum rx_api_action {
 #define RX_AF_CE 0x10          /* every packet CE-marked */
 #define RX_AF_RATE 0x20        /* a rate hint */
 #define RX_AF_HIGH 0x40        /* an older sack_high */
+/* RX_AF_ACKM: one ACKM, the first path's ACK carrying the others as
+ * records; then a byte of RX_AM_* and a 16-bit hold (8 ns units) per
+ * path. */
+#define RX_AF_ACKM 0x80
+/* RX_AF_ACKM's byte: bend the records the sender must validate. */
+#define RX_AM_DUP 0x01   /* the last record repeats the first's path */
+#define RX_AM_SELF 0x02  /* the first record names the MTH path */
+#define RX_AM_FAR 0x04   /* the last record's path is out of range */
+#define RX_AM_COUNT 0x08 /* the count byte is one too many */
 
 /* The first sel value of each kind (what the seed generator writes). */
 static inline uint8_t rx_sel_of_kind(int kind)

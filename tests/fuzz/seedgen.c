@@ -4,7 +4,9 @@
  *
  * wire: one valid packet per opcode (the codec's own encoder), payloads
  * of several sizes, reserved bits set, and packets long enough for every
- * CRC32C lane size.
+ * CRC32C lane size; ACKMs with 0, 1, 2 and 32 path records
+ * (mroce_ackm_put), one with its reserved byte set, one whose count
+ * does not match its length and one with 33 records.
  * rx: short record sequences (rx_records.h) for the main scenarios:
  * inbound WRITE/SEND/READ, ACKs of the engine's sends, NACKs, READ
  * responses, probes, close, timers, raw and mutated packets.
@@ -20,6 +22,7 @@
 
 #include "cm/msg.h"
 #include "fuzz/rx_records.h"
+#include "wire/ackm.h"
 #include "wire/wire.h"
 
 static int write_file(const char *dir, const char *name, int i,
@@ -38,9 +41,9 @@ static int write_file(const char *dir, const char *name, int i,
 /* ---- wire ---- */
 
 static const uint8_t wire_ops[] = {
-    MROCE_OP_WRITE,    MROCE_OP_WRITE_IMM, MROCE_OP_SEND,     MROCE_OP_SEND_IMM,
-    MROCE_OP_READ_REQ, MROCE_OP_READ_RESP, MROCE_OP_ACK,      MROCE_OP_NACK,
-    MROCE_OP_PROBE,    MROCE_OP_CLOSE,     MROCE_OP_CLOSE_ACK};
+    MROCE_OP_WRITE,    MROCE_OP_WRITE_IMM, MROCE_OP_SEND,  MROCE_OP_SEND_IMM,
+    MROCE_OP_READ_REQ, MROCE_OP_READ_RESP, MROCE_OP_ACK,   MROCE_OP_NACK,
+    MROCE_OP_ACKM,     MROCE_OP_PROBE,     MROCE_OP_CLOSE, MROCE_OP_CLOSE_ACK};
 
 static void wire_hdr(struct mroce_hdr *h, uint8_t op, int variant)
 {
@@ -72,6 +75,46 @@ static void wire_hdr(struct mroce_hdr *h, uint8_t op, int variant)
     h->nak_info = 100;
 }
 
+/* ACKMs (section 3.15) with n records; variant 4 sets the reserved
+ * byte, 5 a count that does not match the length, 6 has 33 records. */
+static int gen_wire_ackm(const char *dir, int *n)
+{
+    static uint8_t pay[MROCE_ACKM_PRE_LEN +
+                       (MROCE_ACKM_MAX_RECS + 1) * MROCE_ACKM_REC_LEN];
+    static uint8_t buf[MROCE_MAX_HDR_LEN + sizeof(pay) + MROCE_ICRC_LEN];
+    static const unsigned counts[] = {
+        0, 1, 2, MROCE_ACKM_MAX_RECS, 2, 2, MROCE_ACKM_MAX_RECS};
+    struct mroce_ackm_rec recs[MROCE_ACKM_MAX_RECS];
+    for (unsigned i = 0; i < MROCE_ACKM_MAX_RECS; i++)
+        recs[i] = (struct mroce_ackm_rec){
+            .path = (uint16_t)(i + 1),
+            .hold_ns = 8u * 125u * i,
+            .sack_high = 300u + i,
+            .echo_ts = 0xCAFEF000u + i,
+            .ce_count = (uint16_t)i,
+            .rx_count = (uint16_t)(40u + i),
+            .sack = {0xF000000000000000ull >> (i % 8), 0, 0, i}};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        struct mroce_hdr h;
+        wire_hdr(&h, MROCE_OP_ACKM, (int)k);
+        size_t plen = mroce_ackm_put(pay, 1000u * (uint32_t)k, recs, counts[k]);
+        if (k == 4)
+            pay[1] = 0xFF;
+        if (k == 5)
+            pay[0] = 3;
+        if (k == 6) { /* one record too many, length and count agree */
+            memcpy(pay + plen, pay + plen - MROCE_ACKM_REC_LEN,
+                   MROCE_ACKM_REC_LEN);
+            plen += MROCE_ACKM_REC_LEN;
+            pay[0] = MROCE_ACKM_MAX_RECS + 1;
+        }
+        int len = mroce_wire_encode(&h, pay, (uint32_t)plen, buf, sizeof(buf));
+        if (len < 0 || write_file(dir, "wire", (*n)++, buf, (size_t)len))
+            return -1;
+    }
+    return 0;
+}
+
 static int gen_wire(const char *dir)
 {
     static uint8_t pay[4200], buf[4400];
@@ -97,7 +140,8 @@ static int gen_wire(const char *dir)
     buf[0] |= 0x1;
     buf[MROCE_MTH_LEN + 6] = 0xFF;
     len = (int)mroce_wire_seal(buf, (size_t)len - MROCE_ICRC_LEN);
-    if (write_file(dir, "wire", n++, buf, (size_t)len))
+    if (write_file(dir, "wire", n++, buf, (size_t)len) ||
+        gen_wire_ackm(dir, &n))
         return -1;
     /* sealed (R-AEAD-1): a 16-byte tag instead of the ICRC */
     memset(buf + len - MROCE_ICRC_LEN, 0xA5, 16);
@@ -200,6 +244,24 @@ static int gen_rx(const char *dir)
     REC(&s[n], RX_TIME, 2, 0, 0x98, 0x96, 0x80); /* 10 ms: timeouts */
     REC(&s[n], RX_TIME, 0);
     REC(&s[n++], RX_ACK_RAW, 0, 0, 0, 0, 0, 0);
+
+    /* ACKMs to the engine: well formed with holds 0, 1000, 264, 128 ns,
+     * then ones its sender must refuse whole (section 3.15) */
+    REC(&s[n], RX_ACK_ALL, RX_AF_ACKM, 0, 0, 0, 0, 0, 0x7D, 0, 0x21, 0, 0x10);
+    REC(&s[n], RX_TIME, 0);
+    REC(&s[n], RX_ACK_ALL, RX_AF_ACKM, 0, RX_AM_DUP);
+    REC(&s[n], RX_ACK_ALL, RX_AF_ACKM, 0, RX_AM_SELF);
+    REC(&s[n], RX_ACK_ALL, RX_AF_ACKM, 0, RX_AM_COUNT);
+    REC(&s[n++], RX_ACK_ALL, RX_AF_ACKM | RX_AF_HOLES, 0, RX_AM_FAR, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 9);
+
+    /* a 2048-byte WRITE in 8 packets, reversed, one path after the other:
+     * packets above a DSN hole, so the engine's ACKs wait as records and
+     * leave as ACKMs (section 3.15), at once or when the hold bound expires */
+    REC(&s[n], RX_DATA_MSG, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        RX_MF_REVERSE | RX_MF_SPREAD, 0);
+    REC(&s[n], RX_TIME, 0);
+    REC(&s[n++], RX_ACK_ALL, RX_AF_ACKM, 0, 0);
 
     for (int i = 0; i < n; i++)
         if (write_file(dir, "rx", i, s[i].buf, s[i].len))

@@ -13,7 +13,12 @@
  *     fuzzer-chosen size: errors as documented, never a byte past `cap`,
  *     and a successful encoding decodes back to the same fields;
  *  3. as a CRC32C buffer: the accelerated mroce_crc32c (three lanes joined
- *     by carry-less shifts) against a bitwise reference, whole and chained.
+ *     by carry-less shifts) against a bitwise reference, whole and chained;
+ *  4. an accepted ACKM's payload (section 3.15): mroce_ackm_check must give
+ *     this file's verdict (length 4 + 48 count, count <= 32), every record
+ *     mroce_ackm_get reads must be the bytes' fields, and mroce_ackm_put of
+ *     those records must give back the payload (its reserved byte zeroed,
+ *     the only thing allowed to differ).
  * Any mismatch aborts. */
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/ackm.h"
 #include "wire/crc32c.h"
 #include "wire/wire.h"
 #include "fuzz/fuzz_rd.h"
@@ -59,6 +65,7 @@ static const struct model_op model_ops[] = {
     {0x06, H_DXH | H_PAYLOAD, 36},
     {0x10, H_AKH, 68},
     {0x11, H_NKH, 32},
+    {0x12, H_AKH | H_PAYLOAD, 68}, /* ACKM: path records as payload */
     {0x20, H_PAD, 68},
     {0x30, 0, 16},
     {0x31, 0, 16},
@@ -204,6 +211,58 @@ static bool hdr_eq(const struct mroce_hdr *a, const struct mroce_hdr *b)
            a->payload_len == b->payload_len;
 }
 
+/* ---- 4. ACKM payload ---- */
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* Section 3.15: a 4-byte preamble (count, reserved, hold) and count
+ * records of 48 bytes, at most 32. Returns the count or -1. */
+static int model_ackm_count(const uint8_t *pay, uint32_t len)
+{
+    if (len < 4 || pay[0] > 32 || len != 4u + 48u * pay[0])
+        return -1;
+    return pay[0];
+}
+
+static void fuzz_ackm(const struct mroce_hdr *h)
+{
+    uint32_t hold = 0xA5A5A5A5u;
+    int n = mroce_ackm_check(h, &hold);
+    int want = model_ackm_count(h->payload, h->payload_len);
+    CHECK(n == (want < 0 ? MROCE_WIRE_EPAYLOAD : want));
+    if (n < 0) {
+        CHECK(hold == 0xA5A5A5A5u);
+        return;
+    }
+    CHECK(hold == 8u * get16(h->payload + 2)); /* units of 8 ns */
+    struct mroce_ackm_rec recs[32];
+    for (int i = 0; i < n; i++) {
+        const uint8_t *q = h->payload + 4 + 48 * i;
+        struct mroce_ackm_rec *r = &recs[i];
+        mroce_ackm_get(h, (unsigned)i, r);
+        CHECK(r->path == get16(q) && r->hold_ns == 8u * get16(q + 2));
+        CHECK(r->sack_high == get32(q + 4) && r->echo_ts == get32(q + 8));
+        CHECK(r->ce_count == get16(q + 12) && r->rx_count == get16(q + 14));
+        for (int k = 0; k < 4; k++)
+            CHECK(r->sack[k] == get64(q + 16 + 8 * k));
+    }
+    uint8_t *out = malloc(h->payload_len); /* exact: ASan sees overruns */
+    CHECK(out);
+    CHECK(mroce_ackm_put(out, hold, recs, (unsigned)n) == h->payload_len);
+    CHECK(out[1] == 0);
+    out[1] = h->payload[1];
+    CHECK(memcmp(out, h->payload, h->payload_len) == 0);
+    free(out);
+}
+
 /* ---- 1. decode, then re-encode ---- */
 
 /* The input with its reserved fields cleared (R-HDR-7) and, if that
@@ -244,6 +303,8 @@ static void fuzz_decode(const uint8_t *buf, size_t len)
     CHECK(hdr_eq(&m, &h)); /* fields the type lacks are zero */
     if (op->headers & H_DXH)
         CHECK(h.prot == buf[16 + 6]);
+    if (h.opcode == MROCE_OP_ACKM)
+        fuzz_ackm(&h);
     if (model_sealed(buf)) /* the encoder writes plain packets only */
         return;
     h.prot = 0; /* ignored on a plain packet (R-HDR-7); encoded as 0 */

@@ -98,8 +98,8 @@ void peer_sec_setup(struct peer *p, int mode, const uint8_t *secret)
 
 static bool is_ctl(uint8_t op)
 {
-    return op == MROCE_OP_ACK || op == MROCE_OP_NACK || op == MROCE_OP_CLOSE ||
-           op == MROCE_OP_CLOSE_ACK;
+    return op == MROCE_OP_ACK || op == MROCE_OP_ACKM || op == MROCE_OP_NACK ||
+           op == MROCE_OP_CLOSE || op == MROCE_OP_CLOSE_ACK;
 }
 
 /* R-AEAD-4: iv XOR (domain, path, 0, seq). */

@@ -238,8 +238,9 @@ static int setup(void **state)
 static void nonce_ref(const uint8_t *iv, const uint8_t *buf, uint8_t *out)
 {
     uint8_t op = buf[1];
-    bool ctl = op == MROCE_OP_ACK || op == MROCE_OP_NACK ||
-               op == MROCE_OP_CLOSE || op == MROCE_OP_CLOSE_ACK;
+    bool ctl = op == 0x10 /* ACK */ || op == 0x11 /* NACK */ ||
+               op == 0x12 /* ACKM */ || op == 0x30 /* CLOSE */ ||
+               op == 0x31 /* CLOSE_ACK */;
     uint16_t domain = ctl ? 1 : 0;
     uint16_t path = ctl ? 0 : (uint16_t)(buf[2] << 8 | buf[3]);
     const uint8_t *q = buf + (ctl ? 12 : 8);

@@ -33,8 +33,10 @@
 #include <mroce/mroce_dp.h>
 
 #include "cm/chan.h"
+#include "cm/check.h"
 #include "cm/msg.h"
 #include "cm/sock.h"
+#include "wire/ackm.h"
 #include "wire/be.h"
 
 static const uint8_t key1[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
@@ -55,6 +57,7 @@ struct side {
     struct mroce_pd *pd;
     struct mroce_cq *cq;
     struct mroce_conn *conn;
+    uint8_t ackm_off; /* its connection's attribute (R-VER-5) */
 };
 
 /* last_octet >= 100: a context with the crypto provider (R-AEAD). */
@@ -72,7 +75,8 @@ static int side_open(struct side *s, uint8_t last_octet)
     struct mroce_conn_attr ca = {.send_cq = s->cq,
                                  .recv_cq = s->cq,
                                  .n_paths = 4,
-                                 .min_rto_ns = 1000000};
+                                 .min_rto_ns = 1000000,
+                                 .ackm_off = s->ackm_off};
     return mroce_conn_create(s->pd, &ca, &s->conn);
 }
 
@@ -143,12 +147,19 @@ struct srv {
     size_t got;
 };
 
-static uint16_t srv_listen(struct srv *v, const struct mroce_cm_attr *a)
+static uint16_t srv_listen_opt(struct srv *v, const struct mroce_cm_attr *a,
+                               uint8_t ackm_off)
 {
     memset(v, 0, sizeof(*v));
+    v->s.ackm_off = ackm_off;
     assert_int_equal(mroce_cm_listen("127.0.0.1", 0, a, &v->l), 0);
     assert_int_equal(side_open(&v->s, 1), 0);
     return mroce_cm_listener_port(v->l);
+}
+
+static uint16_t srv_listen(struct srv *v, const struct mroce_cm_attr *a)
+{
+    return srv_listen_opt(v, a, 0);
 }
 
 static int srv_establish(struct srv *v, int timeout_ms)
@@ -995,12 +1006,101 @@ static void test_killed_peer(void **state)
     end_close(&e);
 }
 
+/* ---- ACKM, a feature of the HELLO (R-CM-7, R-VER-5) ---- */
+
+/* Whether ACKM is in effect on `me`'s connection, seen from outside: an
+ * ACKM from the peer's address (acknowledging nothing: count 0, a PSN
+ * never sent) is an ACK dropped as bogus when it is, an unknown opcode
+ * when it is not. */
+static int ackm_in_effect(const struct side *me, const struct side *peer)
+{
+    struct mroce_conn_params mine, theirs;
+    mroce_conn_get_params(me->conn, &mine);
+    mroce_conn_get_params(peer->conn, &theirs);
+    struct mroce_hdr h = {.opcode = MROCE_OP_ACKM, .conn = mine.conn_id};
+    h.sack_high = 77;
+    mroce_sack_set(h.sack, 0);
+    uint8_t pl[MROCE_ACKM_PRE_LEN], buf[256];
+    size_t len = mroce_ackm_put(pl, 0, NULL, 0);
+    int n = mroce_wire_encode(&h, pl, (uint32_t)len, buf, sizeof(buf));
+    assert_true(n > 0);
+    struct mroce_pkt_meta m = {.src = theirs.addr, .dst = mine.addr};
+    m.src_port = 49152;
+    m.dst_port = mine.udp_port;
+    struct mroce_ctx_counters k0, k1;
+    struct mroce_conn_counters c0, c1;
+    mroce_ctx_get_counters(me->ctx, &k0);
+    mroce_conn_get_counters(me->conn, &c0);
+    mroce_ctx_rx(me->ctx, 1000, &m, buf, (size_t)n);
+    mroce_ctx_get_counters(me->ctx, &k1);
+    mroce_conn_get_counters(me->conn, &c1);
+    int on = c1.drop_bad_ack == c0.drop_bad_ack + 1;
+    int off = k1.drop_bad_opcode == k0.drop_bad_opcode + 1;
+    assert_int_equal(on + off, 1); /* one or the other */
+    return on;
+}
+
+/* Both announce ACKM (the default): in effect on both connections; one
+ * side with ackm_off: announced by the other only, in effect on
+ * neither, and the set-up still succeeds (the feature is never
+ * required). */
+static void ackm_case(uint8_t srv_off, uint8_t cli_off)
+{
+    struct srv v;
+    struct cli c = {0};
+    c.s.ackm_off = cli_off;
+    cli_start(&c, srv_listen_opt(&v, NULL, srv_off));
+    assert_int_equal(srv_establish(&v, 5000), 0);
+    cli_join(&c);
+    assert_int_equal(c.rc, 0);
+    struct mroce_conn_params p;
+    mroce_conn_get_params(v.s.conn, &p);
+    assert_int_equal(p.features & MROCE_FEAT_ACKM, srv_off ? 0 : 4);
+    mroce_conn_get_params(c.s.conn, &p);
+    assert_int_equal(p.features & MROCE_FEAT_ACKM, cli_off ? 0 : 4);
+    int want = !srv_off && !cli_off;
+    assert_int_equal(ackm_in_effect(&v.s, &c.s), want);
+    assert_int_equal(ackm_in_effect(&c.s, &v.s), want);
+    cli_free(&c);
+    srv_free(&v);
+}
+
+static void test_ackm_negotiated(void **state)
+{
+    (void)state;
+    ackm_case(0, 0);
+    ackm_case(1, 0);
+    ackm_case(0, 1);
+}
+
+/* R-CM-7: our HELLO carries bit 2 exactly when the connection announces
+ * it, next to PSK's bit; a peer's bit reaches the parameters handed to
+ * mroce_conn_connect, and PSK's does not. */
+static void test_ackm_hello_bit(void **state)
+{
+    (void)state;
+    struct cm_policy pol = {0};
+    struct mroce_cm_attr a = {0};
+    pol.attr = &a;
+    struct cm_hello h;
+    memset(&h, 0, sizeof(h));
+    h.p.features = MROCE_FEAT_ACKM;
+    cm_check_fill_ours(&pol, &h);
+    assert_int_equal(h.features, 0x4);
+    assert_int_equal(h.required, 0); /* never required */
+    memset(&h, 0, sizeof(h));
+    cm_check_fill_ours(&pol, &h);
+    assert_int_equal(h.features, 0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_establish_plain),
         cmocka_unit_test(test_establish_psk),
+        cmocka_unit_test(test_ackm_negotiated),
+        cmocka_unit_test(test_ackm_hello_bit),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_mode_checked_at_establish),
         cmocka_unit_test(test_modes_keyed),

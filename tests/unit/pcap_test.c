@@ -3,7 +3,10 @@
  * mroce_wire_encode, is written over IPv4 and IPv6; libpcap reads the file
  * back and every synthesized header byte is checked against its own
  * encoder here; then, if tshark is installed, the dissector must decode
- * the values that were encoded and flag a corrupted packet's ICRC. */
+ * the values that were encoded and flag a corrupted packet's ICRC. ACKMs
+ * (section 3.15) come with two records, with none and a saturated hold,
+ * and malformed (wrong count, no payload): the dissector must show every
+ * record field and flag the malformed ones. */
 #define _DEFAULT_SOURCE /* mkstemp, popen; u_char for <pcap/pcap.h> */
 
 #include <setjmp.h>
@@ -20,24 +23,25 @@
 #include <pcap/pcap.h>
 
 #include "io/pcap/pcap.h"
+#include "wire/ackm.h"
 #include "wire/wire.h"
 
 #ifndef MROCE_SOURCE_DIR
 #error "MROCE_SOURCE_DIR must name the source tree (see CMakeLists.txt)"
 #endif
 
-#define N_OPS 11
-#define N_PKTS (N_OPS + 1) /* and a corrupted copy of the first */
-#define PKT_MAX 256
+#define N_OPS 12
+#define N_ACKMS 4 /* more ACKMs: none, wrong count, no payload, 33 */
+#define N_PKTS (N_OPS + 1 + N_ACKMS) /* and a corrupted copy of the first */
+#define PKT_MAX 2048                 /* an ACKM of 33 records is 1660 bytes */
 #define T0_NS 1700000000123456789ull
 #define ETH_LEN 14
 #define UDP_LEN 8
 
 static const uint8_t all_ops[N_OPS] = {
-    MROCE_OP_WRITE,    MROCE_OP_WRITE_IMM, MROCE_OP_SEND,
-    MROCE_OP_SEND_IMM, MROCE_OP_READ_REQ,  MROCE_OP_READ_RESP,
-    MROCE_OP_ACK,      MROCE_OP_NACK,      MROCE_OP_PROBE,
-    MROCE_OP_CLOSE,    MROCE_OP_CLOSE_ACK,
+    MROCE_OP_WRITE,    MROCE_OP_WRITE_IMM, MROCE_OP_SEND,  MROCE_OP_SEND_IMM,
+    MROCE_OP_READ_REQ, MROCE_OP_READ_RESP, MROCE_OP_ACK,   MROCE_OP_NACK,
+    MROCE_OP_ACKM,     MROCE_OP_PROBE,     MROCE_OP_CLOSE, MROCE_OP_CLOSE_ACK,
 };
 
 struct tpkt {
@@ -46,8 +50,13 @@ struct tpkt {
     uint64_t t_ns;
     uint8_t buf[PKT_MAX];
     size_t len;
-    int sack_count; /* ACK only */
+    int sack_count; /* ACK and ACKM only */
     int crc_ok;
+    /* ACKM: records in the payload (-1: no payload), the count byte, the
+     * MTH path's hold as sent, malformed payload? */
+    int n_recs, count;
+    uint32_t hold_ns;
+    int ackm_bad;
 };
 
 struct env {
@@ -98,6 +107,29 @@ static int fill_ack(struct mroce_hdr *h)
     return (int)(sizeof(bits) / sizeof(bits[0]));
 }
 
+/* The records of every test ACKM, as in spec 12.48: paths 5 and 9. */
+static struct mroce_ackm_rec test_rec(int k)
+{
+    struct mroce_ackm_rec r = {.path = 5,
+                               .hold_ns = 1000,
+                               .sack_high = 2000,
+                               .echo_ts = 0x075bc9a0,
+                               .ce_count = 0,
+                               .rx_count = 1990,
+                               .sack = {0xff00000000000000ull}};
+    if (k == 1)
+        r = (struct mroce_ackm_rec){
+            .path = 9,
+            .hold_ns = 264,
+            .sack_high = 70000,
+            .echo_ts = 0x075bcb00,
+            .ce_count = 3,
+            .rx_count = 1234,
+            .sack = {0xa000000000000000ull, 0x8000000000000000ull, 0, 1}};
+    return r;
+}
+#define TEST_REC_SACK_COUNTS "8,4" /* set bits of the two bitmaps */
+
 static void fill_meta(struct mroce_pkt_meta *m, int i)
 {
     memset(m, 0, sizeof(*m));
@@ -117,11 +149,63 @@ static void fill_meta(struct mroce_pkt_meta *m, int i)
     m->ecn = (uint8_t)(i % 4);
 }
 
+/* Encodes p->h with the payload into packet i of the capture. */
+static void finish_pkt(struct tpkt *p, int i, const uint8_t *pay, uint32_t plen)
+{
+    p->h.payload_len = plen;
+    int n = mroce_wire_encode(&p->h, pay, plen, p->buf, sizeof(p->buf));
+    assert_true(n > 0);
+    p->len = (size_t)n;
+    p->crc_ok = 1;
+    fill_meta(&p->meta, i);
+    p->t_ns = T0_NS + (uint64_t)i * 1001;
+}
+
+/* An ACKM for path i + 1 with the first n test records (n < 0: no
+ * payload at all); count >= 0 overwrites the count byte. */
+static void build_ackm(struct tpkt *p, int i, int n, uint32_t hold_ns,
+                       int count)
+{
+    struct mroce_ackm_rec recs[2] = {test_rec(0), test_rec(1)};
+    uint8_t pay[MROCE_ACKM_PRE_LEN + 2 * MROCE_ACKM_REC_LEN];
+    uint32_t plen = 0;
+    fill_hdr(&p->h, i, MROCE_OP_ACKM);
+    p->sack_count = fill_ack(&p->h);
+    if (n >= 0)
+        plen = (uint32_t)mroce_ackm_put(pay, hold_ns, recs, (unsigned)n);
+    if (count >= 0)
+        pay[0] = (uint8_t)count;
+    p->n_recs = n;
+    p->count = count >= 0 ? count : n;
+    p->hold_ns = hold_ns < MROCE_ACKM_HOLD_MAX_NS ? hold_ns / 8 * 8
+                                                  : MROCE_ACKM_HOLD_MAX_NS;
+    p->ackm_bad = n < 0 || (count >= 0 && count != n);
+    finish_pkt(p, i, pay, plen);
+}
+
+/* An ACKM of 33 records, length and count consistent: one too many. */
+static void build_ackm_33(struct tpkt *p, int i)
+{
+    static uint8_t pay[MROCE_ACKM_PRE_LEN + 33 * MROCE_ACKM_REC_LEN];
+    memset(pay, 0, sizeof(pay));
+    pay[0] = 33;
+    for (int k = 0; k < 33; k++) /* distinct paths 10..42 */
+        pay[MROCE_ACKM_PRE_LEN + k * MROCE_ACKM_REC_LEN + 1] =
+            (uint8_t)(10 + k);
+    fill_hdr(&p->h, i, MROCE_OP_ACKM);
+    p->sack_count = fill_ack(&p->h);
+    p->n_recs = p->count = 33;
+    p->ackm_bad = 1;
+    finish_pkt(p, i, pay, sizeof(pay));
+}
+
 static void build_pkt(struct tpkt *p, int i, uint8_t op)
 {
     uint8_t payload[37]; /* odd: exercises the UDP checksum's pad byte */
     for (size_t k = 0; k < sizeof(payload); k++)
         payload[k] = (uint8_t)(k * 13 + (size_t)i);
+    if (op == MROCE_OP_ACKM)
+        return build_ackm(p, i, 2, 80, -1);
     fill_hdr(&p->h, i, op);
     if (op == MROCE_OP_ACK)
         p->sack_count = fill_ack(&p->h);
@@ -130,14 +214,7 @@ static void build_pkt(struct tpkt *p, int i, uint8_t op)
         p->h.nak_info = 200;
     }
     int has_pl = mroce_wire_op_info(op)->headers & MROCE_H_PAYLOAD;
-    uint32_t plen = has_pl ? sizeof(payload) : 0;
-    p->h.payload_len = plen;
-    int n = mroce_wire_encode(&p->h, payload, plen, p->buf, sizeof(p->buf));
-    assert_true(n > 0);
-    p->len = (size_t)n;
-    p->crc_ok = 1;
-    fill_meta(&p->meta, i);
-    p->t_ns = T0_NS + (uint64_t)i * 1001;
+    finish_pkt(p, i, payload, has_pl ? sizeof(payload) : 0);
 }
 
 /* The first packet again with one payload byte flipped. */
@@ -159,6 +236,10 @@ static int env_setup(void **state)
     for (int i = 0; i < N_OPS; i++)
         build_pkt(&e->pkt[i], i, all_ops[i]);
     build_corrupt(&e->pkt[N_OPS], &e->pkt[0], N_OPS);
+    build_ackm(&e->pkt[N_OPS + 1], N_OPS + 1, 0, 600000, -1); /* saturates */
+    build_ackm(&e->pkt[N_OPS + 2], N_OPS + 2, 2, 0, 3);
+    build_ackm(&e->pkt[N_OPS + 3], N_OPS + 3, -1, 0, -1);
+    build_ackm_33(&e->pkt[N_OPS + 4], N_OPS + 4);
     snprintf(e->path, sizeof(e->path), "/tmp/mroce-pcap-test-XXXXXX");
     int fd = mkstemp(e->path);
     assert_true(fd >= 0);
@@ -305,7 +386,11 @@ static void test_bad_args(void **state)
     "-e mroce.opcode -e mroce.path -e mroce.psn -e mroce.dsn "                 \
     "-e mroce.crc_ok -e mroce.sack.count -e mroce.ce_count "                   \
     "-e mroce.nak.syndrome -e mroce.payload_len -e mroce.ssn -e mroce.imm "    \
-    "-e mroce.flags.retx -e _ws.col.Info"
+    "-e mroce.flags.retx -e mroce.ackm.count -e mroce.ackm.hold_ns "           \
+    "-e mroce.ackm.rec.path -e mroce.ackm.rec.hold_ns "                        \
+    "-e mroce.ackm.rec.sack_high -e mroce.ackm.rec.echo_ts "                   \
+    "-e mroce.ackm.rec.ce_count -e mroce.ackm.rec.rx_count "                   \
+    "-e mroce.ackm.rec.sack.count -e _ws.expert.message -e _ws.col.Info"
 
 enum col {
     C_OP,
@@ -320,6 +405,16 @@ enum col {
     C_SSN,
     C_IMM,
     C_RETX,
+    C_ACKM_COUNT,
+    C_ACKM_HOLD,
+    C_REC_PATH,
+    C_REC_HOLD,
+    C_REC_HIGH,
+    C_REC_ECHO,
+    C_REC_CE,
+    C_REC_RX,
+    C_REC_SACK,
+    C_EXPERT,
     C_INFO,
     N_COLS
 };
@@ -364,6 +459,62 @@ static void check_data_cols(char **c, const struct tpkt *p)
         assert_int_equal(num(c[C_IMM]), p->h.imm);
 }
 
+/* "a,b" of field f of the records the dissector can show: those whose
+ * 48 bytes are in the payload. */
+#define REC_LIST(out, p, f, fmt)                                               \
+    do {                                                                       \
+        int n_ = (p)->n_recs < 0 ? 0 : (p)->n_recs;                            \
+        (out)[0] = '\0';                                                       \
+        for (int k_ = 0; k_ < n_; k_++)                                        \
+            snprintf((out) + strlen(out), 64, "%s" fmt, k_ ? "," : "",         \
+                     test_rec(k_).f);                                          \
+    } while (0)
+
+static void check_ackm_cols(char **c, const struct tpkt *p)
+{
+    char want[256];
+    assert_int_equal(num(c[C_SACK]), p->sack_count);
+    assert_int_equal(num(c[C_CE]), p->h.ce_count);
+    assert_int_equal(num(c[C_PLEN]), p->h.payload_len);
+    if (p->count == 33) { /* the dissector shows the first 32 */
+        assert_int_equal(num(c[C_ACKM_COUNT]), 33);
+        assert_non_null(strstr(c[C_REC_PATH], "10,11,12,"));
+        assert_non_null(strstr(c[C_REC_PATH], ",40,41"));
+        assert_null(strstr(c[C_REC_PATH], "42"));
+        assert_non_null(strstr(c[C_EXPERT], "count 33: at most 32"));
+        assert_non_null(strstr(c[C_INFO], "MALFORMED ACKM"));
+        return;
+    }
+    if (p->n_recs < 0) { /* no preamble to show */
+        assert_string_equal(c[C_ACKM_COUNT], "");
+        assert_non_null(strstr(c[C_EXPERT], "shorter than its 4-byte"));
+    } else {
+        assert_int_equal(num(c[C_ACKM_COUNT]), p->count);
+        assert_int_equal(num(c[C_ACKM_HOLD]), p->hold_ns);
+    }
+    REC_LIST(want, p, path, "%u");
+    assert_string_equal(c[C_REC_PATH], want);
+    REC_LIST(want, p, hold_ns, "%u");
+    assert_string_equal(c[C_REC_HOLD], want);
+    REC_LIST(want, p, sack_high, "%u");
+    assert_string_equal(c[C_REC_HIGH], want);
+    REC_LIST(want, p, echo_ts, "%u");
+    assert_string_equal(c[C_REC_ECHO], want);
+    REC_LIST(want, p, ce_count, "%u");
+    assert_string_equal(c[C_REC_CE], want);
+    REC_LIST(want, p, rx_count, "%u");
+    assert_string_equal(c[C_REC_RX], want);
+    assert_string_equal(c[C_REC_SACK],
+                        p->n_recs == 2 ? TEST_REC_SACK_COUNTS : "");
+    if (p->n_recs == 2 && !p->ackm_bad)
+        assert_non_null(strstr(c[C_INFO], "+paths=5,9"));
+    if (p->count == 3)
+        assert_non_null(strstr(c[C_EXPERT], "count 3 needs 148"));
+    assert_int_equal(strstr(c[C_INFO], "MALFORMED ACKM") != NULL, p->ackm_bad);
+    assert_int_equal(strstr(c[C_EXPERT], "Hold saturated") != NULL,
+                     p->hold_ns == MROCE_ACKM_HOLD_MAX_NS);
+}
+
 static void check_cols(char **c, const struct tpkt *p)
 {
     assert_int_equal(num(c[C_OP]), p->h.opcode);
@@ -379,6 +530,10 @@ static void check_cols(char **c, const struct tpkt *p)
         assert_int_equal(num(c[C_SACK]), p->sack_count);
         assert_int_equal(num(c[C_CE]), p->h.ce_count);
     }
+    if (p->h.opcode == MROCE_OP_ACKM)
+        check_ackm_cols(c, p);
+    else
+        assert_string_equal(c[C_ACKM_COUNT], "");
     if (p->h.opcode == MROCE_OP_NACK) {
         assert_int_equal(num(c[C_NAK]), MROCE_NAK_RNR);
         assert_int_equal(num(c[C_DSN]), p->h.dsn);

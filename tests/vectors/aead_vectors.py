@@ -176,7 +176,7 @@ def key_iv(d):
     return hkdf_expand(d, b"mroce key", 16), hkdf_expand(d, b"mroce iv", 12)
 
 
-CTL = (0x10, 0x11, 0x30, 0x31)
+CTL = (0x10, 0x11, 0x12, 0x30, 0x31)  # ACK, NACK, ACKM, CLOSE(_ACK)
 
 
 def nonce(iv, pkt):

@@ -49,6 +49,7 @@ OPS = {  # opcode: (name, headers after the MTH, payload allowed) -- R-HDR-4
     0x06: ("READ_RESP", ("DXH",), True),
     0x10: ("ACK", ("AKH",), False),
     0x11: ("NACK", ("NKH",), False),
+    0x12: ("ACKM", ("AKH",), True),  # payload: path records (section 3.15)
     0x20: ("PROBE", ("PAD",), False),
     0x30: ("CLOSE", (), False),
     0x31: ("CLOSE_ACK", (), False),
@@ -118,6 +119,29 @@ def encode(f, payload=b"", version=1, raw=None):
             out += bytes(52)
     out += payload
     return bytes(out) + struct.pack(">I", crc32c(out))
+
+
+# ACKM payload (section 3.15): a 4-byte preamble -- count, reserved, the
+# MTH path's hold -- then one 48-byte record per further path: path,
+# hold, sack_high, echo_ts, ce_count, rx_count, the AKH's SACK bitmap.
+ACKM_REC = ("path", "hold_ns", "sack_high", "echo_ts", "ce_count",
+            "rx_count", "sack")
+
+
+def hold_units(ns):
+    """A hold in ns as the 16-bit field: units of 8 ns, saturating."""
+    return min(ns // 8, 0xFFFF)
+
+
+def ackm_payload(hold_ns, recs, reserved=0):
+    out = struct.pack(">BBH", len(recs), reserved, hold_units(hold_ns))
+    for r in recs:
+        out += struct.pack(">HHIIHH", r["path"], hold_units(r["hold_ns"]),
+                           r["sack_high"], r["echo_ts"], r["ce_count"],
+                           r["rx_count"])
+        out += sack_bits(r["sack"])
+    assert len(out) == 4 + 48 * len(recs)
+    return out
 
 
 def hdr_len(op):
@@ -194,8 +218,9 @@ class Vec:
 
     def __init__(self, name, title, fields=None, payload=b"", data=None,
                  action="accept", text="", raw=None, version=1,
-                 frame=None, canon=None):
+                 frame=None, canon=None, ackm=None):
         self.name, self.title, self.text = name, title, text
+        self.ackm = ackm  # (hold_ns, records) the payload was built from
         self.fields, self.payload, self.action = fields, payload, action
         self.frame = frame  # dict: family, src, dst, sport, dport, ecn, ...
         if data is None:
@@ -554,7 +579,40 @@ def new_vectors():
                  action="accept: A resolves the PROBE (and PSNs 0-8 if "
                  "unresolved) as delivered, takes an RTT sample, and path 6 "
                  "becomes ACTIVE if it was SUSPECT or PROBING (R-PATH-3)"))
+    v.append(f_ackm())
     return v
+
+
+def f_ackm():
+    """ACKM: the ACK of 12.8 that also acknowledges A's paths 5 and 9."""
+    recs = [dict(path=5, hold_ns=1000, sack_high=2000, echo_ts=0x075BC9A0,
+                 ce_count=0, rx_count=1990, sack=list(range(8))),
+            dict(path=9, hold_ns=264, sack_high=70000, echo_ts=0x075BCB00,
+                 ce_count=3, rx_count=1234, sack=[0, 2, 64, 255])]
+    f = dict(f_ack(), opcode=0x12, ts=0x3ADE8000)
+    return Vec("ackm", "ACKM (B to A) for A's path 3 with two records", f,
+               ackm_payload(0, recs), ackm=(0, recs),
+               text="On a connection where both ends announced feature "
+               "ACKM (0x4), B sends the ACK of 12.8 for A's path 3 as an "
+               "ACKM (opcode 0x12) that also carries the acknowledgements "
+               "of A's paths 5 and 9, which waited as records. MTH and AKH "
+               "mean what they mean in 12.8 (`dsn_cum` and `rate_mbps` "
+               "included, for the whole connection); path 3's own "
+               "acknowledgement did not wait: preamble hold 0. Path 5's "
+               "record: PSNs 1993-2000 received (bits 0-7), PSN 2000 "
+               "arrived 1,000 ns before the ACKM was sent (hold 125 units "
+               "of 8 ns, 0x007D). Path 9's record: bits 0, 2, 64 and 255 "
+               "(PSNs 70000, 69998, 69936 and 69745), held 264 ns (33 "
+               "units, 0x0021), 3 CE marks. The payload is 4 + 2 x 48 = "
+               "100 bytes.",
+               action="accept: with ACKM in effect A checks the whole "
+               "packet first (count and length, record paths below its "
+               "path count, distinct and not 3, each record evidence as "
+               "an ACK of its path would be); then it processes path 5's "
+               "record and path 9's record each as an ACK of that path "
+               "without `dsn_cum`, taking for each path the RTT sample "
+               "now - `echo_ts` - hold, then path 3 as the ACK of 12.8. "
+               "Without ACKM in effect: drop opcode (R-VER-5)")
 
 
 # ---- markdown ---------------------------------------------------------------
@@ -607,6 +665,21 @@ def fmt_fields(f):
     return rows
 
 
+def ackm_rows(hold_ns, recs):
+    """The ACKM payload as table rows: preamble, then each record."""
+    def hold(ns):
+        return "hold %d (%d ns)" % (hold_units(ns), hold_units(ns) * 8)
+    rows = [("ACKM", "count %d, reserved 0, %s" % (len(recs), hold(hold_ns)))]
+    for k, r in enumerate(recs):
+        rows.append(("record %d" % (k + 1),
+                     "path %d, %s, sack_high %d, echo_ts 0x%08X, ce_count "
+                     "%d, rx_count %d, bits %s set" % (
+                         r["path"], hold(r["hold_ns"]), r["sack_high"],
+                         r["echo_ts"], r["ce_count"], r["rx_count"],
+                         ", ".join(map(str, r["sack"])))))
+    return rows
+
+
 def wrap(t):
     return "\n".join(textwrap.wrap(t, 76, break_on_hyphens=False,
                                    break_long_words=False))
@@ -624,7 +697,9 @@ def vec_markdown(v):
             (", flow label %d" % fr["flow"] if fr["family"] == 6 else ""))]
         rows.append(("UDP", "source port %d, destination port %d, length "
                      "%d" % (fr["sport"], fr["dport"], 8 + len(v.inner))))
-    if v.payload and not v.frame:
+    if v.ackm:
+        rows += ackm_rows(*v.ackm)
+    elif v.payload and not v.frame:
         rows.append(("payload", "%d bytes" % len(v.payload)))
     if rows:
         out += ["| header | fields |", "|---|---|"]

@@ -2,7 +2,7 @@
 --
 -- Decodes the MetaRoCE transport header (MTH), the extension headers of
 -- each opcode (DXH, RETH, SNH, IMM, AKH, NKH, the PROBE's padding), the
--- payload length, and
+-- path records of an ACKM (section 3.15), the payload length, and
 -- verifies the CRC32C trailer (ICRC). A sealed packet of the authenticated
 -- or encrypted mode (SEAL flag, docs/spec.md section 3.14) ends in a
 -- 16-byte AES-GCM tag instead, shown but not verified (the dissector has
@@ -22,6 +22,10 @@ local MTH_LEN = 16
 local ICRC_LEN = 4
 local TAG_LEN = 16 -- the trailer of a sealed packet (R-AEAD-2)
 local SACK_BITS = 256
+local ACKM_PRE_LEN = 4 -- count, reserved, hold of the MTH path
+local ACKM_REC_LEN = 48
+local ACKM_MAX_RECS = 32
+local ACKM_HOLD_UNIT = 8 -- ns
 
 local mroce = Proto("mroce", "MetaRoCE")
 
@@ -44,6 +48,7 @@ local ops = {
                payload = true },
     [0x10] = { name = "ACK", hdrs = { "akh" }, len = 68 },
     [0x11] = { name = "NACK", hdrs = { "nkh" }, len = 32 },
+    [0x12] = { name = "ACKM", hdrs = { "akh" }, len = 68, payload = true },
     [0x20] = { name = "PROBE", hdrs = { "pad" }, len = 68 },
     [0x30] = { name = "CLOSE", hdrs = {}, len = 16 },
     [0x31] = { name = "CLOSE_ACK", hdrs = {}, len = 16 },
@@ -120,6 +125,33 @@ local F = {
                                  "Acknowledged, as i in sack_high - i"),
     sack_psn = ProtoField.uint32("mroce.sack.psn", "Acknowledged PSN",
                                  base.DEC),
+    -- ACKM payload (section 3.15): preamble, then one record per path
+    ackm_count = ProtoField.uint8("mroce.ackm.count", "Record count",
+                                  base.DEC),
+    ackm_rsvd = ProtoField.uint8("mroce.ackm.reserved", "Reserved", base.HEX),
+    ackm_hold = ProtoField.uint32("mroce.ackm.hold_ns",
+                                  "Hold of the MTH path (ns)", base.DEC),
+    ackm_sealed = ProtoField.bytes("mroce.ackm.sealed",
+                                   "Sealed records (ciphertext if the "
+                                   .. "connection encrypts)"),
+    rec_path = ProtoField.uint16("mroce.ackm.rec.path", "Path", base.DEC),
+    rec_hold = ProtoField.uint32("mroce.ackm.rec.hold_ns", "Hold (ns)",
+                                 base.DEC),
+    rec_high = ProtoField.uint32("mroce.ackm.rec.sack_high",
+                                 "SACK high PSN", base.DEC),
+    rec_echo = ProtoField.uint32("mroce.ackm.rec.echo_ts",
+                                 "Echoed timestamp", base.DEC),
+    rec_ce = ProtoField.uint16("mroce.ackm.rec.ce_count", "CE count",
+                               base.DEC),
+    rec_rx = ProtoField.uint16("mroce.ackm.rec.rx_count", "RX count",
+                               base.DEC),
+    rec_sack = ProtoField.bytes("mroce.ackm.rec.sack", "SACK bitmap"),
+    rec_sack_count = ProtoField.uint16("mroce.ackm.rec.sack.count",
+                                       "Acknowledged PSN count", base.DEC),
+    rec_sack_rel = ProtoField.string("mroce.ackm.rec.sack.rel",
+                                     "Acknowledged, as i in sack_high - i"),
+    rec_sack_psn = ProtoField.uint32("mroce.ackm.rec.sack.psn",
+                                     "Acknowledged PSN", base.DEC),
     -- NKH (section 3.9)
     syndrome = ProtoField.uint8("mroce.nak.syndrome", "Syndrome", base.HEX,
                                 nak_names),
@@ -149,6 +181,9 @@ mroce.fields = {
     F.va, F.rkey, F.ssn, F.imm,
     F.sack_high, F.dsn_cum, F.echo_ts, F.rate, F.ce_count, F.rx_count,
     F.sack, F.sack_count, F.sack_rel, F.sack_psn,
+    F.ackm_count, F.ackm_rsvd, F.ackm_hold, F.ackm_sealed, F.rec_path, F.rec_hold,
+    F.rec_high, F.rec_echo, F.rec_ce, F.rec_rx, F.rec_sack, F.rec_sack_count,
+    F.rec_sack_rel, F.rec_sack_psn,
     F.syndrome, F.nkh_rsvd, F.nak_info, F.pad,
     F.payload, F.payload_enc, F.payload_len, F.crc, F.crc_calc, F.crc_ok,
     F.tag,
@@ -174,9 +209,22 @@ local E = {
     tag_skip = ProtoExpert.new("mroce.tag.unverified",
                                "AES-GCM tag not verified (no key)",
                                expert.group.SECURITY, expert.severity.NOTE),
+    ackm_bad = ProtoExpert.new("mroce.ackm.malformed",
+                               "Malformed ACKM payload (dropped whole)",
+                               expert.group.MALFORMED,
+                               expert.severity.ERROR),
+    ackm_path = ProtoExpert.new("mroce.ackm.bad_path",
+                                "ACKM record path repeated or the MTH "
+                                .. "path's (the sender drops the ACKM)",
+                                expert.group.PROTOCOL,
+                                expert.severity.WARN),
+    ackm_sat = ProtoExpert.new("mroce.ackm.hold_saturated",
+                               "Hold saturated (524,280 ns or more)",
+                               expert.group.SEQUENCE, expert.severity.NOTE),
 }
 mroce.experts = { E.crc_good, E.crc_bad, E.crc_skip, E.malformed,
-                  E.snaplen, E.nak, E.tag_skip }
+                  E.snaplen, E.nak, E.tag_skip, E.ackm_bad, E.ackm_path,
+                  E.ackm_sat }
 
 mroce.prefs.udp_port = Pref.uint("UDP port", DEFAULT_PORT,
                                  "UDP port of MetaRoCE (R-ENC-2)")
@@ -334,23 +382,30 @@ local function ranges(list)
     return table.concat(out, ",")
 end
 
-local function dissect_sack(tvb, off, t, h)
+-- The fields of the AKH's bitmap and of an ACKM record's.
+local SACK_AKH = { bits = F.sack, count = F.sack_count, rel = F.sack_rel,
+                   psn = F.sack_psn }
+local SACK_REC = { bits = F.rec_sack, count = F.rec_sack_count,
+                   rel = F.rec_sack_rel, psn = F.rec_sack_psn }
+
+-- Returns the number of set bits.
+local function dissect_sack(tvb, off, t, high, fs)
     local r = tvb(off, 32)
     local set = sack_bits(r:raw())
-    h.sack_count = #set
     local rel = ranges(set)
-    local st = t:add(F.sack, r)
+    local st = t:add(fs.bits, r)
     st:append_text(string.format(" (%d/%d acknowledged: sack_high - {%s})",
                                  #set, SACK_BITS, rel))
-    st:add(F.sack_count, #set):set_generated()
-    st:add(F.sack_rel, rel):set_generated()
+    st:add(fs.count, #set):set_generated()
+    st:add(fs.rel, rel):set_generated()
     if not mroce.prefs.sack_psns then
-        return
+        return #set
     end
     local pt = st:add(mroce, r, "Acknowledged PSNs")
     for _, i in ipairs(set) do
-        pt:add(F.sack_psn, (h.sack_high - i) % 2 ^ 32):set_generated()
+        pt:add(fs.psn, (high - i) % 2 ^ 32):set_generated()
     end
+    return #set
 end
 
 local function dissect_akh(tvb, off, t, h)
@@ -361,7 +416,7 @@ local function dissect_akh(tvb, off, t, h)
     h.rate = u(tvb, st, F.rate, off + 12, 4)
     h.ce_count = u(tvb, st, F.ce_count, off + 16, 2)
     h.rx_count = u(tvb, st, F.rx_count, off + 18, 2)
-    dissect_sack(tvb, off + 20, st, h)
+    h.sack_count = dissect_sack(tvb, off + 20, st, h.sack_high, SACK_AKH)
     return 52
 end
 
@@ -416,8 +471,8 @@ local function dissect_mth(tvb, t, h)
     h.conn = u(tvb, st, F.conn, 4, 4)
     h.psn = u(tvb, st, F.psn, 8, 4)
     -- R-AEAD-4: a sealed control packet's ts is its CSN
-    local ctl = h.opcode == 0x10 or h.opcode == 0x11 or h.opcode == 0x30
-                or h.opcode == 0x31
+    local ctl = h.opcode == 0x10 or h.opcode == 0x11 or h.opcode == 0x12
+                or h.opcode == 0x30 or h.opcode == 0x31
     if h.sealed and ctl then
         h.csn = u(tvb, st, F.csn, 12, 4)
     else
@@ -425,11 +480,110 @@ local function dissect_mth(tvb, t, h)
     end
 end
 
+-- ---------------------------------------------------------------------
+-- ACKM path records (section 3.15)
+-- ---------------------------------------------------------------------
+
+-- A hold field: 16 bits in units of 8 ns, 0xFFFF meaning "at least".
+local function add_hold(tvb, off, t, field)
+    local r = tvb(off, 2)
+    local units = r:uint()
+    local it = t:add(field, r, units * ACKM_HOLD_UNIT)
+    it:append_text(string.format(" (%d x %d ns)", units, ACKM_HOLD_UNIT))
+    if units == 0xFFFF then
+        it:add_proto_expert_info(E.ackm_sat)
+    end
+    return units * ACKM_HOLD_UNIT
+end
+
+local function dissect_ackm_rec(tvb, off, t, k, h, seen)
+    local st = t:add(mroce, tvb(off, ACKM_REC_LEN), "")
+    local path = u(tvb, st, F.rec_path, off, 2)
+    local hold = add_hold(tvb, off + 2, st, F.rec_hold)
+    local high = u(tvb, st, F.rec_high, off + 4, 4)
+    u(tvb, st, F.rec_echo, off + 8, 4)
+    local ce = u(tvb, st, F.rec_ce, off + 12, 2)
+    u(tvb, st, F.rec_rx, off + 14, 2)
+    local n = dissect_sack(tvb, off + 16, st, high, SACK_REC)
+    st:set_text(string.format("Path record %d: path %d, high %d, "
+                              .. "sack %d/%d, ce %d, hold %d ns", k, path,
+                              high, n, SACK_BITS, ce, hold))
+    if path == h.path or seen[path] then
+        st:add_proto_expert_info(E.ackm_path, string.format(
+            "Record path %d %s", path, path == h.path
+            and "is the MTH path" or "repeats an earlier record"))
+    end
+    seen[path] = true
+    h.rec_paths[#h.rec_paths + 1] = path
+end
+
+-- What is wrong with an ACKM payload of len bytes whose count byte is n
+-- (nil: n is out of the captured bytes), or nil when it is well formed.
+local function ackm_problem(len, n)
+    if len < ACKM_PRE_LEN then
+        return string.format("ACKM payload of %d bytes: shorter than its "
+                             .. "4-byte preamble", len)
+    elseif n > ACKM_MAX_RECS then
+        return string.format("ACKM count %d: at most %d records", n,
+                             ACKM_MAX_RECS)
+    elseif len ~= ACKM_PRE_LEN + ACKM_REC_LEN * n then
+        return string.format("ACKM payload of %d bytes: count %d needs %d",
+                             len, n, ACKM_PRE_LEN + ACKM_REC_LEN * n)
+    end
+    return nil
+end
+
+-- The payload of an ACKM: preamble and records. A sealed ACKM's payload
+-- is ciphertext in the encrypted mode (R-AEAD-3), with nothing on the
+-- wire to tell the modes apart, and the dissector has no key: it shows
+-- the bytes and checks only the length (the same in both modes).
+local function dissect_ackm(tvb, off, t, h)
+    local len = h.payload_len
+    local captured = math.min(len, tvb:len() - off)
+    h.rec_paths = {}
+    local st = t
+    if captured > 0 then
+        st = t:add(mroce, tvb(off, captured), "ACKM Path Records")
+    end
+    local n = captured >= 1 and tvb(off, 1):uint() or 0
+    if h.sealed then
+        st:append_text(" (sealed: not decoded)")
+        if captured > 0 then
+            st:add(F.ackm_sealed, tvb(off, captured))
+        end
+        n = math.floor((len - ACKM_PRE_LEN) / ACKM_REC_LEN)
+    elseif captured >= ACKM_PRE_LEN then
+        st:add(F.ackm_count, tvb(off, 1))
+        st:add(F.ackm_rsvd, tvb(off + 1, 1))
+        h.ackm_hold = add_hold(tvb, off + 2, st, F.ackm_hold)
+    end
+    local problem = ackm_problem(len, n)
+    if problem then
+        h.ackm_bad = true
+        st:add_proto_expert_info(E.ackm_bad, problem)
+    end
+    if h.sealed then
+        return
+    end
+    -- the records present, even in a malformed payload, for diagnosis
+    local seen = {}
+    for k = 1, math.min(n, ACKM_MAX_RECS) do
+        local ro = off + ACKM_PRE_LEN + (k - 1) * ACKM_REC_LEN
+        if ro + ACKM_REC_LEN > off + captured then
+            break
+        end
+        dissect_ackm_rec(tvb, ro, st, k, h, seen)
+    end
+end
+
 local function dissect_payload(tvb, off, body, t, h, oi)
     h.payload_len = body - off
     t:add(F.payload_len, h.payload_len):set_generated()
-    if h.payload_len == 0 then
+    if h.payload_len == 0 and h.opcode ~= 0x12 then
         return
+    end
+    if h.opcode == 0x12 then
+        return dissect_ackm(tvb, off, t, h)
     end
     local captured = math.min(h.payload_len, tvb:len() - off)
     if captured <= 0 then
@@ -514,6 +668,20 @@ local function info_text(h, oi)
             s = s .. string.format(" probe=%d", h.psn)
         end
         return s
+    elseif h.opcode == 0x12 then
+        local s = string.format("ACKM path=%d high=%d cum=%d sack=%d/%d "
+                                .. "ce=%d", h.path, h.sack_high, h.dsn_cum,
+                                h.sack_count, SACK_BITS, h.ce_count)
+        if h.psn ~= h.sack_high then
+            s = s .. string.format(" probe=%d", h.psn)
+        end
+        if h.ackm_hold and h.ackm_hold > 0 then
+            s = s .. string.format(" hold=%d", h.ackm_hold)
+        end
+        if #h.rec_paths > 0 then
+            s = s .. " +paths=" .. table.concat(h.rec_paths, ",")
+        end
+        return s
     elseif h.opcode == 0x11 then
         return string.format("NACK %s path=%d psn=%d dsn=%d s%d/m%d info=%d",
                              nak_names[h.syndrome] or "reserved", h.path,
@@ -546,6 +714,9 @@ local function info_flags(h, crc_ok)
     end
     if h.extra then
         tags[#tags + 1] = "UNEXPECTED PAYLOAD"
+    end
+    if h.ackm_bad then
+        tags[#tags + 1] = "MALFORMED ACKM"
     end
     if crc_ok == false then
         tags[#tags + 1] = "BAD ICRC"
