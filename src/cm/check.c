@@ -149,8 +149,11 @@ static int check_versions(const struct cm_policy *pol, const struct cm_hello *h,
                           "no common MetaRoCE version");
     ag->proto = CM_PROTO_VERSION;
     uint32_t ours = pol->psk ? CM_FEAT_PSK : 0;
-    if ((h->required & ~ours) && !MROCE_PFAULT(CM_FEATURE_UNCHECKED))
-        return check_fail(v, MROCE_CM_REJ_FEATURE, h->required & ~ours,
+    /* what we support: the key if we have one, and ACKM, which every
+     * engine of ours speaks (R-ACKM-1; mroce never requires it) */
+    uint32_t can = ours | CM_FEAT_ACKM;
+    if ((h->required & ~can) && !MROCE_PFAULT(CM_FEATURE_UNCHECKED))
+        return check_fail(v, MROCE_CM_REJ_FEATURE, h->required & ~can,
                           "peer requires a feature we lack");
     if (ours & ~h->features) /* we require what we support */
         return check_fail(v, MROCE_CM_REJ_FEATURE, ours & ~h->features,

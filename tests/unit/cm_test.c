@@ -487,6 +487,14 @@ static void test_check_versions_features(void **state)
     expect_reject(&c, MROCE_CM_REJ_FEATURE);
     chk_init(&c, 1, 0); /* we require the key it lacks: no downgrade */
     expect_reject(&c, MROCE_CM_REJ_FEATURE);
+    chk_init(&c, 0, 0); /* it requires ACKM, which we speak (R-ACKM-1) */
+    c.h.features = c.h.required = CM_FEAT_ACKM;
+    c.len = example_encode(&c.h, NULL, NULL, 0, c.msg);
+    expect_reject(&c, 0);
+    chk_init(&c, 0, 0); /* it requires a bit nobody assigned */
+    c.h.features = c.h.required = 0x80;
+    c.len = example_encode(&c.h, NULL, NULL, 0, c.msg);
+    expect_reject(&c, MROCE_CM_REJ_FEATURE);
     chk_init(&c, 0, 0);
     static const uint8_t crit[] = {0x80, 0x05, 0x00, 0x00};
     c.h.ext = crit;
