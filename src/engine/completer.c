@@ -543,9 +543,10 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
         struct mroce_hdr r;
         uint32_t hold;
         comp_ackm_rec(h, i, &r, &hold);
-        bool named = (seen[r.path >> 6] >> (r.path & 63)) & 1;
-        if (r.path >= c->n_paths ||
-            (named && !MROCE_FAULT(c->ctx, ACKM_PATH_UNCHECKED)))
+        if (r.path >= c->n_paths)
+            return false;
+        if ((seen[r.path >> 6] >> (r.path & 63)) & 1 &&
+            !MROCE_FAULT(c->ctx, ACKM_PATH_UNCHECKED))
             return false;
         bool ok = comp_ack_ok(c, &r);
         if (!ok &&
