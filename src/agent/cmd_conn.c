@@ -56,6 +56,9 @@ json_t *agent_params_json(const struct mroce_conn_params *p)
         "rnr_retry", p->rnr_retry, "rnr_max_us", (json_int_t)p->rnr_max_us);
     json_object_update(o, tm);
     json_decref(tm);
+    /* R-VER-5, R-ACKM-1: the features it supports (the set-up exchange's
+     * features field, here carried in the block) */
+    json_object_set_new(o, "features", json_integer(p->features));
     return o;
 }
 
@@ -141,6 +144,10 @@ bool agent_params_parse(json_t *j, struct mroce_conn_params *p)
     p->init_psn = v[9];
     p->init_dsn = v[10];
     p->init_msn = v[11];
+    uint64_t feat; /* absent: the peer announces no feature (R-VER-5) */
+    if (!agent_opt_u64(j, "features", UINT32_MAX, &feat))
+        return false;
+    p->features = (uint32_t)feat;
     return true;
 }
 
@@ -169,12 +176,13 @@ static const struct agent_key agent_attr_keys[] = {
     {"init_cwnd_pkts", 0, UINT32_MAX},
     {"max_conn_cwnd_pkts", 0, UINT32_MAX},
     {"tail_copies", 0, 255},
+    {"ackm_off", 0, 1},
 };
 
 static bool agent_conn_attr(json_t *req, struct mroce_conn_attr *at)
 {
-    int64_t v[16];
-    for (int i = 0; i < 16; i++)
+    int64_t v[17];
+    for (int i = 0; i < 17; i++)
         if (!agent_get_int(req, agent_attr_keys[i].name, 0,
                            agent_attr_keys[i].lo, agent_attr_keys[i].hi, &v[i]))
             return false;
@@ -195,6 +203,7 @@ static bool agent_conn_attr(json_t *req, struct mroce_conn_attr *at)
         .init_cwnd_pkts = (uint32_t)v[13],
         .max_conn_cwnd_pkts = (uint32_t)v[14],
         .tail_copies = (uint8_t)v[15],
+        .ackm_off = (uint8_t)v[16],
     };
     return true;
 }

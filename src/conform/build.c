@@ -104,7 +104,8 @@ int cf_send_raw(struct cf_t *t, const void *buf, size_t len,
 /* What the suite sent on a path, for the monitor's R-ACK-5 check. */
 void cf_note_sent(struct cf_peer *p, const struct mroce_hdr *h)
 {
-    if (h->opcode == MROCE_OP_ACK && h->path < CF_MAX_PATHS &&
+    if ((h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_ACKM) &&
+        h->path < CF_MAX_PATHS &&
         (!p->ack_any[h->path] ||
          (int32_t)(h->sack_high - p->ack_high[h->path]) > 0)) {
         p->ack_high[h->path] = h->sack_high; /* R-VAL-4: a resync target */

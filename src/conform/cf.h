@@ -143,7 +143,10 @@ struct cf_params {
     uint32_t path_window, ack_every, ack_delay_ns;
     uint64_t min_rto_ns, max_rto_ns;
     uint32_t retry_cnt, rnr_retry, rnr_max_us;
+    uint32_t features; /* R-VER-5: CF_FEAT_* it supports */
 };
+
+#define CF_FEAT_ACKM 0x4u /* feature bit 2 (R-ACKM-1) */
 
 /* What the agent says about the IUT's own timing (docs/conformance.md). */
 struct cf_timers {
@@ -260,6 +263,7 @@ struct cf_peer {
     uint16_t n_paths, n_streams;
     uint32_t mtu, dsn_window;
     uint32_t iut_msg_window, my_msg_window;
+    bool ackm; /* both announced the feature ACKM (R-ACKM-1) */
     /* the suite's sending state */
     uint32_t psn[CF_MAX_PATHS];
     uint32_t dsn;
@@ -332,6 +336,8 @@ struct cf_open {
     bool no_mr;            /* no default region at the IUT */
     bool slow_tlp;         /* announce ack_delay just below the IUT's min_rto */
     uint32_t my_ack_every; /* the suite's announced ack_every [1] */
+    bool my_ackm;          /* the suite announces the feature ACKM */
+    bool iut_ackm_off;     /* the IUT announces no ACKM (attr ackm_off) */
 };
 
 struct cf_wc {
@@ -731,9 +737,9 @@ bool cf_test_has_rule(const struct cf_test *ts, const char *rule);
 
 /* per-section tables (t_*.c) */
 extern const struct cf_test cf_t_enc[], cf_t_hdr[], cf_t_conn[], cf_t_path[],
-    cf_t_sack[], cf_t_ack[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[], cf_t_retry[],
-    cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[], cf_t_sec[],
-    cf_t_cm[], cf_t_aead[], cf_t_val[], cf_t_mon[];
+    cf_t_sack[], cf_t_ack[], cf_t_ackm[], cf_t_loss[], cf_t_dsn[], cf_t_rtt[],
+    cf_t_retry[], cf_t_msg[], cf_t_ord[], cf_t_cc[], cf_t_rx[], cf_t_nack[],
+    cf_t_sec[], cf_t_cm[], cf_t_aead[], cf_t_val[], cf_t_mon[];
 
 /* ---- results and reports (runner.c, report.c) ---- */
 

@@ -148,6 +148,7 @@ static void iut_params_read(json_t *j, struct cf_params *p)
     p->retry_cnt = (uint32_t)iut_u64(j, "retry_cnt");
     p->rnr_retry = (uint32_t)iut_u64(j, "rnr_retry");
     p->rnr_max_us = (uint32_t)iut_u64(j, "rnr_max_us");
+    p->features = (uint32_t)iut_u64(j, "features");
 }
 
 json_t *cf_params_json(const struct cf_params *p)
@@ -171,6 +172,7 @@ json_t *cf_params_json(const struct cf_params *p)
         (json_int_t)p->rnr_retry, "rnr_max_us", (json_int_t)p->rnr_max_us);
     json_object_update(o, tm);
     json_decref(tm);
+    json_object_set_new(o, "features", json_integer(p->features));
     return o;
 }
 
@@ -231,6 +233,7 @@ static json_t *iut_conn_req(const struct cf_t *t, const struct cf_open *o)
     SETI("init_cwnd_pkts", o->init_cwnd_pkts);
     SETI("max_conn_cwnd_pkts", o->max_conn_cwnd_pkts);
     SETI("tail_copies", o->tail_copies);
+    SETI("ackm_off", o->iut_ackm_off);
     if (o->retry_cnt > 0)
         SETI("retry_cnt", o->retry_cnt);
     if (o->rnr_retry > 0)
@@ -323,6 +326,7 @@ void cf_my_params(struct cf_t *t, struct cf_params *out)
         .retry_cnt = 7,
         .rnr_retry = 7,
         .rnr_max_us = 1000000,
+        .features = o->my_ackm ? CF_FEAT_ACKM : 0,
     };
     snprintf(out->addr, sizeof(out->addr), "%s", t->ip);
 }
@@ -343,6 +347,7 @@ static void iut_effective(struct cf_t *t, const struct cf_params *mine)
     p->dsn_window = iut_min(mine->dsn_window, r->dsn_window);
     p->iut_msg_window = r->msg_window;
     p->my_msg_window = mine->msg_window;
+    p->ackm = mine->features & r->features & CF_FEAT_ACKM; /* R-VER-5 */
     /* R-CONN-5: where each direction's sequence numbers start */
     for (int i = 0; i < CF_MAX_PATHS; i++) {
         p->psn[i] = mine->init_psn;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conform/cf.h"
+#include "wire/ackm.h"
 #include "wire/be.h"
 #include "wire/crc32c.h"
 
@@ -81,6 +82,12 @@ static struct cf_mon_rule mon_tab[] = {
      "nonce and AAD",
      0, 0, ""},
     {"R-AEAD-4", CF_KW_MUST, "no control sequence number used twice", 0, 0, ""},
+    {"R-ACKM-1", CF_KW_MUST, "no ACKM unless both announced the feature", 0, 0,
+     ""},
+    {"R-ACKM-2", CF_KW_MUST,
+     "ACKM: 4 + 48 n bytes, n within the mtu's bound, records of distinct "
+     "paths below N, none the ACKM's own",
+     0, 0, ""},
 };
 
 #define MON_N (int)(sizeof(mon_tab) / sizeof(mon_tab[0]))
@@ -264,6 +271,54 @@ static void mon_ack(struct cf_t *t, struct cf_pkt *pk)
         probe || (sent && (int32_t)(h->sack_high - last) <= 0),
         "ACK for path %u names PSN %u, the suite sent %s %u", h->path,
         h->sack_high, sent ? "up to" : "nothing, next", last);
+}
+
+/* R-ACKM-2: the payload's layout and the paths its records name; each
+ * record names only PSNs the suite sent, with bit 0 set (R-ACK-5,
+ * R-HDR-14: a record never answers a PROBE). */
+static void mon_ackm_recs(struct cf_t *t, struct cf_pkt *pk, int n)
+{
+    const struct cf_peer *p = t->p;
+    uint64_t seen[4] = {0};
+    seen[pk->h.path >> 6] |= 1ull << (pk->h.path & 63);
+    for (int i = 0; i < n; i++) {
+        struct mroce_ackm_rec r;
+        mroce_ackm_get(&pk->h, (unsigned)i, &r);
+        bool dup =
+            r.path < CF_MAX_PATHS && (seen[r.path >> 6] >> (r.path & 63)) & 1;
+        if (!mon(t, pk, "R-ACKM-2", r.path < p->n_paths && !dup,
+                 "ACKM for path %u: record %d names path %u (N %u%s)",
+                 pk->h.path, i, r.path, p->n_paths,
+                 dup ? ", named before or the ACKM's own" : ""))
+            continue;
+        seen[r.path >> 6] |= 1ull << (r.path & 63);
+        mon(t, pk, "R-HDR-14", mroce_sack_test(r.sack, 0),
+            "ACKM record for path %u: bit 0 clear", r.path);
+        uint32_t last = p->tx_high[r.path];
+        bool sent = p->tx_any[r.path];
+        mon(t, pk, "R-ACK-5", sent && (int32_t)(r.sack_high - last) <= 0,
+            "ACKM record for path %u names PSN %u, the suite sent %s %u",
+            r.path, r.sack_high, sent ? "up to" : "nothing, next", last);
+    }
+}
+
+static void mon_ackm(struct cf_t *t, struct cf_pkt *pk)
+{
+    const struct cf_peer *p = t->p;
+    mon(t, pk, "R-ACKM-1", p->ackm,
+        "an ACKM on a connection without the feature ACKM");
+    uint32_t hold;
+    int n = mroce_ackm_check(&pk->h, &hold);
+    uint32_t most = p->mtu > 16 ? (p->mtu - 16) / MROCE_ACKM_REC_LEN : 0;
+    const uint8_t *pl = pk->h.payload;
+    if (!mon(t, pk, "R-ACKM-2", n >= 0 && (uint32_t)n <= most && !pl[1],
+             "ACKM payload of %u bytes, count %d, reserved %u (mtu %u: at "
+             "most %u records)",
+             pk->h.payload_len, pk->h.payload_len ? pl[0] : -1,
+             pk->h.payload_len > 1 ? pl[1] : 0, p->mtu, most) ||
+        n < 0)
+        return;
+    mon_ackm_recs(t, pk, n);
 }
 
 /* ---- sequences ---- */
@@ -480,8 +535,10 @@ void cf_mon_packet(struct cf_t *t, struct cf_pkt *pk)
     const struct mroce_hdr *h = &pk->h;
     if (h->conn != t->p->my_id || h->path >= t->p->n_paths)
         return;
-    if (h->opcode == MROCE_OP_ACK)
+    if (h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_ACKM)
         mon_ack(t, pk);
+    if (h->opcode == MROCE_OP_ACKM)
+        mon_ackm(t, pk);
     if (mon_is_data(h->opcode) || h->opcode == MROCE_OP_PROBE)
         mon_psn(t, pk);
     if (!mon_is_data(h->opcode))

@@ -367,7 +367,7 @@ void cf_trace_pkt(const char *dir, const struct mroce_hdr *h, size_t len,
             (double)(now - t0) / 1e6, dir, mroce_wire_op_name(h->opcode), len,
             port, h->path, h->psn, h->flags, h->dsn, h->stream, h->msn,
             h->msg_len, h->offset);
-    if (h->opcode == MROCE_OP_ACK)
+    if (h->opcode == MROCE_OP_ACK || h->opcode == MROCE_OP_ACKM)
         fprintf(stderr, " high %u cum %u rx %u", h->sack_high, h->dsn_cum,
                 h->rx_count);
     if (h->opcode == MROCE_OP_NACK)
@@ -405,8 +405,8 @@ static void peer_handle(struct cf_t *t, struct cf_pkt *pk)
                                     .psn = p->dsn, /* R-VAL-5 */
                                     .ts = (uint32_t)cf_now()},
                 NULL, 0);
-    } else if (op == MROCE_OP_ACK) {
-        peer_ack_rx(p, &pk->h);
+    } else if (op == MROCE_OP_ACK || op == MROCE_OP_ACKM) {
+        peer_ack_rx(p, &pk->h); /* dsn_cum is the connection's */
     }
 }
 

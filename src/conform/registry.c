@@ -5,9 +5,9 @@
 #include "conform/cf.h"
 
 static const struct cf_test *const registry_sections[] = {
-    cf_t_enc, cf_t_hdr,  cf_t_aead, cf_t_conn, cf_t_cm,    cf_t_path, cf_t_sack,
-    cf_t_ack, cf_t_loss, cf_t_dsn,  cf_t_rtt,  cf_t_retry, cf_t_msg,  cf_t_ord,
-    cf_t_cc,  cf_t_rx,   cf_t_nack, cf_t_val,  cf_t_sec,   cf_t_mon,
+    cf_t_enc, cf_t_hdr,  cf_t_aead, cf_t_conn, cf_t_cm,  cf_t_path,  cf_t_sack,
+    cf_t_ack, cf_t_ackm, cf_t_loss, cf_t_dsn,  cf_t_rtt, cf_t_retry, cf_t_msg,
+    cf_t_ord, cf_t_cc,   cf_t_rx,   cf_t_nack, cf_t_val, cf_t_sec,   cf_t_mon,
 };
 
 #define REGISTRY_MAX 1024

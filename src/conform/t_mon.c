@@ -57,5 +57,7 @@ const struct cf_test cf_t_mon[] = {
     MON("R-AEAD-2", "3.14", "sealed packet layout"),
     MON("R-AEAD-3", "3.14", "every tag verifies"),
     MON("R-AEAD-4", "3.14", "control sequence numbers fresh"),
+    MON("R-ACKM-1", "3.15", "no ACKM unless both announced the feature"),
+    MON("R-ACKM-2", "3.15", "ACKM layout and record paths"),
     {0},
 };

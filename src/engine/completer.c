@@ -543,10 +543,15 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
         struct mroce_hdr r;
         uint32_t hold;
         comp_ackm_rec(h, i, &r, &hold);
-        if (r.path >= c->n_paths || (seen[r.path >> 6] >> (r.path & 63)) & 1)
+        if (r.path >= c->n_paths)
+            return false;
+        if ((seen[r.path >> 6] >> (r.path & 63)) & 1 &&
+            !MROCE_FAULT(c->ctx, ACKM_PATH_UNCHECKED))
             return false;
         bool ok = comp_ack_ok(c, &r);
-        if (!ok && !comp_rec_stale(c, &r))
+        if (!ok &&
+            (MROCE_FAULT(c->ctx, ACKM_STALE_DROPS) || !comp_rec_stale(c, &r)) &&
+            !MROCE_FAULT(c->ctx, ACKM_PARTIAL_CHECK))
             return false;
         evidence |= ok;
         seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
@@ -579,7 +584,8 @@ static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
 void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
                    const struct mroce_hdr *h)
 {
-    if (!c->ackm) { /* R-VER-5: not in effect, an unknown opcode */
+    if (!c->ackm && !MROCE_FAULT(c->ctx, ACKM_RX_UNNEGOTIATED)) {
+        /* R-VER-5: not in effect, an unknown opcode */
         c->ctx->cnt.drop_bad_opcode++;
         return;
     }

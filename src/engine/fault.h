@@ -252,6 +252,23 @@ void mroce_ctx_set_fault(struct mroce_ctx *ctx, uint32_t flags);
       "a data packet's protection byte is not checked")                        \
     X(CSN_REUSED, "csn_reused", "R-AEAD-4",                                    \
       "control packets reuse one sequence number")                             \
+    /* ---- ACKM: acknowledgements as path records ---- */                     \
+    X(ACKM_TX_UNNEGOTIATED, "ackm_tx_unnegotiated", "R-ACKM-1",                \
+      "ACKs wait as records and go as ACKMs without the feature")              \
+    X(ACKM_RX_UNNEGOTIATED, "ackm_rx_unnegotiated", "R-ACKM-1",                \
+      "an ACKM is taken on a connection without the feature")                  \
+    X(ACKM_REC_UNBOUNDED, "ackm_rec_unbounded", "R-ACKM-4",                    \
+      "a record waits for the next ACK however long it takes")                 \
+    X(ACKM_REC_LEFT, "ackm_rec_left", "R-ACKM-4",                              \
+      "an ACK sent while records wait leaves them waiting")                    \
+    X(ACKM_OWN_RECORD, "ackm_own_record", "R-ACKM-2",                          \
+      "an ACKM carries a record of its own path")                              \
+    X(ACKM_PARTIAL_CHECK, "ackm_partial_check", "R-ACKM-5",                    \
+      "a record that is no evidence is skipped, the ACKM acts")                \
+    X(ACKM_PATH_UNCHECKED, "ackm_path_unchecked", "R-ACKM-5",                  \
+      "a record of the ACKM's own path or a path named before is taken")       \
+    X(ACKM_STALE_DROPS, "ackm_stale_drops", "R-ACKM-5",                        \
+      "a stale record drops the whole ACKM")                                   \
     /* ---- the set-up exchange (process-wide) ---- */                         \
     X(CM_TAG_UNCHECKED, "cm_tag_unchecked", "R-CM-10",                         \
       "a HELLO whose tag does not verify is accepted")                         \

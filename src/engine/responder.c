@@ -66,7 +66,8 @@ static void resp_ack_record(struct mroce_conn *c, uint64_t now, uint16_t p)
         resp_ack_now(c, p);
         return;
     }
-    resp_rec_arm(c, due);
+    if (!MROCE_FAULT(c->ctx, ACKM_REC_UNBOUNDED))
+        resp_rec_arm(c, due);
 }
 
 /* R-ACK-1 case 3: in-order data that dsn_cum covers is acknowledged by
@@ -650,7 +651,7 @@ static void resp_data(struct mroce_conn *c, uint64_t now,
     bool hole = c->rcv_cum - cum != 1;
     if (now_ack)
         resp_ack_now(c, h->path);
-    else if (hole && c->ackm)
+    else if (hole && (c->ackm || MROCE_FAULT(c->ctx, ACKM_TX_UNNEGOTIATED)))
         resp_ack_record(c, now, h->path); /* R-ACKM-4 */
     else if (hole)
         resp_ack_now(c, h->path);
@@ -873,7 +874,8 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
     unsigned n = 0, kept = 0;
     for (uint32_t i = 0; i < c->rec_count; i++) {
         uint16_t q = c->rec_queue[i];
-        if (c->ack_pending[q] != ENG_ACK_RECORD) /* queued for its own */
+        if (c->ack_pending[q] != ENG_ACK_RECORD && /* queued for its own */
+            !MROCE_FAULT(c->ctx, ACKM_OWN_RECORD))
             continue;
         if (n < fit)
             resp_rec_fill(c, q, now, via, &recs[n++]);
@@ -957,7 +959,9 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->ack_at = ENG_NEVER;
     pr->ack_via = resp_ack_path(c, p);
     c->cnt.tx_acks++;
-    if (c->ackm && (c->rec_count || pr->rec_held))
+    bool ackm = c->ackm || MROCE_FAULT(c->ctx, ACKM_TX_UNNEGOTIATED);
+    if (ackm && (c->rec_count || pr->rec_held) &&
+        !MROCE_FAULT(c->ctx, ACKM_REC_LEFT))
         return resp_ackm(c, now, &h, buf, cap, meta);
     return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
 }
