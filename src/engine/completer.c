@@ -500,22 +500,26 @@ void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
         comp_ack_path(c, now, h, 0, true);
 }
 
-/* Record i of an ACKM as the ACK for its path it stands for (R-ACKM-5). */
-static void comp_ackm_rec(const struct mroce_hdr *h, unsigned i,
-                          struct mroce_hdr *r, uint32_t *hold)
+/* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once: `ok`
+ * bit i set when record i is evidence (clear: stale). */
+struct ackm_parts {
+    struct mroce_ackm_rec rec[MROCE_ACKM_MAX_RECS];
+    uint32_t ok;
+};
+
+/* Record r of the ACKM h as the ACK for its path it stands for. */
+static void comp_ackm_hdr(const struct mroce_hdr *h,
+                          const struct mroce_ackm_rec *rec, struct mroce_hdr *r)
 {
-    struct mroce_ackm_rec rec;
-    mroce_ackm_get(h, i, &rec);
     *r = *h;
     r->opcode = MROCE_OP_ACK;
-    r->path = rec.path;
-    r->psn = rec.sack_high; /* a record answers no PROBE */
-    r->sack_high = rec.sack_high;
-    r->echo_ts = rec.echo_ts;
-    r->ce_count = rec.ce_count;
-    r->rx_count = rec.rx_count;
-    memcpy(r->sack, rec.sack, sizeof(r->sack));
-    *hold = rec.hold_ns;
+    r->path = rec->path;
+    r->psn = rec->sack_high; /* a record answers no PROBE */
+    r->sack_high = rec->sack_high;
+    r->echo_ts = rec->echo_ts;
+    r->ce_count = rec->ce_count;
+    r->rx_count = rec->rx_count;
+    memcpy(r->sack, rec->sack, sizeof(r->sack));
 }
 
 /* R-ACKM-5: a part of an ACKM overtaken by later ones: all its path's
@@ -534,15 +538,16 @@ static bool comp_rec_stale(const struct mroce_conn *c,
  * stale; `own`: the ACKM's own path is evidence. At least one part must
  * be evidence, or the ACKM proves nothing about the peer (R-VAL-1). */
 static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
-                         unsigned n, bool own)
+                         unsigned n, bool own, struct ackm_parts *parts)
 {
     uint64_t seen[4] = {0};
     bool evidence = own;
     seen[h->path >> 6] |= (uint64_t)1 << (h->path & 63);
+    parts->ok = 0;
     for (unsigned i = 0; i < n; i++) {
         struct mroce_hdr r;
-        uint32_t hold;
-        comp_ackm_rec(h, i, &r, &hold);
+        mroce_ackm_get(h, i, &parts->rec[i]);
+        comp_ackm_hdr(h, &parts->rec[i], &r);
         if (r.path >= c->n_paths)
             return false;
         if ((seen[r.path >> 6] >> (r.path & 63)) & 1 &&
@@ -554,6 +559,7 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
             !MROCE_FAULT(c->ctx, ACKM_PARTIAL_CHECK))
             return false;
         evidence |= ok;
+        parts->ok |= (uint32_t)ok << i;
         seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
     }
     return evidence;
@@ -562,7 +568,7 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
 /* R-ACKM-5: the whole ACKM is checked before any part of it acts.
  * Returns its record count, or -1 when it is dropped. */
 static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
-                           uint32_t *hold, bool *own)
+                           uint32_t *hold, bool *own, struct ackm_parts *parts)
 {
     c->cnt.rx_acks++;
     if (c->state != MROCE_CONN_CONNECTED) {
@@ -574,7 +580,7 @@ static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
     if (n < 0 || (!*own && !comp_rec_stale(c, h)) ||
         (seq_lt(c->snd_next, h->dsn_cum) &&
          !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED)) ||
-        !comp_ackm_ok(c, h, (unsigned)n, *own)) {
+        !comp_ackm_ok(c, h, (unsigned)n, *own, parts)) {
         c->cnt.drop_bad_ack++; /* nothing of it acts */
         return -1;
     }
@@ -591,18 +597,18 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
     }
     uint32_t hold;
     bool own;
-    int n = comp_ackm_check(c, h, &hold, &own);
+    struct ackm_parts parts;
+    int n = comp_ackm_check(c, h, &hold, &own, &parts);
     /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
      * resolve their packets without their RTT samples (R-ACK-100) */
     for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
-        struct mroce_hdr r;
-        uint32_t rh;
-        comp_ackm_rec(h, (unsigned)i, &r, &rh);
-        if (!comp_ack_ok(c, &r)) { /* stale (checked above): not even CE */
+        if (!((parts.ok >> i) & 1)) { /* stale: not even its CE marks */
             c->cnt.drop_stale++;
             continue;
         }
-        comp_ack_path(c, now, &r, rh, false);
+        struct mroce_hdr r;
+        comp_ackm_hdr(h, &parts.rec[i], &r);
+        comp_ack_path(c, now, &r, parts.rec[i].hold_ns, false);
         c->cnt.rx_ackm_recs++;
     }
     if (n < 0 || c->state != MROCE_CONN_CONNECTED)
