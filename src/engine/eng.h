@@ -783,16 +783,22 @@ void eng_conn_close(struct mroce_conn *c);
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
  * behind its headers buf[0, hl) and adds the ICRC, or seals it
  * (R-AEAD-3), or, during tx_ref, refers to it where it lies; returns the
- * wire length. eng_tx_ctl encodes and finishes a packet without payload
- * (control packets, PROBEs) the same way. eng_txref_done fills in a
- * packet that came back whole. */
+ * wire length. eng_tx_ctl_pl encodes and finishes a control packet (and
+ * a PROBE) the same way, with a payload the engine built (an ACKM's
+ * records, copied: never referred to); eng_tx_ctl one without.
+ * eng_txref_done fills in a packet that came back whole. */
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta,
                    struct mroce_tx_ref *ref);
 size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
                       const uint8_t *payload, uint32_t len);
-int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
-               size_t cap);
+int eng_tx_ctl_pl(struct mroce_conn *c, const struct mroce_hdr *h,
+                  const uint8_t *pl, uint32_t len, uint8_t *buf, size_t cap);
+static inline int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h,
+                             uint8_t *buf, size_t cap)
+{
+    return eng_tx_ctl_pl(c, h, NULL, 0, buf, cap);
+}
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */

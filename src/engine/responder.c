@@ -5,7 +5,6 @@
 
 #include "engine/eng.h"
 #include "engine/fault.h"
-#include "engine/seal.h"
 #include "wire/ackm.h"
 #include "wire/aead.h"
 
@@ -798,14 +797,16 @@ static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
     return (uint16_t)best;
 }
 
+/* An ACK, ACKM or NACK out through our path `via` (R-ACK-3); pl, len:
+ * an ACKM's payload. */
 static int resp_emit(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
-                     uint16_t via, uint8_t *buf, size_t cap,
-                     struct mroce_pkt_meta *meta)
+                     uint16_t via, const uint8_t *pl, uint32_t len,
+                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
 {
     h->conn = c->remote.conn_id;
     h->ts = eng_ts(c, now);
     eng_req_meta(c, via, meta);
-    return eng_tx_ctl(c, h, buf, cap);
+    return eng_tx_ctl_pl(c, h, pl, len, buf, cap);
 }
 
 static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
@@ -823,7 +824,8 @@ static int resp_nak_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->nak_head = (c->nak_head + 1) % 16;
     c->nak_count--;
     c->cnt.tx_nacks++;
-    return resp_emit(c, now, &h, resp_ack_path(c, e->path), buf, cap, meta);
+    return resp_emit(c, now, &h, resp_ack_path(c, e->path), NULL, 0, buf, cap,
+                     meta);
 }
 
 /* R-ACKM-3: how long a path's acknowledgement waited as a record; 0 for
@@ -888,24 +890,6 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
     return n;
 }
 
-/* Headers, payload and trailer of a control packet with a payload. */
-static int resp_tx_payload(struct mroce_conn *c, const struct mroce_hdr *h,
-                           const uint8_t *pl, uint32_t len, uint8_t *buf,
-                           size_t cap)
-{
-    if (!c->aead && !c->ctx->no_icrc)
-        return mroce_wire_encode(h, pl, len, buf, cap);
-    int hl = mroce_wire_write_hdr(h, buf, cap);
-    size_t tl = c->aead ? MROCE_TAG_LEN : MROCE_ICRC_LEN;
-    if (hl < 0 || (size_t)hl + len + tl > cap)
-        return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
-    if (c->aead)
-        return (int)eng_seal(c, buf, (size_t)hl, pl, len, NULL);
-    memcpy(buf + hl, pl, len);
-    memset(buf + hl + len, 0, MROCE_ICRC_LEN);
-    return hl + (int)len + MROCE_ICRC_LEN;
-}
-
 /* R-ACKM-2: the ACK h as an ACKM: its path's own hold and the records
  * of the paths waiting for it. */
 static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
@@ -918,11 +902,8 @@ static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
     unsigned n = resp_rec_take(c, now, via, cap, recs);
     size_t len = mroce_ackm_put(pl, hold, recs, n);
     h->opcode = MROCE_OP_ACKM;
-    h->conn = c->remote.conn_id;
-    h->ts = eng_ts(c, now);
-    eng_req_meta(c, via, meta);
     c->cnt.tx_ackm_recs += n;
-    return resp_tx_payload(c, h, pl, (uint32_t)len, buf, cap);
+    return resp_emit(c, now, h, via, pl, (uint32_t)len, buf, cap, meta);
 }
 
 /* R-ACK-2, R-ACK-4: every ACK is self-contained. */
@@ -963,7 +944,7 @@ static int resp_ack_one(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     if (ackm && (c->rec_count || pr->rec_held) &&
         !MROCE_FAULT(c->ctx, ACKM_REC_LEFT))
         return resp_ackm(c, now, &h, buf, cap, meta);
-    return resp_emit(c, now, &h, pr->ack_via, buf, cap, meta);
+    return resp_emit(c, now, &h, pr->ack_via, NULL, 0, buf, cap, meta);
 }
 
 int eng_resp_ack_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,

@@ -70,25 +70,25 @@ size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
     return mroce_wire_seal(buf, hl + len);
 }
 
-/* Control packets (ACK, NACK, PROBE, CLOSE): sealed in secure modes,
- * else with an ICRC, zero under no_icrc like data (its receivers check
- * none: computing it cost a CRC32C per ACK). */
-int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h, uint8_t *buf,
-               size_t cap)
+/* Control packets (ACK, ACKM, NACK, PROBE, CLOSE): sealed in secure
+ * modes (an ACKM's records are its payload, R-AEAD-3), else with an ICRC,
+ * zero under no_icrc like data (its receivers check none: computing it
+ * cost a CRC32C per ACK). */
+int eng_tx_ctl_pl(struct mroce_conn *c, const struct mroce_hdr *h,
+                  const uint8_t *pl, uint32_t len, uint8_t *buf, size_t cap)
 {
     if (!c->aead && !c->ctx->no_icrc)
-        return mroce_wire_encode(h, NULL, 0, buf, cap);
-    if (!c->aead) {
-        int hl = mroce_wire_write_hdr(h, buf, cap);
-        if (hl < 0 || (size_t)hl + MROCE_ICRC_LEN > cap)
-            return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
-        memset(buf + hl, 0, MROCE_ICRC_LEN);
-        return hl + MROCE_ICRC_LEN;
-    }
+        return mroce_wire_encode(h, pl, len, buf, cap);
     int hl = mroce_wire_write_hdr(h, buf, cap);
-    if (hl < 0 || (size_t)hl + MROCE_TAG_LEN > cap)
+    size_t tl = c->aead ? MROCE_TAG_LEN : MROCE_ICRC_LEN;
+    if (hl < 0 || (size_t)hl + len + tl > cap)
         return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
-    return (int)eng_seal(c, buf, (size_t)hl, NULL, 0, NULL);
+    if (c->aead)
+        return (int)eng_seal(c, buf, (size_t)hl, pl, len, NULL);
+    if (len)
+        memcpy(buf + hl, pl, len);
+    memset(buf + hl + len, 0, MROCE_ICRC_LEN);
+    return hl + (int)len + MROCE_ICRC_LEN;
 }
 
 int eng_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
