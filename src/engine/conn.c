@@ -115,7 +115,7 @@ static void conn_init_local(struct mroce_conn *c)
     c->local.msg_window = c->attr.sq_depth;
     c->local.max_rd = c->attr.max_rd;
     c->n_streams = c->attr.n_streams;
-    c->deadline = ENG_NEVER;
+    c->deadline = c->rack_min = c->dl_other = ENG_NEVER;
     c->read_watch = ENG_NEVER;
     c->ack_at = ENG_NEVER;
 }
@@ -477,27 +477,22 @@ void eng_conn_destroy(struct mroce_conn *c)
 /* Timers are armed cheaply by lowering the cached deadline (O(log n) in
  * the context's heap, sched.c); a deadline
  * left early by a disarmed timer only costs one on_expiry call, which
- * recomputes it exactly with eng_conn_update_deadline. */
+ * recomputes it exactly with eng_conn_update_deadline. Every timer armed
+ * here is one of dl_other's. */
 void eng_conn_arm(struct mroce_conn *c, uint64_t t)
 {
+    if (t < c->dl_other)
+        c->dl_other = t;
     if (t >= c->deadline)
         return;
     c->deadline = t;
     eng_sched_timer(c);
 }
 
-/* The exact earliest timer: path timers (O(1), ptimer.c), R-LOSS-8 per
- * plane (O(1) each, rack.c), the coalesced ACK and the rarer ones. */
-void eng_conn_update_deadline(struct mroce_conn *c)
+/* The coalesced ACK, RNR waits, CLOSE and the READ watch. */
+static uint64_t conn_other(const struct mroce_conn *c)
 {
-    uint64_t t = ENG_NEVER;
-    if (c->state == MROCE_CONN_CONNECTED) {
-        t = eng_ptimer_next(c);
-        uint64_t r = eng_rack_next(c);
-        t = r < t ? r : t;
-    }
-    if (c->ack_at < t)
-        t = c->ack_at;
+    uint64_t t = c->ack_at;
     if (c->n_rnr) {
         for (uint32_t d = c->snd_una; d != c->snd_next; d++) {
             struct txp *x = eng_txp(c, d);
@@ -509,8 +504,45 @@ void eng_conn_update_deadline(struct mroce_conn *c)
         t = c->close_at;
     if (c->read_watch < t)
         t = c->read_watch;
+    return t;
+}
+
+/* The earliest of the path timers (O(1), ptimer.c), R-LOSS-8's and the
+ * others. */
+static void conn_set_deadline(struct mroce_conn *c, uint64_t paths)
+{
+    uint64_t t = c->rack_min < paths ? c->rack_min : paths;
+    if (c->dl_other < t)
+        t = c->dl_other;
     if (t == c->deadline)
         return;
     c->deadline = t;
     eng_sched_timer(c);
+}
+
+/* The exact earliest timer: path timers, R-LOSS-8 per plane (O(1) each,
+ * rack.c), the coalesced ACK and the rarer ones. */
+void eng_conn_update_deadline(struct mroce_conn *c)
+{
+    if (c->state != MROCE_CONN_CONNECTED) {
+        c->rack_min = ENG_NEVER; /* neither counts */
+        c->dl_other = conn_other(c);
+        conn_set_deadline(c, ENG_NEVER);
+        return;
+    }
+    eng_rack_update(c);
+    c->dl_other = conn_other(c);
+    conn_set_deadline(c, eng_ptimer_next(c));
+}
+
+/* A data packet went out on a path p of connected c: of the deadline's
+ * timers only p's moved (the tree's root, O(1)) and R-LOSS-8's, which
+ * eng_rack_sent keeps. dl_other is still exact: every entry point that
+ * moves one of its timers later (an ACK sent, a timer run, a received
+ * ACK or READ response) ends in eng_conn_update_deadline, and
+ * eng_conn_arm lowers it; so is rack_min, whose other inputs (what is
+ * acknowledged, the RTTs and the rate hint) change only there. */
+__attribute__((noinline)) void eng_conn_data_sent(struct mroce_conn *c)
+{
+    conn_set_deadline(c, eng_ptimer_next(c));
 }

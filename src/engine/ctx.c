@@ -242,10 +242,12 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 
 /* ---- transmit: round-robin over ready connections ---- */
 
-static int ctx_count_tx(struct mroce_conn *c, int n)
+/* A data packet's timers eng_req_tx has updated (eng_conn_data_sent). */
+static int ctx_count_tx(struct mroce_conn *c, int n, bool data)
 {
     if (n > 0) {
-        eng_conn_update_deadline(c); /* sending moves its timers */
+        if (!data)
+            eng_conn_update_deadline(c); /* sending moves its timers */
         c->ver++; /* a packet sent changes what c may send next */
         c->ctx->cnt.tx_pkts++;
         c->cnt.tx_pkts++;
@@ -267,9 +269,10 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     uint64_t data = c->cnt.tx_data_pkts;
     int n =
         c->state == MROCE_CONN_INIT ? 0 : eng_req_tx(c, now, buf, cap, meta);
-    if (n > 0 && c->cnt.tx_data_pkts != data) /* R-ACK-9: data is a turn */
+    bool sent = n > 0 && c->cnt.tx_data_pkts != data;
+    if (sent) /* R-ACK-9: data is a turn */
         eng_sched_sent(c);
-    return ctx_count_tx(c, n);
+    return ctx_count_tx(c, n, sent);
 }
 
 /* R-ACK-9: ACKs and NACKs go first, whichever connection's turn it is. */
@@ -285,7 +288,7 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
             continue;
         if (c->held_group != ENG_HELD_NONE) /* it changed (ver) */
             eng_sched_unhold(c);
-        return ctx_count_tx(c, n);
+        return ctx_count_tx(c, n, false);
     }
     return 0;
 }

@@ -331,8 +331,8 @@ struct mroce_conn {
      * they became due; the ones later queued for an ACK of their own are
      * skipped), and when the oldest must go */
     bool ackm; /* the feature is in effect (R-VER-5) */
-    uint16_t *rec_queue;
     uint32_t rec_count;
+    uint16_t *rec_queue;
 
     struct rd_resp *resp;
     uint32_t rr_resp;
@@ -354,10 +354,19 @@ struct mroce_conn {
 
     bool close_pending, close_due;
     uint8_t close_acks; /* R-CONN-9: CLOSE copies not yet answered */
-    uint64_t close_at;
     uint8_t close_tries;
+    uint64_t close_at;
 
     uint64_t deadline; /* cached earliest timer */
+    /* the timers but the paths' and R-LOSS-8's, as of the last
+     * eng_conn_update_deadline (eng_conn_arm lowers it), so that a data
+     * packet updates the deadline without them (eng_conn_data_sent) */
+    uint64_t dl_other;
+    /* R-LOSS-8: the planes' earliest time, as of its last computation
+     * (eng_rack_update) or change (eng_rack_sent). Room for these two made by
+     * the order of the fields around rec_count and close_tries (the
+     * struct's size is reported). */
+    uint64_t rack_min;
     uint32_t rank;     /* creation order among the context's live ones */
     uint32_t heap_pos; /* in the deadline heap; UINT32_MAX: not in it */
     struct mroce_conn_counters cnt;
@@ -780,6 +789,7 @@ static inline int eng_mem_psn_room(struct mroce_conn *c, struct path_tx *pt)
 void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
                     uint8_t status);
 void eng_conn_update_deadline(struct mroce_conn *c);
+void eng_conn_data_sent(struct mroce_conn *c);
 void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 
@@ -878,7 +888,8 @@ static inline void eng_rack_check(struct mroce_conn *c, uint16_t p)
     if ((pt->inflight && !pt->tlp_done) != pt->rk_in)
         eng_rack_move(c, p);
 }
-uint64_t eng_rack_next(const struct mroce_conn *c);
+/* rack_min again (eng_conn_update_deadline) */
+void eng_rack_update(struct mroce_conn *c);
 void eng_rack_delivered(struct mroce_conn *c, uint32_t plane, uint64_t now,
                         uint64_t rtt, uint64_t held);
 void eng_rack_fire(struct mroce_conn *c, uint64_t now);

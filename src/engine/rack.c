@@ -54,14 +54,19 @@ static void rack_link_after(struct mroce_conn *c, uint16_t p, uint16_t prev)
     pt->rk_in = true;
 }
 
-/* p just sent data: it is now the plane's newest. */
+/* p just sent data: it is now the plane's newest. The plane's R-LOSS-8
+ * time depends on its oldest path alone (rack_at): rack_min moves only
+ * when that was p or there was none. */
 void eng_rack_sent(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
+    uint16_t head = c->rack[pt->plane].head;
     if (pt->rk_in)
         rack_unlink(c, p);
     pt->tlp_done = false;
     rack_link_after(c, p, c->rack[pt->plane].tail);
+    if (head == p || head == RK_NONE)
+        eng_rack_update(c);
 }
 
 /* p goes in or out of its plane's order (eng_rack_check). A path that
@@ -128,9 +133,9 @@ static inline uint64_t rack_at(const struct mroce_conn *c, uint32_t plane)
     return rack_clock(c, pt, w, rtt);
 }
 
-/* The earliest R-LOSS-8 time of the connection's planes (after every
- * packet: the plane loop inline). */
-uint64_t eng_rack_next(const struct mroce_conn *c)
+/* The earliest R-LOSS-8 time of the connection's planes (the plane loop
+ * inline). */
+static uint64_t rack_min(const struct mroce_conn *c)
 {
     uint32_t n = c->ctx->dev.n_planes;
     if (n == 1)
@@ -142,6 +147,11 @@ uint64_t eng_rack_next(const struct mroce_conn *c)
             t = a;
     }
     return t;
+}
+
+void eng_rack_update(struct mroce_conn *c)
+{
+    c->rack_min = rack_min(c);
 }
 
 /* R-LOSS-8: a data transmission of `plane` sent at now - rtt was

@@ -128,6 +128,10 @@ static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
     int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
     size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
+    if (h.opcode == MROCE_OP_READ_REQ) /* its READ watch moved too */
+        eng_conn_update_deadline(c);
+    else
+        eng_conn_data_sent(c);
     eng_req_meta(c, p, meta);
     return (int)n;
 }
