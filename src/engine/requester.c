@@ -15,26 +15,40 @@ void eng_req_meta(struct mroce_conn *c, uint16_t path,
     meta->plane = plane;
 }
 
-static struct sq_slot *req_slot(const struct mroce_conn *c, const struct txp *x)
+/* x's send-queue slot; NULL for a READ response's packet. */
+static const struct sq_slot *req_slot(const struct mroce_conn *c,
+                                      const struct txp *x)
 {
+    if (x->kind == TXK_RESP)
+        return NULL;
     return eng_sq(c, &c->streams[x->stream], x->msn);
 }
 
+/* What goes next: a DSN, its slot (req_slot), its path and its header
+ * flags (req_emit). */
+struct req_pick {
+    struct txp *x;
+    const struct sq_slot *q;
+    uint16_t p;
+    uint8_t flags;
+};
+
 /* Fills the DXH and the opcode's own headers; returns the payload. */
-static const uint8_t *req_fill(struct mroce_conn *c, const struct txp *x,
+static const uint8_t *req_fill(struct mroce_conn *c, const struct req_pick *k,
                                struct mroce_hdr *h)
 {
+    const struct txp *x = k->x;
     h->dsn = x->dsn;
     h->stream = x->stream;
     h->offset = x->offset;
-    if (x->kind == TXK_RESP) {
+    const struct sq_slot *q = k->q;
+    if (!q) {
         const struct rd_resp *r = &c->resp[x->msn];
         h->opcode = MROCE_OP_READ_RESP;
         h->msn = r->msn;
         h->msg_len = r->len;
         return r->src ? r->src + x->offset : NULL;
     }
-    const struct sq_slot *q = req_slot(c, x);
     h->opcode = q->op;
     h->msn = q->msn + (q->op == MROCE_OP_READ_REQ &&
                        MROCE_FAULT(c->ctx, MSN_READ_SHIFT));
@@ -106,18 +120,20 @@ static bool req_window_closing(const struct mroce_conn *c,
            in + eng_pkt_charge(c) > c->cc.cwnd;
 }
 
-/* Writes the packet for DSN x on path p (R-SACK-2: fresh PSN each time). */
-static int req_emit(struct mroce_conn *c, struct txp *x, uint16_t p,
-                    uint8_t flags, uint64_t now, uint8_t *buf,
-                    struct mroce_pkt_meta *meta)
+/* Writes the packet for DSN k->x on path k->p (R-SACK-2: fresh PSN each
+ * time). */
+static int req_emit(struct mroce_conn *c, const struct req_pick *k,
+                    uint64_t now, uint8_t *buf, struct mroce_pkt_meta *meta)
 {
+    struct txp *x = k->x;
+    uint16_t p = k->p;
     struct path_tx *pt = &c->ptx[p];
     /* Not zeroed (136 bytes per packet): req_fill and the lines below set
      * every field mroce_wire_write_hdr reads for a data opcode (MTH, DXH,
      * RETH, SNH, IMM); nothing else reads h. */
     struct mroce_hdr h;
-    const uint8_t *payload = req_fill(c, x, &h);
-    h.flags = flags;
+    const uint8_t *payload = req_fill(c, k, &h);
+    h.flags = k->flags;
     h.path = p;
     h.conn = c->remote.conn_id;
     h.psn = pt->next_psn;
@@ -145,13 +161,6 @@ static void req_retx_pop(struct mroce_conn *c)
 }
 
 static bool req_has_new(struct mroce_conn *c);
-
-/* What goes next: a DSN, its path and its header flags (req_emit). */
-struct req_pick {
-    struct txp *x;
-    uint16_t p;
-    uint8_t flags;
-};
 
 static bool req_retx(struct mroce_conn *c, uint64_t now, struct req_pick *k)
 {
@@ -192,7 +201,7 @@ static bool req_retx(struct mroce_conn *c, uint64_t now, struct req_pick *k)
         c->cnt.retx_pkts++;
         c->ptx[p].st.retx_pkts++;
         *k = (struct req_pick){
-            x, (uint16_t)p,
+            x, req_slot(c, x), (uint16_t)p,
             MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX};
         return true;
     }
@@ -259,10 +268,13 @@ static inline bool req_stream_ready(struct mroce_conn *c, struct stream *s)
            MROCE_FAULT(c->ctx, MAX_RD_SENDER);
 }
 
-static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid)
+/* The next packet of stream sid and (qp) its slot. */
+static struct txp *req_from_stream(struct mroce_conn *c, uint16_t sid,
+                                   const struct sq_slot **qp)
 {
     struct stream *s = &c->streams[sid];
     struct sq_slot *q = eng_sq(c, s, s->sq_next);
+    *qp = q;
     uint32_t n = q->op == MROCE_OP_READ_REQ
                      ? 0
                      : req_chunk(c, q->wr.sge.length, q->sent_bytes);
@@ -291,16 +303,17 @@ static int req_next_stream(struct mroce_conn *c)
     return -1;
 }
 
-/* The next packet of stream sid (req_next_stream's) or, for -1, of the
- * next stream that may send. */
-static struct txp *req_next_msg(struct mroce_conn *c, int sid)
+/* The next packet, and (qp) its slot, of stream sid (req_next_stream's)
+ * or, for -1, of the next stream that may send. */
+static struct txp *req_next_msg(struct mroce_conn *c, int sid,
+                                const struct sq_slot **qp)
 {
     if (sid < 0)
         sid = req_next_stream(c);
     if (sid < 0)
         return NULL;
     c->rr_stream = (uint32_t)sid + 1;
-    return req_from_stream(c, (uint16_t)sid);
+    return req_from_stream(c, (uint16_t)sid, qp);
 }
 
 /* Anything new to send: a READ response or a stream with a message that
@@ -321,10 +334,10 @@ static bool req_has_new(struct mroce_conn *c)
  * its only packet): the last one's ACK completes the message, and those
  * before it let the ACK clock of R-LOSS-8 see a lost one late even when
  * an ACK is lost too. */
-static bool req_tail_pkt(const struct mroce_conn *c, const struct txp *x)
+static bool req_tail_pkt(const struct mroce_conn *c, const struct txp *x,
+                         const struct sq_slot *q)
 {
-    uint32_t n =
-        x->kind == TXK_RESP ? c->resp[x->msn].npkts : req_slot(c, x)->npkts;
+    uint32_t n = q ? q->npkts : c->resp[x->msn].npkts;
     return x->offset / c->mtu + ENG_ACKREQ_TAIL >= n;
 }
 
@@ -358,17 +371,18 @@ static bool req_new(struct mroce_conn *c, uint64_t now, struct req_pick *k)
     int p = eng_path_pick(c, -1, req_charge(c, c->mtu), now);
     if (p < 0)
         return false;
+    const struct sq_slot *q = NULL; /* a READ response's packet has none */
     struct txp *x = req_next_resp(c);
     if (!x)
-        x = req_next_msg(c, sid);
+        x = req_next_msg(c, sid, &q);
     if (!x)
         return false;
-    uint8_t flags = req_tail_pkt(c, x) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
+    uint8_t flags = req_tail_pkt(c, x, q) && !MROCE_FAULT(c->ctx, ACKREQ_NEVER)
                         ? MROCE_HF_ACKREQ
                         : 0; /* R-ACK-1 */
-    if (x->kind == TXK_MSG && req_slot(c, x)->op == MROCE_OP_READ_REQ)
+    if (q && q->op == MROCE_OP_READ_REQ)
         eng_comp_read_watch(c, now);
-    *k = (struct req_pick){x, (uint16_t)p, flags};
+    *k = (struct req_pick){x, q, (uint16_t)p, flags};
     return true;
 }
 
@@ -427,5 +441,5 @@ int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
     bool data = req_retx(c, now, &k);
     if (!data && c->state == MROCE_CONN_CONNECTED)
         data = req_new(c, now, &k);
-    return data ? req_emit(c, k.x, k.p, k.flags, now, buf, meta) : 0;
+    return data ? req_emit(c, &k, now, buf, meta) : 0;
 }
