@@ -195,6 +195,15 @@ static bool ctx_plain_data(uint8_t op)
            op == MROCE_OP_SEND || op == MROCE_OP_SEND_IMM;
 }
 
+/* c changed (a packet received, its timers run): it may have something
+ * to send, unless it has nothing but ACKs (those go through the ACK set):
+ * a try would find nothing (eng_req_spent). */
+static void ctx_changed(struct mroce_conn *c)
+{
+    if (!eng_req_spent(c))
+        eng_sched_ready(c);
+}
+
 /* R-RX-1, R-RX-2: decode, find the connection, check the source and the
  * path, then dispatch. */
 int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
@@ -235,7 +244,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
     ctx_dispatch(c, now, meta, &h);
     if (!ctx_plain_data(h.opcode)) {
         eng_conn_update_deadline(c); /* its timers moved */
-        eng_sched_ready(c);          /* whatever it changed may let c send */
+        ctx_changed(c);              /* whatever it changed may let c send */
     }
     return 0;
 }
@@ -256,9 +265,17 @@ static int ctx_count_tx(struct mroce_conn *c, int n, bool data)
     return n;
 }
 
+/* c leaves the ready set as a try that found nothing leaves it. */
+static void ctx_idle(struct mroce_conn *c)
+{
+    c->plane_held = false;
+    eng_sched_idle(c);
+}
+
 /* A connection leaves the ready set when it has nothing to send; every
  * entry point that changes it (receive, timers, posts, connect, path
- * calls) puts it back, so skipping the others skips calls that would
+ * calls) puts it back (receive and timers unless it has nothing but ACKs
+ * to send, ctx_changed), so skipping the others skips calls that would
  * return 0 and change nothing. */
 static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                        size_t cap, struct mroce_pkt_meta *meta)
@@ -272,6 +289,8 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     bool sent = n > 0 && c->cnt.tx_data_pkts != data;
     if (sent) /* R-ACK-9: data is a turn */
         eng_sched_sent(c);
+    else if (n > 0 && eng_req_spent(c)) /* its next try would find nothing */
+        ctx_idle(c);
     return ctx_count_tx(c, n, sent);
 }
 
@@ -403,7 +422,7 @@ static void ctx_conn_expiry(struct mroce_conn *c, uint64_t now)
     }
     eng_resp_timers(c, now);
     eng_conn_update_deadline(c);
-    eng_sched_ready(c);
+    ctx_changed(c);
 }
 
 /* Connections whose cached deadline is due, newest first (the order the

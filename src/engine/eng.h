@@ -817,6 +817,7 @@ int eng_txref_done(int n, struct mroce_tx_ref *ref);
 /* requester.c */
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta);
+bool eng_req_spent(const struct mroce_conn *c);
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta);
 

@@ -425,6 +425,21 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     return eng_tx_ctl(c, &h, buf, eng_ctx_max_pkt(c->ctx));
 }
 
+/* Whether c has nothing to send but the ACKs and NACKs it owes, which
+ * the transmit walk sends first through the ACK set (R-ACK-9): no CLOSE
+ * or PROBE due, nothing to resend, no READ response in service and no
+ * posted message left to send. eng_req_tx, once those ACKs are gone,
+ * would return 0 and change nothing (it tests exactly these first).
+ * False when unsure. */
+bool eng_req_spent(const struct mroce_conn *c)
+{
+    for (uint32_t i = 0; i < c->n_streams; i++)
+        if (c->streams[i].sq_next != c->streams[i].sq_tail)
+            return false;
+    return !c->retx_count && !c->n_resp && !c->n_probe_due && !c->close_acks &&
+           !c->close_pending;
+}
+
 int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
                struct mroce_pkt_meta *meta)
 {
