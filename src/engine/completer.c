@@ -425,6 +425,18 @@ static uint64_t comp_rtt(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     return d - hold;
 }
 
+/* R-CC-3: the peer grants `mbps` now; the hold it gives (eng_conn_hint)
+ * changes only with it. */
+static void comp_hint(struct mroce_conn *c, uint32_t mbps)
+{
+    if (mbps == c->rate_hint_mbps)
+        return;
+    bool first = !c->rate_hint_mbps;
+    eng_conn_hint(c, mbps);
+    if (first)
+        eng_path_first_hint(c);
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum,
                     uint32_t hold)
@@ -438,10 +450,7 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
-        bool first = !c->rate_hint_mbps && h->rate_mbps;
-        eng_conn_hint(c, h->rate_mbps);
-        if (first)
-            eng_path_first_hint(c);
+        comp_hint(c, h->rate_mbps);
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),
                                    now);
     }
