@@ -140,17 +140,15 @@ static void comp_advance_una(struct path_tx *pt)
 /* A transmission stops being in flight: off its path's bytes, and off the
  * connection's bytes and its DSN's live copies unless a tail-loss probe
  * took it off those already (R-RTT-7, R-LOSS-5). */
-static struct txp *comp_release(struct mroce_conn *c, struct path_tx *pt,
-                                uint32_t slot, uint32_t dsn)
+static void comp_release(struct mroce_conn *c, struct path_tx *pt,
+                         uint32_t slot, struct txp *x)
 {
-    struct txp *x = comp_txp(c, dsn);
     pt->inflight -= ENG_PSN_BYTES(slot);
     if (slot & ENG_PSN_RESENT)
-        return x;
+        return;
     eng_conn_uncharge(c, ENG_PSN_BYTES(slot));
     if (x && x->copies)
         x->copies--;
-    return x;
 }
 
 /* R-RTT-7: PSN slot i of pt goes silent and its DSN is sent again
@@ -182,25 +180,19 @@ void eng_comp_resent(struct mroce_conn *c, struct path_tx *pt, uint32_t i)
     eng_comp_lost(c, pt->psn_dsn[i]);
 }
 
-void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
-                          int fate)
+/* The data transmission in slot i of path p, unresolved with psn_len
+ * `slot`, resolves with `fate`; x is its DSN's (comp_txp's). */
+static inline void comp_resolve_data(struct mroce_conn *c, uint16_t p,
+                                     struct path_tx *pt, uint32_t i,
+                                     uint32_t slot, struct txp *x, int fate)
 {
-    struct path_tx *pt = &c->ptx[p];
-    uint32_t i = eng_psn_slot(pt, psn);
-    uint32_t slot = pt->psn_len[i];
-    if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
-        return;
     pt->psn_len[i] = 0;
-    if (slot & ENG_PSN_PROBE) {
-        comp_advance_una(pt);
-        return;
-    }
-    struct txp *x = comp_release(c, pt, slot, pt->psn_dsn[i]);
+    comp_release(c, pt, slot, x);
     if (!pt->inflight)
         eng_rack_check(c, p); /* no data left unresolved (R-LOSS-8) */
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
-        comp_acked(c, x); /* the txp of pt->psn_dsn[i] */
+        comp_acked(c, x);
     } else {
         pt->st.lost_pkts++;
         if (!(slot & ENG_PSN_RESENT)) /* else a tail-loss probe counted it */
@@ -209,6 +201,22 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
     comp_advance_una(pt); /* the caller updates p's bits (pathset.c) */
+}
+
+void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                          int fate)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint32_t i = eng_psn_slot(pt, psn);
+    uint32_t slot = pt->psn_len[i];
+    if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
+        return;
+    if (slot & ENG_PSN_PROBE) {
+        pt->psn_len[i] = 0;
+        comp_advance_una(pt);
+        return;
+    }
+    comp_resolve_data(c, p, pt, i, slot, comp_txp(c, pt->psn_dsn[i]), fate);
 }
 
 /* ---- ACK processing ---- */
@@ -332,7 +340,7 @@ static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
         pt->psn_dsn[i] != dsn || seq_lt(psn, pt->una) ||
         !seq_lt(psn, pt->next_psn))
         return;
-    eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
+    comp_resolve_data(c, x->last_path, pt, i, len, x, ENG_ACKED);
     comp_path_progress(c, pt, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
     eng_pset_acked(c, x->last_path); /* its state and window */
@@ -694,7 +702,7 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
         pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
         (pt->psn_len[i] & ENG_PSN_PROBE))
         return;
-    comp_release(c, pt, pt->psn_len[i], h->dsn);
+    comp_release(c, pt, pt->psn_len[i], comp_txp(c, h->dsn));
     pt->psn_len[i] = 0;
     comp_advance_una(pt);
     if (pt->una == pt->next_psn) {
