@@ -464,21 +464,31 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     }
 }
 
-/* R-VAL-1, R-VAL-4: the ACK for h->path names something of ours. */
-static bool comp_ack_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
+/* R-VAL-1, R-VAL-4: what the ACK for h->path is evidence of: its SACK
+ * part (COMP_EV_SACK), the PROBE it echoes (COMP_EV_ECHO); 0: nothing of
+ * ours. Found once, when the ACK (or ACKM) is checked: processing it
+ * (one part of an ACKM before the next) changes neither for the parts
+ * still to come, which name other paths (R-ACKM-5). */
+enum { COMP_EV_SACK = 1, COMP_EV_ECHO = 2 };
+
+static unsigned comp_ack_ev(const struct mroce_conn *c,
+                            const struct mroce_hdr *h)
 {
     const struct path_tx *pt = &c->ptx[h->path];
-    return comp_sack_valid(c, pt, h) || comp_echo_valid(pt, h);
+    return (comp_sack_valid(c, pt, h) ? COMP_EV_SACK : 0) |
+           (comp_echo_valid(pt, h) ? COMP_EV_ECHO : 0);
 }
 
-/* R-ACK-7 for the path of h; the ACK's dsn_cum (step 2) only if `cum`
- * (an ACKM's records leave it to the ACKM's own path, R-ACKM-5). */
+/* R-ACK-7 for the path of h, evidence `ev` (comp_ack_ev); the ACK's
+ * dsn_cum (step 2) only if `cum` (an ACKM's records leave it to the
+ * ACKM's own path, R-ACKM-5). */
 static void comp_ack_path(struct mroce_conn *c, uint64_t now,
-                          const struct mroce_hdr *h, uint32_t hold, bool cum)
+                          const struct mroce_hdr *h, unsigned ev, uint32_t hold,
+                          bool cum)
 {
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    bool sack = comp_sack_valid(c, pt, h), echo = comp_echo_valid(pt, h);
+    bool sack = ev & COMP_EV_SACK, echo = ev & COMP_EV_ECHO;
     if (sack)
         comp_sack(c, h->path, h, &sum);
     if (echo)
@@ -495,41 +505,42 @@ static void comp_ack_path(struct mroce_conn *c, uint64_t now,
     eng_pset_update(c, h->path); /* its state, window and RTT */
 }
 
-/* R-ACK-6: an ACK that is no evidence is dropped whole. */
-static bool comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
+/* R-ACK-6: an ACK that is no evidence is dropped whole. Returns its
+ * evidence (comp_ack_ev), 0 when it is dropped. */
+static unsigned comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     c->cnt.rx_acks++;
     if (c->state != MROCE_CONN_CONNECTED) {
         c->cnt.drop_state++;
-        return false;
+        return 0;
     }
-    if (!comp_ack_ok(c, h) || (seq_lt(c->snd_next, h->dsn_cum) &&
-                               !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
+    unsigned ev = comp_ack_ev(c, h);
+    if (!ev || (seq_lt(c->snd_next, h->dsn_cum) &&
+                !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
         c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
-        return false;
+        return 0;
     }
-    return true;
+    return ev;
 }
 
 void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
 {
-    if (comp_ack_start(c, h))
-        comp_ack_path(c, now, h, 0, true);
+    unsigned ev = comp_ack_start(c, h);
+    if (ev)
+        comp_ack_path(c, now, h, ev, 0, true);
 }
 
-/* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once: `ok`
- * bit i set when record i is evidence (clear: stale). */
+/* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once, and
+ * what record i is evidence of (comp_ack_ev; 0: stale). */
 struct ackm_parts {
     struct mroce_ackm_rec rec[MROCE_ACKM_MAX_RECS];
-    uint32_t ok;
+    uint8_t ev[MROCE_ACKM_MAX_RECS];
 };
 
-/* Record r of the ACKM h as the ACK for its path it stands for. */
-static void comp_ackm_hdr(const struct mroce_hdr *h,
-                          const struct mroce_ackm_rec *rec, struct mroce_hdr *r)
+/* r, the ACKM as an ACK (its dsn_cum and rate_mbps are the records'
+ * too), becomes the ACK for record rec's path that rec stands for. */
+static void comp_rec_hdr(const struct mroce_ackm_rec *rec, struct mroce_hdr *r)
 {
-    *r = *h;
-    r->opcode = MROCE_OP_ACK;
     r->path = rec->path;
     r->psn = rec->sack_high; /* a record answers no PROBE */
     r->sack_high = rec->sack_high;
@@ -560,23 +571,23 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
     uint64_t seen[4] = {0};
     bool evidence = own;
     seen[h->path >> 6] |= (uint64_t)1 << (h->path & 63);
-    parts->ok = 0;
+    struct mroce_hdr r = *h;
+    r.opcode = MROCE_OP_ACK;
     for (unsigned i = 0; i < n; i++) {
-        struct mroce_hdr r;
         mroce_ackm_get(h, i, &parts->rec[i]);
-        comp_ackm_hdr(h, &parts->rec[i], &r);
+        comp_rec_hdr(&parts->rec[i], &r);
         if (r.path >= c->n_paths)
             return false;
         if ((seen[r.path >> 6] >> (r.path & 63)) & 1 &&
             !MROCE_FAULT(c->ctx, ACKM_PATH_UNCHECKED))
             return false;
-        bool ok = comp_ack_ok(c, &r);
-        if (!ok &&
+        unsigned ev = comp_ack_ev(c, &r);
+        if (!ev &&
             (MROCE_FAULT(c->ctx, ACKM_STALE_DROPS) || !comp_rec_stale(c, &r)) &&
             !MROCE_FAULT(c->ctx, ACKM_PARTIAL_CHECK))
             return false;
-        evidence |= ok;
-        parts->ok |= (uint32_t)ok << i;
+        evidence |= ev != 0;
+        parts->ev[i] = (uint8_t)ev;
         seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
     }
     return evidence;
@@ -585,7 +596,8 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
 /* R-ACKM-5: the whole ACKM is checked before any part of it acts.
  * Returns its record count, or -1 when it is dropped. */
 static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
-                           uint32_t *hold, bool *own, struct ackm_parts *parts)
+                           uint32_t *hold, unsigned *own,
+                           struct ackm_parts *parts)
 {
     c->cnt.rx_acks++;
     if (c->state != MROCE_CONN_CONNECTED) {
@@ -593,7 +605,7 @@ static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
         return -1;
     }
     int n = mroce_ackm_check(h, hold);
-    *own = comp_ack_ok(c, h);
+    *own = comp_ack_ev(c, h);
     if (n < 0 || (!*own && !comp_rec_stale(c, h)) ||
         (seq_lt(c->snd_next, h->dsn_cum) &&
          !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED)) ||
@@ -613,25 +625,26 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
         return;
     }
     uint32_t hold;
-    bool own;
+    unsigned own;
     struct ackm_parts parts;
     int n = comp_ackm_check(c, h, &hold, &own, &parts);
+    struct mroce_hdr r = *h;
+    r.opcode = MROCE_OP_ACK;
     /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
      * resolve their packets without their RTT samples (R-ACK-100) */
     for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
-        if (!((parts.ok >> i) & 1)) { /* stale: not even its CE marks */
+        if (!parts.ev[i]) { /* stale: not even its CE marks */
             c->cnt.drop_stale++;
             continue;
         }
-        struct mroce_hdr r;
-        comp_ackm_hdr(h, &parts.rec[i], &r);
-        comp_ack_path(c, now, &r, parts.rec[i].hold_ns, false);
+        comp_rec_hdr(&parts.rec[i], &r);
+        comp_ack_path(c, now, &r, parts.ev[i], parts.rec[i].hold_ns, false);
         c->cnt.rx_ackm_recs++;
     }
     if (n < 0 || c->state != MROCE_CONN_CONNECTED)
         return;
     if (own) {
-        comp_ack_path(c, now, h, hold, true);
+        comp_ack_path(c, now, h, own, hold, true);
         return;
     }
     c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
