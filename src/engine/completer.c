@@ -203,6 +203,20 @@ static inline void comp_resolve_data(struct mroce_conn *c, uint16_t p,
     comp_advance_una(pt); /* the caller updates p's bits (pathset.c) */
 }
 
+/* Slot i of path p, an unresolved PSN in [una, next_psn) with psn_len
+ * `slot`, resolves with `fate`. */
+static inline void comp_resolve_slot(struct mroce_conn *c, uint16_t p,
+                                     struct path_tx *pt, uint32_t i,
+                                     uint32_t slot, int fate)
+{
+    if (slot & ENG_PSN_PROBE) {
+        pt->psn_len[i] = 0;
+        comp_advance_una(pt);
+        return;
+    }
+    comp_resolve_data(c, p, pt, i, slot, comp_txp(c, pt->psn_dsn[i]), fate);
+}
+
 void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
                           int fate)
 {
@@ -211,12 +225,7 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
     uint32_t slot = pt->psn_len[i];
     if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
         return;
-    if (slot & ENG_PSN_PROBE) {
-        pt->psn_len[i] = 0;
-        comp_advance_una(pt);
-        return;
-    }
-    comp_resolve_data(c, p, pt, i, slot, comp_txp(c, pt->psn_dsn[i]), fate);
+    comp_resolve_slot(c, p, pt, i, slot, fate);
 }
 
 /* ---- ACK processing ---- */
@@ -253,7 +262,10 @@ static bool comp_echo_valid(const struct path_tx *pt, const struct mroce_hdr *h)
     return pt->psn_len[eng_psn_slot(pt, h->psn)] & ENG_PSN_PROBE;
 }
 
-static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
+/* Slot i of path p, an unresolved PSN of it with psn_len `slot` that the
+ * ACK shows delivered (`got`) or lost, resolves and counts in sum; `high`:
+ * it is the ACK's sack_high. */
+static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t i,
                             uint32_t slot, bool got, bool high,
                             struct ack_sum *sum)
 {
@@ -268,39 +280,40 @@ static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
         sum->lost = true;
         sum->lost_data |= !probe;
     }
-    eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
+    comp_resolve_slot(c, p, &c->ptx[p], i, slot, got ? ENG_ACKED : ENG_LOST);
 }
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
- * is lost, because a path does not reorder. */
+ * is lost, because a path does not reorder. The SACK part is evidence,
+ * so sack_high is below next_psn (comp_sack_valid). */
 static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
-        uint32_t back = h->sack_high - psn;
-        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        uint32_t back = h->sack_high - psn, i = eng_psn_slot(pt, psn);
+        uint32_t slot = pt->psn_len[i];
         if (!slot)
             continue;
         bool got = (back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back)) ||
                    MROCE_FAULT(c->ctx, SACK_HOLES_DELIVERED);
         if (!got && MROCE_FAULT(c->ctx, SACK_HOLES_WAIT))
             continue;
-        comp_sum(c, p, psn, slot, got, back == 0, sum);
+        comp_sum(c, p, i, slot, got, back == 0, sum);
     }
 }
 
 /* R-VAL-4: the echoed PROBE arrived, so every transmission of its path
  * sent before it that the SACK part did not resolve was lost (a path
- * does not reorder). */
+ * does not reorder). The echo is evidence: h->psn is below next_psn. */
 static void comp_echo(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; seq_le(psn, h->psn); psn++) {
-        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        uint32_t i = eng_psn_slot(pt, psn), slot = pt->psn_len[i];
         if (slot)
-            comp_sum(c, p, psn, slot, psn == h->psn, false, sum);
+            comp_sum(c, p, i, slot, psn == h->psn, false, sum);
     }
 }
 
