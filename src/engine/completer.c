@@ -331,8 +331,7 @@ static void comp_resync(struct mroce_conn *c, struct path_tx *pt,
     c->cnt.psn_resyncs++;
 }
 
-static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
-                               uint64_t now);
+static void comp_path_progress(struct mroce_conn *c, uint16_t p, uint64_t now);
 
 /* R-ACK-100: a DSN that dsn_cum acknowledges and whose latest
  * transmission is its only copy resolves that transmission as delivered;
@@ -354,7 +353,7 @@ static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
         !seq_lt(psn, pt->next_psn))
         return;
     comp_resolve_data(c, x->last_path, pt, i, len, x, ENG_ACKED);
-    comp_path_progress(c, pt, now);
+    comp_path_progress(c, x->last_path, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
     eng_pset_acked(c, x->last_path); /* its state and window */
 }
@@ -371,10 +370,9 @@ static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 
 /* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),
  * the connection progresses (R-RETRY-1) and the timer restarts (R-RTT-5). */
-static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
-                               uint64_t now)
+static void comp_path_progress(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
-    uint16_t p = (uint16_t)(pt - c->ptx);
+    struct path_tx *pt = &c->ptx[p];
     c->established = true; /* R-VAL-7 */
     pt->last_progress = now;
     pt->tlp_done = false;
@@ -511,7 +509,7 @@ static void comp_ack_path(struct mroce_conn *c, uint64_t now,
     if (cum)
         comp_cum(c, h->dsn_cum, now);
     if (sum.pkts)
-        comp_path_progress(c, pt, now);
+        comp_path_progress(c, h->path, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
     comp_cc(c, pt, now, h, &sum, hold);
