@@ -1,8 +1,11 @@
 /* The context's scheduler (src/engine/sched.c) against a model of the
  * connection-list scan it replaced: the ready set's round-robin order,
  * the deadline heap's exact minimum, due timers in list order, removal on
- * destroy; the path timer tree (ptimer.c) against a scan; and the memory
- * accounting of mroce_ctx_state_bytes (mem.c). */
+ * destroy; the path timer tree (ptimer.c) against a scan; the memory
+ * accounting of mroce_ctx_state_bytes (mem.c); and, over lossy transfers,
+ * the deadline a data packet updates from what it moved against a full
+ * recompute, and the connections a transmit call leaves out of its walk
+ * against a try of each. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +16,8 @@
 #include <string.h>
 
 #include "engine/eng.h"
+#include "io/ep.h"
+#include "io/testwire/twloop.h"
 #include "support/peer.h"
 
 #define N_CONNS 1000
@@ -712,6 +717,146 @@ static void test_ptimer_tree(void **state)
         ptimer_run(sizes[i], 7 + i);
 }
 
+/* ---- over a lossy wire: what the transmit path keeps, checked ---- */
+
+struct dl_run {
+    struct mroce_twloop_pair *p;
+    uint64_t data_checks, idle_checks, done;
+};
+
+static struct dl_run dl;
+
+/* A data packet updates the deadline from the path timers' root, rack_min
+ * and dl_other (eng_conn_data_sent): all three are what a full update
+ * computes, which then changes none of them. */
+static void dl_check_deadline(struct mroce_conn *c)
+{
+    uint64_t d = c->deadline, r = c->rack_min, o = c->dl_other;
+    eng_conn_update_deadline(c);
+    assert_int_equal(c->rack_min, r);
+    assert_int_equal(c->dl_other, o);
+    assert_int_equal(c->deadline, d);
+}
+
+/* mroce_ctx_tx, then the checks: after a data packet its connection's
+ * deadline; after a call that sent nothing, no connection that a try
+ * would make send is left out of the walk (eng_req_spent, the ready set)
+ * and the context says it is not busy. */
+static int dl_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
+                 struct mroce_pkt_meta *meta)
+{
+    struct mroce_ctx *ctx = ep;
+    struct mroce_conn *c = dl.p->conn[ctx == dl.p->ctx[1]];
+    uint64_t data = c->cnt.tx_data_pkts;
+    int n = mroce_ctx_tx(ctx, now, buf, cap, meta);
+    if (n > 0 && c->cnt.tx_data_pkts != data) {
+        dl_check_deadline(c);
+        dl.data_checks++;
+    }
+    if (n == 0 && c->state == MROCE_CONN_CONNECTED) {
+        assert_false(eng_sched_busy(ctx));
+        struct mroce_pkt_meta m;
+        assert_int_equal(eng_req_tx(c, now, buf, cap, &m), 0);
+        dl.idle_checks++;
+    }
+    return n;
+}
+
+static int dl_pred(struct mroce_twloop *loop, void *arg)
+{
+    (void)loop;
+    (void)arg;
+    struct mroce_wc wc;
+    while (mroce_poll_cq(dl.p->cq[0], 1, &wc) == 1) {
+        assert_int_equal(wc.status, MROCE_WC_SUCCESS);
+        dl.done++;
+    }
+    return dl.done == 4;
+}
+
+#define DL_LEN (64 * 1024)
+#define DL_ALL (7 * DL_LEN)
+
+/* A READ (whose response is the other side's data) and three WRITEs on
+ * four streams, the first WRITE 4 times as long, so that its stream is
+ * the last with data to send, sprayed over the paths of a reordering
+ * wire that loses `loss` of the packets (few paths: each holds several
+ * packets, and a send often moves its plane's oldest, R-LOSS-8). */
+static void dl_case(double loss, uint32_t n_planes, uint16_t n_paths)
+{
+    static uint8_t src[DL_ALL], dst[DL_ALL];
+    struct mroce_ep_ops ops = mroce_ep_ctx_ops;
+    ops.tx = dl_tx;
+    struct mroce_twloop_pair_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.wire.seed = 11;
+    cfg.wire.n_routes = 16;
+    cfg.wire.rate_bps = 100000000000ull;
+    cfg.wire.delay_ns = 1000;
+    cfg.wire.jitter_ns = 3000;
+    cfg.wire.capacity = 16384;
+    cfg.wire.loss = loss;
+    for (int i = 0; i < 2; i++) {
+        cfg.ctx[i].seed = 5 + (uint64_t)i;
+        cfg.ctx[i].mtu = 1024;
+        cfg.ctx[i].n_planes = n_planes;
+        cfg.conn[i].n_paths = n_paths;
+        cfg.conn[i].n_streams = 4;
+    }
+    cfg.ops = &ops;
+    memset(&dl, 0, sizeof(dl));
+    assert_int_equal(mroce_twloop_pair_create(&cfg, &dl.p), 0);
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                   MROCE_ACCESS_REMOTE_READ;
+    struct mroce_mr *ms, *md;
+    assert_int_equal(mroce_reg_mr(dl.p->pd[0], src, sizeof(src), acc, &ms), 0);
+    assert_int_equal(mroce_reg_mr(dl.p->pd[1], dst, sizeof(dst), acc, &md), 0);
+    for (int i = 0; i < DL_ALL; i++) {
+        src[i] = (uint8_t)(i * 29 + 1);
+        dst[i] = (uint8_t)(i * 7 + 2);
+    }
+    for (int m = 3; m >= 0; m--) { /* the READ, then the long WRITE */
+        uint32_t off = m ? (uint32_t)(m + 3) * DL_LEN : 0;
+        uint32_t len = m ? DL_LEN : 4 * DL_LEN;
+        struct mroce_send_wr wr = {
+            .wr_id = (uint64_t)m,
+            .stream = (uint16_t)m,
+            .sge = {(uint64_t)(uintptr_t)src + off, len, mroce_mr_lkey(ms)},
+            .remote_addr = (uint64_t)(uintptr_t)dst + off,
+            .rkey = mroce_mr_rkey(md)};
+        assert_int_equal(m == 3 ? mroce_post_read(dl.p->conn[0], &wr)
+                                : mroce_post_write(dl.p->conn[0], &wr),
+                         0);
+    }
+    assert_int_equal(
+        mroce_twloop_run_until(dl.p->loop, dl_pred, NULL, 2000000000ull),
+        MROCE_TWLOOP_DONE);
+    assert_memory_equal(src, dst, sizeof(src));
+    struct mroce_conn_counters c0, c1;
+    mroce_conn_get_counters(dl.p->conn[0], &c0);
+    mroce_conn_get_counters(dl.p->conn[1], &c1);
+    assert_int_equal(dl.data_checks, c0.tx_data_pkts + c1.tx_data_pkts);
+    assert_true(dl.idle_checks > 0);
+    assert_int_equal(c0.retx_pkts > 0, loss > 0);
+    print_message("loss %.2f, %u planes, %u paths: %llu data packets (%llu "
+                  "resent), %llu idle calls checked\n",
+                  loss, n_planes, n_paths, (unsigned long long)dl.data_checks,
+                  (unsigned long long)(c0.retx_pkts + c1.retx_pkts),
+                  (unsigned long long)dl.idle_checks);
+    mroce_twloop_pair_destroy(dl.p);
+}
+
+static void test_tx_keeps(void **state)
+{
+    (void)state;
+    dl_case(0, 1, 16);
+    dl_case(0.05, 1, 16);
+    dl_case(0.05, 2, 16);
+    dl_case(0.05, 1, 4);
+    dl_case(0.02, 1, 2);
+    dl_case(0.1, 1, 3);
+}
+
 #define M(f) cmocka_unit_test_setup_teardown(f, model_setup, model_teardown)
 #define P(f) cmocka_unit_test_teardown(f, teardown_peers)
 
@@ -731,6 +876,7 @@ int main(void)
         P(test_held_changed),
         M(test_held_groups),
         cmocka_unit_test(test_ptimer_tree),
+        cmocka_unit_test(test_tx_keeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
