@@ -535,6 +535,19 @@ void eng_conn_update_deadline(struct mroce_conn *c)
     conn_set_deadline(c, eng_ptimer_next(c));
 }
 
+/* An ACK or NACK went out: of the deadline's timers only the coalesced
+ * ACK's can have moved (resp_ack_one clears it), and R-LOSS-8's inputs
+ * are the sender's (rack_min is as the last update left it). */
+void eng_conn_ack_sent(struct mroce_conn *c)
+{
+    if (c->state != MROCE_CONN_CONNECTED) {
+        eng_conn_update_deadline(c);
+        return;
+    }
+    c->dl_other = conn_other(c);
+    conn_set_deadline(c, eng_ptimer_next(c));
+}
+
 /* A data packet went out on a path p of connected c: of the deadline's
  * timers only p's moved (the tree's root, O(1)) and R-LOSS-8's, which
  * eng_rack_sent keeps. dl_other is still exact: every entry point that

@@ -251,12 +251,11 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
 
 /* ---- transmit: round-robin over ready connections ---- */
 
-/* A data packet's timers eng_req_tx has updated (eng_conn_data_sent). */
-static int ctx_count_tx(struct mroce_conn *c, int n, bool data)
+/* Counts a packet sent; its caller has updated c's deadline (sending
+ * moves its timers). */
+static int ctx_count_tx(struct mroce_conn *c, int n)
 {
     if (n > 0) {
-        if (!data)
-            eng_conn_update_deadline(c); /* sending moves its timers */
         c->ver++; /* a packet sent changes what c may send next */
         c->ctx->cnt.tx_pkts++;
         c->cnt.tx_pkts++;
@@ -286,12 +285,14 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     uint64_t data = c->cnt.tx_data_pkts;
     int n =
         c->state == MROCE_CONN_INIT ? 0 : eng_req_tx(c, now, buf, cap, meta);
-    bool sent = n > 0 && c->cnt.tx_data_pkts != data;
-    if (sent) /* R-ACK-9: data is a turn */
-        eng_sched_sent(c);
-    else if (n > 0 && eng_req_spent(c)) /* its next try would find nothing */
-        ctx_idle(c);
-    return ctx_count_tx(c, n, sent);
+    if (n > 0 && c->cnt.tx_data_pkts != data) {
+        eng_sched_sent(c); /* R-ACK-9: data is a turn */
+    } else if (n > 0) {    /* a data packet's eng_req_tx updated */
+        eng_conn_update_deadline(c);
+        if (eng_req_spent(c)) /* its next try would find nothing */
+            ctx_idle(c);
+    }
+    return ctx_count_tx(c, n);
 }
 
 /* R-ACK-9: ACKs and NACKs go first, whichever connection's turn it is. */
@@ -307,7 +308,8 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
             continue;
         if (c->held_group != ENG_HELD_NONE) /* it changed (ver) */
             eng_sched_unhold(c);
-        return ctx_count_tx(c, n, false);
+        eng_conn_ack_sent(c);
+        return ctx_count_tx(c, n);
     }
     return 0;
 }

@@ -790,6 +790,7 @@ void eng_conn_error(struct mroce_conn *c, uint16_t stream, uint32_t msn,
                     uint8_t status);
 void eng_conn_update_deadline(struct mroce_conn *c);
 void eng_conn_data_sent(struct mroce_conn *c);
+void eng_conn_ack_sent(struct mroce_conn *c);
 void eng_conn_arm(struct mroce_conn *c, uint64_t t);
 void eng_conn_close(struct mroce_conn *c);
 

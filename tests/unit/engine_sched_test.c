@@ -721,14 +721,15 @@ static void test_ptimer_tree(void **state)
 
 struct dl_run {
     struct mroce_twloop_pair *p;
-    uint64_t data_checks, idle_checks, done;
+    uint64_t data_checks, ctl_checks, idle_checks, done;
 };
 
 static struct dl_run dl;
 
 /* A data packet updates the deadline from the path timers' root, rack_min
- * and dl_other (eng_conn_data_sent): all three are what a full update
- * computes, which then changes none of them. */
+ * and dl_other (eng_conn_data_sent), an ACK from those and the ACK timer
+ * (eng_conn_ack_sent): all three are what a full update computes, which
+ * then changes none of them. */
 static void dl_check_deadline(struct mroce_conn *c)
 {
     uint64_t d = c->deadline, r = c->rack_min, o = c->dl_other;
@@ -738,7 +739,7 @@ static void dl_check_deadline(struct mroce_conn *c)
     assert_int_equal(c->deadline, d);
 }
 
-/* mroce_ctx_tx, then the checks: after a data packet its connection's
+/* mroce_ctx_tx, then the checks: after a packet its connection's
  * deadline; after a call that sent nothing, no connection that a try
  * would make send is left out of the walk (eng_req_spent, the ready set)
  * and the context says it is not busy. */
@@ -749,9 +750,10 @@ static int dl_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
     struct mroce_conn *c = dl.p->conn[ctx == dl.p->ctx[1]];
     uint64_t data = c->cnt.tx_data_pkts;
     int n = mroce_ctx_tx(ctx, now, buf, cap, meta);
-    if (n > 0 && c->cnt.tx_data_pkts != data) {
+    if (n > 0) {
         dl_check_deadline(c);
-        dl.data_checks++;
+        dl.data_checks += c->cnt.tx_data_pkts != data;
+        dl.ctl_checks += c->cnt.tx_data_pkts == data;
     }
     if (n == 0 && c->state == MROCE_CONN_CONNECTED) {
         assert_false(eng_sched_busy(ctx));
@@ -836,12 +838,14 @@ static void dl_case(double loss, uint32_t n_planes, uint16_t n_paths)
     mroce_conn_get_counters(dl.p->conn[0], &c0);
     mroce_conn_get_counters(dl.p->conn[1], &c1);
     assert_int_equal(dl.data_checks, c0.tx_data_pkts + c1.tx_data_pkts);
+    assert_int_equal(dl.ctl_checks, c0.tx_pkts + c1.tx_pkts - dl.data_checks);
     assert_true(dl.idle_checks > 0);
     assert_int_equal(c0.retx_pkts > 0, loss > 0);
     print_message("loss %.2f, %u planes, %u paths: %llu data packets (%llu "
-                  "resent), %llu idle calls checked\n",
+                  "resent), %llu others, %llu idle calls checked\n",
                   loss, n_planes, n_paths, (unsigned long long)dl.data_checks,
                   (unsigned long long)(c0.retx_pkts + c1.retx_pkts),
+                  (unsigned long long)dl.ctl_checks,
                   (unsigned long long)dl.idle_checks);
     mroce_twloop_pair_destroy(dl.p);
 }
