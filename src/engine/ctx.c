@@ -302,10 +302,13 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     struct mroce_conn *c;
     while ((c = eng_sched_pick_ack(ctx))) {
         int n = eng_resp_ack_tx(c, now, buf, cap, meta);
-        if (n <= 0 || (!c->nak_count && !c->ack_q_count))
+        bool done = n <= 0 || (!c->nak_count && !c->ack_q_count);
+        if (done)
             eng_sched_ack_done(c); /* none owed now: not picked again */
         if (n <= 0)
             continue;
+        if (done) /* the last ACK owed may be the last packet to send */
+            eng_sched_settle(ctx);
         if (c->held_group != ENG_HELD_NONE) /* it changed (ver) */
             eng_sched_unhold(c);
         eng_conn_ack_sent(c);
@@ -383,11 +386,12 @@ static int ctx_tx_all_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Not inlined: eng_ctx_tx, called for nothing as often as not, keeps a
- * short prologue. */
-__attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
-                                            uint8_t *buf, size_t cap,
-                                            struct mroce_pkt_meta *meta)
+/* Not inlined, so that eng_ctx_tx (inline in mroce_ctx_tx, called for
+ * nothing as often as not) needs no prologue. */
+__attribute__((noinline)) int eng_ctx_tx_busy(struct mroce_ctx *ctx,
+                                              uint64_t now, uint8_t *buf,
+                                              size_t cap,
+                                              struct mroce_pkt_meta *meta)
 {
     int n = ctx_acks_tx(ctx, now, buf, cap, meta);
     if (n > 0)
@@ -399,17 +403,6 @@ __attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
     if (n <= 0)
         eng_sched_settle(ctx);
     return n;
-}
-
-/* A call with nothing to send (drivers poll) stays this cheap. */
-int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
-               struct mroce_pkt_meta *meta)
-{
-    if (cap < ctx->max_pkt)
-        return MROCE_ENOBUFS;
-    if (!eng_sched_busy(ctx))
-        return 0; /* no connection may send (sched.c) */
-    return ctx_tx(ctx, now, buf, cap, meta);
 }
 
 /* ---- timers ---- */

@@ -648,8 +648,9 @@ void eng_ctx_get_counters(const struct mroce_ctx *ctx,
 int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                const struct mroce_pkt_meta *meta, const uint8_t *buf,
                size_t len);
-int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
-               struct mroce_pkt_meta *meta);
+/* eng_ctx_tx (below, inline) past its two tests */
+int eng_ctx_tx_busy(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                    size_t cap, struct mroce_pkt_meta *meta);
 void eng_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now);
 int eng_conn_create(struct mroce_pd *pd, const struct mroce_conn_attr *attr,
                     struct mroce_conn **out);
@@ -747,6 +748,18 @@ static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
     return ctx->sched.busy;
 }
 void eng_sched_settle(struct mroce_ctx *ctx);
+
+/* A call with nothing to send (drivers poll) stays this cheap: inline in
+ * mroce_ctx_tx, so that such a call costs no second jump. */
+static inline int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                             size_t cap, struct mroce_pkt_meta *meta)
+{
+    if (cap < ctx->max_pkt)
+        return MROCE_ENOBUFS;
+    if (!eng_sched_busy(ctx))
+        return 0; /* no connection may send (sched.c) */
+    return eng_ctx_tx_busy(ctx, now, buf, cap, meta);
+}
 
 /* The top of the deadline heap, kept by sched.c: exact, O(1), and
  * inline, as drivers poll it several times per packet. */
