@@ -1146,6 +1146,8 @@ void exp_fabric(struct exp *x)
     r->insns = x->mg.insns;
     r->peak_rss_mb = x->mg.peak_rss_mb;
     r->engine = x->mg.engine;
+    r->conn_cnt = x->mg.conn_cnt;
+    r->ctx_cnt = x->mg.ctx_cnt;
     if (x->vm) {
         r->vmem = x->mg.vmem;
         r->buffer_bytes = x->mg.vmem_bytes;

@@ -317,6 +317,10 @@ struct mroce_sim_exp_result {
     /* the engines' own state at the end of the run, summed over the hosts
      * (mroce_ctx_state_bytes; unit sizes as one engine reports them) */
     struct mroce_state_bytes engine;
+    /* the endpoints' counters at the end of the run: every connection's
+     * (both ends) and every context's, summed (sim/exp_counters.h) */
+    struct mroce_conn_counters conn_cnt;
+    struct mroce_ctx_counters ctx_cnt;
     /* payload accounting (sim/vmem.h): the mode run, its granule, the
      * memory the buffers took, and what the checks counted */
     bool payload_free;

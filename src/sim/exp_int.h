@@ -146,6 +146,8 @@ struct exp_glob {
 struct exp_merged {
     uint64_t events; /* the fabric's: LP 0's once, without the sampler */
     struct mroce_state_bytes engine;
+    struct mroce_conn_counters conn_cnt; /* exp_counters.c */
+    struct mroce_ctx_counters ctx_cnt;
     struct mroce_sim_vmem_counters vmem;
     uint64_t vmem_bytes;
     int64_t insns;      /* summed over the ranks; -1 if one has none */
@@ -198,6 +200,10 @@ int exp_fail(struct exp *x, int err, const char *fmt, ...)
 int exp_check(struct exp *x);
 void exp_add_lost(struct mroce_sim_exp_lost *l,
                   const struct mroce_conn_counters *cc);
+
+/* exp_counters.c: every connection's and context's counters, summed over
+ * this rank's and then over the ranks, into x->mg. */
+int exp_counters_merge(struct exp *x);
 int exp_topo(struct exp *x);
 int exp_faults(struct exp *x);
 int exp_trace(struct exp *x);

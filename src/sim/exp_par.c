@@ -702,6 +702,8 @@ int exp_par_merge(struct exp *x)
     if (!err)
         err = exp_merge_totals(x);
     if (!err)
+        err = exp_counters_merge(x);
+    if (!err)
         err = exp_merge_run(x);
     return err;
 }

@@ -7,6 +7,7 @@
 
 #include "sim/defaults.h"
 #include "sim/event.h"
+#include "sim/exp_counters.h"
 #include "sim/link.h"
 
 #define R_US(ps) ((double)(ps) / MROCE_SIM_PS_PER_US)
@@ -182,6 +183,26 @@ static void table_fabric(FILE *f, const struct mroce_sim_exp_result *r)
     table_planes(f, r);
 }
 
+static void print_drop(void *ud, const char *name, uint64_t v)
+{
+    fprintf(ud, " %s %" PRIu64, name, v);
+}
+
+static void table_endpoints(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_conn_counters *c = &r->conn_cnt;
+    double per = c->tx_data_pkts ? 1.0 / (double)c->tx_data_pkts : 0;
+    fprintf(f,
+            "  endpoints  ACKs %" PRIu64 " (%.3f per data packet), ACKM "
+            "records %" PRIu64 ", NACKs %" PRIu64 ", tail-loss probes %" PRIu64
+            "; dropped:",
+            c->tx_acks, (double)c->tx_acks * per, c->tx_ackm_recs, c->tx_nacks,
+            c->tlp_pkts);
+    /* the drops counted at the endpoints, by reason: none on a clean run */
+    uint64_t total = mroce_sim_cnt_drops(r, print_drop, f);
+    fprintf(f, "%s\n", total ? "" : " none");
+}
+
 static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
 {
     fprintf(f,
@@ -224,6 +245,26 @@ static void json_engine(FILE *f, const struct mroce_sim_exp_result *r)
             ", \"per_conn\": %" PRIu64 ", \"per_path\": %" PRIu64 "},\n",
             e->conns, e->paths, e->total, e->conn_bytes, e->path_bytes,
             e->dsn_bytes, e->psn_bytes, e->ctx_bytes, e->per_conn, e->per_path);
+}
+
+/* Every endpoint counter by its field's name (sim/exp_counters.h). */
+static void json_cnt_block(FILE *f, const char *key, const void *cnt,
+                           const struct mroce_sim_cnt_name *nm, size_t n)
+{
+    fprintf(f, "  \"%s\": {", key);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", nm[i].name,
+                mroce_sim_cnt_get(cnt, nm[i].off));
+    fprintf(f, "},\n");
+}
+
+static void json_endpoints(FILE *f, const struct mroce_sim_exp_result *r)
+{
+    size_t n;
+    const struct mroce_sim_cnt_name *nm = mroce_sim_conn_cnt_names(&n);
+    json_cnt_block(f, "conn_counters", &r->conn_cnt, nm, n);
+    nm = mroce_sim_ctx_cnt_names(&n);
+    json_cnt_block(f, "ctx_counters", &r->ctx_cnt, nm, n);
 }
 
 /* Instructions the run loops retired (perf counters), per data packet
@@ -368,6 +409,7 @@ void mroce_sim_report_table(FILE *f, const struct mroce_sim_exp_result *r)
         table_fct(f, r);
     table_fabric(f, r);
     table_health(f, r);
+    table_endpoints(f, r);
     table_payload(f, r);
     table_cost(f, r);
     table_ranks(f, r);
@@ -596,6 +638,7 @@ int mroce_sim_report_json_flags(FILE *f, const struct mroce_sim_exp_result *r,
         json_samples(f, r);
     json_flows(f, r, !with_wall);
     json_engine(f, r);
+    json_endpoints(f, r);
     json_payload(f, r);
     if (with_wall) {
         json_insns(f, r);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim/event.h"
+#include "sim/exp_counters.h"
 #include "sim/report.h"
 #include "sim/suite_int.h"
 
@@ -245,6 +246,23 @@ static void rec_bw(struct sj *rec, const struct mroce_sim_exp_result *r,
     rec_num_or_null(rec, "min_fct_us", flows, US(rec_min_fct(r)));
 }
 
+static void rec_drop(void *ud, const char *name, uint64_t v)
+{
+    sj_add_int(ud, name, (long long)v);
+}
+
+/* The endpoints' ACKs per data packet and drops by reason (only those
+ * that happened; sim/exp_counters.h). */
+static void rec_endpoints(struct sj *rec, const struct mroce_sim_exp_result *r)
+{
+    const struct mroce_conn_counters *k = &r->conn_cnt;
+    rec_num_or_null(rec, "acks_per_data_pkt", k->tx_data_pkts > 0,
+                    (double)k->tx_acks / (double)k->tx_data_pkts);
+    struct sj *d = sj_add_obj(rec, "endpoint_drops");
+    if (d)
+        sj_add_int(d, "total", (long long)mroce_sim_cnt_drops(r, rec_drop, d));
+}
+
 static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
 {
     bool coll = is_coll(r);
@@ -271,6 +289,7 @@ static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
         for (int i = 0; i < MROCE_SIM_DROP_N; i++)
             sj_add_int(d, mroce_sim_drop_str(i), (long long)r->drop[i]);
     }
+    rec_endpoints(rec, r);
     sj_add_num(rec, "mmr", r->mmr);
     rec_num_or_null(rec, "jain", !coll, r->jain);
     rec_num_or_null(rec, "victim_fraction", r->victim_fraction >= 0,

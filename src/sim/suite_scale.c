@@ -184,17 +184,22 @@ static void sc_health(const struct sc *m)
 {
     fprintf(m->f,
             "\n## Health\n\nretransmitted / data packets, out-of-order "
-            "arrivals, drops, ECN-marked fraction.\n\n| scenario | transport "
-            "| retx | out of order | drops | ECN-marked | PFC pauses |\n"
-            "|---|---|---|---|---|---|---|\n");
+            "arrivals, drops in the fabric, ECN-marked fraction, ACK packets "
+            "per data packet, packets the endpoints dropped (any reason: "
+            "`endpoint_drops` in results.json says which).\n\n| scenario | "
+            "transport | retx | out of order | drops | ECN-marked | PFC "
+            "pauses | ACKs / data packet | endpoint drops |\n"
+            "|---|---|---|---|---|---|---|---|---|\n");
     for (const struct sj *r = m->res->child; r; r = r->next)
-        fprintf(m->f, "| %s | %s | %s | %s | %s | %s | %s |\n",
+        fprintf(m->f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 sj_str(r, "scenario"), sj_str(r, "transport"),
                 sj_fmt(sj_get(r, "retx_rate"), 4),
                 sj_fmt(sj_get(r, "ooo_rate"), 4),
                 sj_fmt(sj_path(r, "drops", "total"), 0),
                 sj_fmt(sj_get(r, "ecn_fraction"), 4),
-                sj_fmt(sj_get(r, "pfc_pauses"), 0));
+                sj_fmt(sj_get(r, "pfc_pauses"), 0),
+                sj_fmt(sj_get(r, "acks_per_data_pkt"), 3),
+                sj_fmt(sj_path(r, "endpoint_drops", "total"), 0));
 }
 
 static void sc_runs(const struct sc *m)

@@ -106,6 +106,60 @@ static void test_loss_counts_once(void **state)
     }
 }
 
+static uint64_t conn_drops(const struct mroce_conn_counters *c)
+{
+    return c->drop_bad_path + c->drop_dsn_window + c->drop_msn_window +
+           c->drop_bad_key + c->drop_bad_bounds + c->drop_bad_access +
+           c->drop_bad_msg + c->drop_state + c->drop_stale + c->drop_bad_ack +
+           c->drop_psn_window + c->drop_bad_close + c->drop_ooo +
+           c->drop_bad_tag + c->drop_replay + c->drop_sec_mode;
+}
+
+/* The endpoints' counters in the result (exp_counters.c): lossless, every
+ * packet sent is received, by the connections and by the contexts, and
+ * nothing is dropped; the data packets are the run's. At 1% loss the
+ * MetaRoCE loss rules are the ones the run reports by rule, and RoCEv2's
+ * go-back-N discards show as drop_ooo (what a broken endpoint's drops
+ * would look like). */
+static void test_endpoint_counters(void **state)
+{
+    (void)state;
+    int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
+    for (int i = 0; i < 2; i++) {
+        struct mroce_sim_exp_cfg c = flows(tr[i], 8, 4, 4);
+        c.workload = MROCE_SIM_EXP_PERMUTATION;
+        c.size = 256 * 1024;
+        struct mroce_sim_exp_result r;
+        run(&c, &r);
+        const struct mroce_conn_counters *k = &r.conn_cnt;
+        assert_int_equal(k->tx_data_pkts, r.data_pkts);
+        assert_int_equal(k->rx_data_pkts, r.rx_data_pkts);
+        assert_int_equal(k->tx_pkts, k->rx_pkts);
+        assert_int_equal(k->tx_acks, k->rx_acks);
+        assert_true(k->tx_acks > 0);
+        assert_int_equal(r.ctx_cnt.tx_pkts, k->tx_pkts);
+        assert_int_equal(r.ctx_cnt.rx_pkts, k->rx_pkts);
+        assert_int_equal(k->msgs_tx, k->msgs_rx);
+        assert_int_equal(conn_drops(k), 0);
+        mroce_sim_exp_result_free(&r);
+
+        c.loss = 0.01;
+        c.rocev2_timeout = 6;
+        run(&c, &r);
+        k = &r.conn_cnt;
+        assert_true(k->rx_pkts < k->tx_pkts);
+        assert_int_equal(k->lost_sack + k->lost_rack + k->lost_pto +
+                             k->lost_rto + k->lost_rnr,
+                         r.lost_by.sack + r.lost_by.rack + r.lost_by.pto +
+                             r.lost_by.rto + r.lost_by.rnr);
+        if (tr[i] == MROCE_TRANSPORT_ROCEV2)
+            assert_true(k->drop_ooo > 0);
+        else
+            assert_true(k->retx_pkts > 0 && k->drop_ooo == 0);
+        mroce_sim_exp_result_free(&r);
+    }
+}
+
 /* A receiver's packets from several senders interleave: each is counted
  * against its own sender's sequence (the meter keeps the last sender's
  * record by address), so an incast over one path per flow, lossless,
@@ -480,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_plane_down),
         cmocka_unit_test(test_plane_returns),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_endpoint_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

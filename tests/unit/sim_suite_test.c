@@ -224,6 +224,12 @@ static void test_scale_mini(void **state)
         assert_string_equal(sj_str(r, "status"), "ok");
         assert_true(sj_num(r, "tail_fct_us", 0) > sj_num(r, "min_fct_us", 0));
         assert_true(sj_has_num(r, "suite_wall_s"));
+        /* the endpoints' counters: ACKs flowed; the non-degraded runs
+         * are lossless and clean (degraded: late copies are dropped) */
+        assert_true(sj_num(r, "acks_per_data_pkt", 0) > 0);
+        assert_true(sj_has_num(sj_get(r, "endpoint_drops"), "total"));
+        if (!strstr(sj_str(r, "scenario"), "degraded"))
+            assert_true(sj_num(sj_get(r, "endpoint_drops"), "total", -1) == 0);
     }
     assert_int_equal(mroce_sim_suite_check(sdir, why, sizeof(why)), 0);
     struct sj *r0 = res->child, *ref = sj_get(r0, "ref");
