@@ -132,6 +132,12 @@ json_t *agent_cmd_mr_reg(struct agent *a, json_t *req);
 json_t *agent_cmd_mr_dereg(struct agent *a, json_t *req);
 json_t *agent_cmd_mem_write(struct agent *a, json_t *req);
 json_t *agent_cmd_mem_read(struct agent *a, json_t *req);
+/* Why an agent linked with libmroce alone refuses a "fault" request
+ * (unsupported) and lists no faults in its hello: only the fault variant of
+ * the engine has the fault table (src/engine/fault.h). */
+#define AGENT_NO_FAULTS                                                        \
+    "this agent's engine carries no fault checks (linked with libmroce, "      \
+    "not the fault variant mroce_engine_faults)"
 json_t *agent_cmd_fault(struct agent *a, json_t *req);
 json_t *agent_cmd_conn_create(struct agent *a, json_t *req);
 json_t *agent_cmd_conn_connect(struct agent *a, json_t *req);

@@ -42,7 +42,8 @@ json_t *agent_cmd_hello(struct agent *a, json_t *req)
     for (size_t i = 0; i < sizeof(agent_caps) / sizeof(agent_caps[0]); i++)
         /* the CM speaks TCP through the kernel, which does not own a DPDK
          * port's address */
-        if (strcmp(agent_caps[i], "cm") || a->o.dp_kind == MROCE_DP_UDP)
+        if ((strcmp(agent_caps[i], "cm") || a->o.dp_kind == MROCE_DP_UDP) &&
+            (strcmp(agent_caps[i], "fault") || mroce_fault_built()))
             json_array_append_new(caps, json_string(agent_caps[i]));
     const struct mroce_fault_info *f = mroce_fault_get(a->fault_id);
     return json_pack("{s:b, s:s, s:i, s:s, s:[i], s:s, s:o, s:o, s:s?}", "ok",
@@ -350,20 +351,39 @@ json_t *agent_cmd_mem_read(struct agent *a, json_t *req)
 
 /* ---- faults (mutation runs) ---- */
 
-json_t *agent_cmd_fault(struct agent *a, json_t *req)
+/* A fault that could not be set everywhere is set nowhere. */
+static json_t *agent_cmd_fault_undo(struct agent *a, const char *name, int rc)
 {
-    const char *name = agent_get_str(req, "name", NULL);
-    int id = name ? mroce_fault_lookup(name) : MROCE_FID_NONE;
-    if (id < 0)
-        return agent_err("not_found", "no fault named %s", name);
-    a->fault_id = id;
-    mroce_fault_set_process(id); /* the CM's faults */
+    mroce_fault_set_process(MROCE_FID_NONE);
     for (int i = 0; i < AGENT_MAX_CTX; i++) {
         if (!a->ctx[i].used)
             continue;
         mroce_dp_lock(a->ctx[i].dp);
-        mroce_ctx_set_fault_id(a->ctx[i].ctx, id);
+        mroce_ctx_set_fault_id(a->ctx[i].ctx, MROCE_FID_NONE);
         mroce_dp_unlock(a->ctx[i].dp);
     }
+    a->fault_id = MROCE_FID_NONE;
+    return agent_err_rc(rc, name ? name : "fault");
+}
+
+json_t *agent_cmd_fault(struct agent *a, json_t *req)
+{
+    const char *name = agent_get_str(req, "name", NULL);
+    int id = name ? mroce_fault_lookup(name) : MROCE_FID_NONE;
+    if (id == MROCE_ENOTSUP)
+        return agent_err("unsupported", "fault %s: %s", name, AGENT_NO_FAULTS);
+    if (id < 0)
+        return agent_err("not_found", "no fault named %s", name);
+    int rc = mroce_fault_set_process(id); /* the CM's faults */
+    for (int i = 0; i < AGENT_MAX_CTX && rc == 0; i++) {
+        if (!a->ctx[i].used)
+            continue;
+        mroce_dp_lock(a->ctx[i].dp);
+        rc = mroce_ctx_set_fault_id(a->ctx[i].ctx, id);
+        mroce_dp_unlock(a->ctx[i].dp);
+    }
+    if (rc < 0) /* no context runs half a mutant */
+        return agent_cmd_fault_undo(a, name, rc);
+    a->fault_id = id;
     return agent_ok();
 }

@@ -213,7 +213,11 @@ int agent_run(const struct agent_opts *o)
     static struct agent a; /* large handle tables: not on the stack */
     a.o = *o;
     if (o->fault && (a.fault_id = mroce_fault_lookup(o->fault)) < 0) {
-        fprintf(stderr, "mroce-agent: no fault named %s\n", o->fault);
+        if (a.fault_id == MROCE_ENOTSUP)
+            fprintf(stderr, "mroce-agent: --fault %s: %s\n", o->fault,
+                    AGENT_NO_FAULTS);
+        else
+            fprintf(stderr, "mroce-agent: no fault named %s\n", o->fault);
         return 2;
     }
     mroce_fault_set_process(a.fault_id);

@@ -25,13 +25,27 @@ struct mut_state {
     uint64_t *base_viol; /* monitor violations in the baseline, per rule */
 };
 
-static int mut_fault(struct cf_agent *a, const char *name)
+/* Sets the fault (NULL: none); on a refusal, why in why[cap]. */
+static int mut_fault_why(struct cf_agent *a, const char *name, char *why,
+                         size_t cap)
 {
     json_t *r = cf_agent_call(
         a, json_pack("{s:s, s:s?}", "cmd", "fault", "name", name));
     int rc = cf_reply_ok(r, NULL, 0) ? 0 : -1;
+    if (rc < 0 && why) {
+        const char *msg = json_string_value(json_object_get(r, "message"));
+        snprintf(why, cap, "the agent refused the fault: %s",
+                 msg ? msg
+                 : r ? "no reason given"
+                     : a->err);
+    }
     json_decref(r);
     return rc;
+}
+
+static int mut_fault(struct cf_agent *a, const char *name)
+{
+    return mut_fault_why(a, name, NULL, 0);
 }
 
 static int mut_run(struct mut_state *m, int i)
@@ -115,10 +129,12 @@ static json_t *mut_one(struct mut_state *m, const char *name, const char *rule)
 {
     uint64_t t0 = cf_now();
     const char *by = NULL;
-    char mon_by[64];
-    if (mut_fault(m->a, name) < 0)
+    char mon_by[64], why[512];
+    if (mut_fault_why(m->a, name, why, sizeof(why)) < 0) {
+        fprintf(stderr, "mutant %-28s %-10s NOT RUN: %s\n", name, rule, why);
         return json_pack("{s:s, s:s, s:b, s:s}", "name", name, "rule", rule,
-                         "caught", 0, "error", "the agent refused the fault");
+                         "caught", 0, "error", why);
+    }
     cf_mon_clear_all();
     for (int pass = 0; pass < 2 && !by; pass++) {
         for (int i = 0; i < m->n && !by; i++) {

@@ -140,17 +140,15 @@ static void comp_advance_una(struct path_tx *pt)
 /* A transmission stops being in flight: off its path's bytes, and off the
  * connection's bytes and its DSN's live copies unless a tail-loss probe
  * took it off those already (R-RTT-7, R-LOSS-5). */
-static struct txp *comp_release(struct mroce_conn *c, struct path_tx *pt,
-                                uint32_t slot, uint32_t dsn)
+static void comp_release(struct mroce_conn *c, struct path_tx *pt,
+                         uint32_t slot, struct txp *x)
 {
-    struct txp *x = comp_txp(c, dsn);
     pt->inflight -= ENG_PSN_BYTES(slot);
     if (slot & ENG_PSN_RESENT)
-        return x;
+        return;
     eng_conn_uncharge(c, ENG_PSN_BYTES(slot));
     if (x && x->copies)
         x->copies--;
-    return x;
 }
 
 /* R-RTT-7: PSN slot i of pt goes silent and its DSN is sent again
@@ -182,25 +180,19 @@ void eng_comp_resent(struct mroce_conn *c, struct path_tx *pt, uint32_t i)
     eng_comp_lost(c, pt->psn_dsn[i]);
 }
 
-void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
-                          int fate)
+/* The data transmission in slot i of path p, unresolved with psn_len
+ * `slot`, resolves with `fate`; x is its DSN's (comp_txp's). */
+static inline void comp_resolve_data(struct mroce_conn *c, uint16_t p,
+                                     struct path_tx *pt, uint32_t i,
+                                     uint32_t slot, struct txp *x, int fate)
 {
-    struct path_tx *pt = &c->ptx[p];
-    uint32_t i = eng_psn_slot(pt, psn);
-    uint32_t slot = pt->psn_len[i];
-    if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
-        return;
     pt->psn_len[i] = 0;
-    if (slot & ENG_PSN_PROBE) {
-        comp_advance_una(pt);
-        return;
-    }
-    struct txp *x = comp_release(c, pt, slot, pt->psn_dsn[i]);
+    comp_release(c, pt, slot, x);
     if (!pt->inflight)
         eng_rack_check(c, p); /* no data left unresolved (R-LOSS-8) */
     if (fate == ENG_ACKED) {
         pt->st.acked_pkts++;
-        comp_acked(c, x); /* the txp of pt->psn_dsn[i] */
+        comp_acked(c, x);
     } else {
         pt->st.lost_pkts++;
         if (!(slot & ENG_PSN_RESENT)) /* else a tail-loss probe counted it */
@@ -209,6 +201,31 @@ void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
             eng_comp_lost(c, pt->psn_dsn[i]);
     }
     comp_advance_una(pt); /* the caller updates p's bits (pathset.c) */
+}
+
+/* Slot i of path p, an unresolved PSN in [una, next_psn) with psn_len
+ * `slot`, resolves with `fate`. */
+static inline void comp_resolve_slot(struct mroce_conn *c, uint16_t p,
+                                     struct path_tx *pt, uint32_t i,
+                                     uint32_t slot, int fate)
+{
+    if (slot & ENG_PSN_PROBE) {
+        pt->psn_len[i] = 0;
+        comp_advance_una(pt);
+        return;
+    }
+    comp_resolve_data(c, p, pt, i, slot, comp_txp(c, pt->psn_dsn[i]), fate);
+}
+
+void eng_comp_resolve_psn(struct mroce_conn *c, uint16_t p, uint32_t psn,
+                          int fate)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint32_t i = eng_psn_slot(pt, psn);
+    uint32_t slot = pt->psn_len[i];
+    if (!slot || seq_lt(psn, pt->una) || !seq_lt(psn, pt->next_psn))
+        return;
+    comp_resolve_slot(c, p, pt, i, slot, fate);
 }
 
 /* ---- ACK processing ---- */
@@ -245,7 +262,10 @@ static bool comp_echo_valid(const struct path_tx *pt, const struct mroce_hdr *h)
     return pt->psn_len[eng_psn_slot(pt, h->psn)] & ENG_PSN_PROBE;
 }
 
-static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
+/* Slot i of path p, an unresolved PSN of it with psn_len `slot` that the
+ * ACK shows delivered (`got`) or lost, resolves and counts in sum; `high`:
+ * it is the ACK's sack_high. */
+static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t i,
                             uint32_t slot, bool got, bool high,
                             struct ack_sum *sum)
 {
@@ -260,39 +280,40 @@ static inline void comp_sum(struct mroce_conn *c, uint16_t p, uint32_t psn,
         sum->lost = true;
         sum->lost_data |= !probe;
     }
-    eng_comp_resolve_psn(c, p, psn, got ? ENG_ACKED : ENG_LOST);
+    comp_resolve_slot(c, p, &c->ptx[p], i, slot, got ? ENG_ACKED : ENG_LOST);
 }
 
 /* R-LOSS-1: every unresolved PSN at or below sack_high whose bit is clear
- * is lost, because a path does not reorder. */
+ * is lost, because a path does not reorder. The SACK part is evidence,
+ * so sack_high is below next_psn (comp_sack_valid). */
 static void comp_sack(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; seq_le(psn, h->sack_high); psn++) {
-        uint32_t back = h->sack_high - psn;
-        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        uint32_t back = h->sack_high - psn, i = eng_psn_slot(pt, psn);
+        uint32_t slot = pt->psn_len[i];
         if (!slot)
             continue;
         bool got = (back < MROCE_SACK_BITS && mroce_sack_test(h->sack, back)) ||
                    MROCE_FAULT(c->ctx, SACK_HOLES_DELIVERED);
         if (!got && MROCE_FAULT(c->ctx, SACK_HOLES_WAIT))
             continue;
-        comp_sum(c, p, psn, slot, got, back == 0, sum);
+        comp_sum(c, p, i, slot, got, back == 0, sum);
     }
 }
 
 /* R-VAL-4: the echoed PROBE arrived, so every transmission of its path
  * sent before it that the SACK part did not resolve was lost (a path
- * does not reorder). */
+ * does not reorder). The echo is evidence: h->psn is below next_psn. */
 static void comp_echo(struct mroce_conn *c, uint16_t p,
                       const struct mroce_hdr *h, struct ack_sum *sum)
 {
     struct path_tx *pt = &c->ptx[p];
     for (uint32_t psn = pt->una; seq_le(psn, h->psn); psn++) {
-        uint32_t slot = pt->psn_len[eng_psn_slot(pt, psn)];
+        uint32_t i = eng_psn_slot(pt, psn), slot = pt->psn_len[i];
         if (slot)
-            comp_sum(c, p, psn, slot, psn == h->psn, false, sum);
+            comp_sum(c, p, i, slot, psn == h->psn, false, sum);
     }
 }
 
@@ -310,8 +331,7 @@ static void comp_resync(struct mroce_conn *c, struct path_tx *pt,
     c->cnt.psn_resyncs++;
 }
 
-static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
-                               uint64_t now);
+static void comp_path_progress(struct mroce_conn *c, uint16_t p, uint64_t now);
 
 /* R-ACK-100: a DSN that dsn_cum acknowledges and whose latest
  * transmission is its only copy resolves that transmission as delivered;
@@ -332,8 +352,8 @@ static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
         pt->psn_dsn[i] != dsn || seq_lt(psn, pt->una) ||
         !seq_lt(psn, pt->next_psn))
         return;
-    eng_comp_resolve_psn(c, x->last_path, psn, ENG_ACKED);
-    comp_path_progress(c, pt, now);
+    comp_resolve_data(c, x->last_path, pt, i, len, x, ENG_ACKED);
+    comp_path_progress(c, x->last_path, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
     eng_pset_acked(c, x->last_path); /* its state and window */
 }
@@ -350,10 +370,9 @@ static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 
 /* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),
  * the connection progresses (R-RETRY-1) and the timer restarts (R-RTT-5). */
-static void comp_path_progress(struct mroce_conn *c, struct path_tx *pt,
-                               uint64_t now)
+static void comp_path_progress(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
-    uint16_t p = (uint16_t)(pt - c->ptx);
+    struct path_tx *pt = &c->ptx[p];
     c->established = true; /* R-VAL-7 */
     pt->last_progress = now;
     pt->tlp_done = false;
@@ -425,6 +444,18 @@ static uint64_t comp_rtt(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     return d - hold;
 }
 
+/* R-CC-3: the peer grants `mbps` now; the hold it gives (eng_conn_hint)
+ * changes only with it. */
+static void comp_hint(struct mroce_conn *c, uint32_t mbps)
+{
+    if (mbps == c->rate_hint_mbps)
+        return;
+    bool first = !c->rate_hint_mbps;
+    eng_conn_hint(c, mbps);
+    if (first)
+        eng_path_first_hint(c);
+}
+
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum,
                     uint32_t hold)
@@ -438,30 +469,37 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
-        bool first = !c->rate_hint_mbps && h->rate_mbps;
-        eng_conn_hint(c, h->rate_mbps);
-        if (first)
-            eng_path_first_hint(c);
+        comp_hint(c, h->rate_mbps);
         mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),
                                    now);
     }
 }
 
-/* R-VAL-1, R-VAL-4: the ACK for h->path names something of ours. */
-static bool comp_ack_ok(const struct mroce_conn *c, const struct mroce_hdr *h)
+/* R-VAL-1, R-VAL-4: what the ACK for h->path is evidence of: its SACK
+ * part (COMP_EV_SACK), the PROBE it echoes (COMP_EV_ECHO); 0: nothing of
+ * ours. Found once, when the ACK (or ACKM) is checked: processing it
+ * (one part of an ACKM before the next) changes neither for the parts
+ * still to come, which name other paths (R-ACKM-5). */
+enum { COMP_EV_SACK = 1, COMP_EV_ECHO = 2 };
+
+static unsigned comp_ack_ev(const struct mroce_conn *c,
+                            const struct mroce_hdr *h)
 {
     const struct path_tx *pt = &c->ptx[h->path];
-    return comp_sack_valid(c, pt, h) || comp_echo_valid(pt, h);
+    return (comp_sack_valid(c, pt, h) ? COMP_EV_SACK : 0) |
+           (comp_echo_valid(pt, h) ? COMP_EV_ECHO : 0);
 }
 
-/* R-ACK-7 for the path of h; the ACK's dsn_cum (step 2) only if `cum`
- * (an ACKM's records leave it to the ACKM's own path, R-ACKM-5). */
+/* R-ACK-7 for the path of h, evidence `ev` (comp_ack_ev); the ACK's
+ * dsn_cum (step 2) only if `cum` (an ACKM's records leave it to the
+ * ACKM's own path, R-ACKM-5). */
 static void comp_ack_path(struct mroce_conn *c, uint64_t now,
-                          const struct mroce_hdr *h, uint32_t hold, bool cum)
+                          const struct mroce_hdr *h, unsigned ev, uint32_t hold,
+                          bool cum)
 {
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
-    bool sack = comp_sack_valid(c, pt, h), echo = comp_echo_valid(pt, h);
+    bool sack = ev & COMP_EV_SACK, echo = ev & COMP_EV_ECHO;
     if (sack)
         comp_sack(c, h->path, h, &sum);
     if (echo)
@@ -471,48 +509,49 @@ static void comp_ack_path(struct mroce_conn *c, uint64_t now,
     if (cum)
         comp_cum(c, h->dsn_cum, now);
     if (sum.pkts)
-        comp_path_progress(c, pt, now);
+        comp_path_progress(c, h->path, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
     comp_cc(c, pt, now, h, &sum, hold);
     eng_pset_update(c, h->path); /* its state, window and RTT */
 }
 
-/* R-ACK-6: an ACK that is no evidence is dropped whole. */
-static bool comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
+/* R-ACK-6: an ACK that is no evidence is dropped whole. Returns its
+ * evidence (comp_ack_ev), 0 when it is dropped. */
+static unsigned comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     c->cnt.rx_acks++;
     if (c->state != MROCE_CONN_CONNECTED) {
         c->cnt.drop_state++;
-        return false;
+        return 0;
     }
-    if (!comp_ack_ok(c, h) || (seq_lt(c->snd_next, h->dsn_cum) &&
-                               !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
+    unsigned ev = comp_ack_ev(c, h);
+    if (!ev || (seq_lt(c->snd_next, h->dsn_cum) &&
+                !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED))) {
         c->cnt.drop_bad_ack++; /* R-VAL-1: names nothing of ours */
-        return false;
+        return 0;
     }
-    return true;
+    return ev;
 }
 
 void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
 {
-    if (comp_ack_start(c, h))
-        comp_ack_path(c, now, h, 0, true);
+    unsigned ev = comp_ack_start(c, h);
+    if (ev)
+        comp_ack_path(c, now, h, ev, 0, true);
 }
 
-/* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once: `ok`
- * bit i set when record i is evidence (clear: stale). */
+/* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once, and
+ * what record i is evidence of (comp_ack_ev; 0: stale). */
 struct ackm_parts {
     struct mroce_ackm_rec rec[MROCE_ACKM_MAX_RECS];
-    uint32_t ok;
+    uint8_t ev[MROCE_ACKM_MAX_RECS];
 };
 
-/* Record r of the ACKM h as the ACK for its path it stands for. */
-static void comp_ackm_hdr(const struct mroce_hdr *h,
-                          const struct mroce_ackm_rec *rec, struct mroce_hdr *r)
+/* r, the ACKM as an ACK (its dsn_cum and rate_mbps are the records'
+ * too), becomes the ACK for record rec's path that rec stands for. */
+static void comp_rec_hdr(const struct mroce_ackm_rec *rec, struct mroce_hdr *r)
 {
-    *r = *h;
-    r->opcode = MROCE_OP_ACK;
     r->path = rec->path;
     r->psn = rec->sack_high; /* a record answers no PROBE */
     r->sack_high = rec->sack_high;
@@ -543,23 +582,23 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
     uint64_t seen[4] = {0};
     bool evidence = own;
     seen[h->path >> 6] |= (uint64_t)1 << (h->path & 63);
-    parts->ok = 0;
+    struct mroce_hdr r = *h;
+    r.opcode = MROCE_OP_ACK;
     for (unsigned i = 0; i < n; i++) {
-        struct mroce_hdr r;
         mroce_ackm_get(h, i, &parts->rec[i]);
-        comp_ackm_hdr(h, &parts->rec[i], &r);
+        comp_rec_hdr(&parts->rec[i], &r);
         if (r.path >= c->n_paths)
             return false;
         if ((seen[r.path >> 6] >> (r.path & 63)) & 1 &&
             !MROCE_FAULT(c->ctx, ACKM_PATH_UNCHECKED))
             return false;
-        bool ok = comp_ack_ok(c, &r);
-        if (!ok &&
+        unsigned ev = comp_ack_ev(c, &r);
+        if (!ev &&
             (MROCE_FAULT(c->ctx, ACKM_STALE_DROPS) || !comp_rec_stale(c, &r)) &&
             !MROCE_FAULT(c->ctx, ACKM_PARTIAL_CHECK))
             return false;
-        evidence |= ok;
-        parts->ok |= (uint32_t)ok << i;
+        evidence |= ev != 0;
+        parts->ev[i] = (uint8_t)ev;
         seen[r.path >> 6] |= (uint64_t)1 << (r.path & 63);
     }
     return evidence;
@@ -568,7 +607,8 @@ static bool comp_ackm_ok(const struct mroce_conn *c, const struct mroce_hdr *h,
 /* R-ACKM-5: the whole ACKM is checked before any part of it acts.
  * Returns its record count, or -1 when it is dropped. */
 static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
-                           uint32_t *hold, bool *own, struct ackm_parts *parts)
+                           uint32_t *hold, unsigned *own,
+                           struct ackm_parts *parts)
 {
     c->cnt.rx_acks++;
     if (c->state != MROCE_CONN_CONNECTED) {
@@ -576,7 +616,7 @@ static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
         return -1;
     }
     int n = mroce_ackm_check(h, hold);
-    *own = comp_ack_ok(c, h);
+    *own = comp_ack_ev(c, h);
     if (n < 0 || (!*own && !comp_rec_stale(c, h)) ||
         (seq_lt(c->snd_next, h->dsn_cum) &&
          !MROCE_FAULT(c->ctx, DSN_CUM_TRUSTED)) ||
@@ -596,25 +636,26 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
         return;
     }
     uint32_t hold;
-    bool own;
+    unsigned own;
     struct ackm_parts parts;
     int n = comp_ackm_check(c, h, &hold, &own, &parts);
+    struct mroce_hdr r = *h;
+    r.opcode = MROCE_OP_ACK;
     /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
      * resolve their packets without their RTT samples (R-ACK-100) */
     for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
-        if (!((parts.ok >> i) & 1)) { /* stale: not even its CE marks */
+        if (!parts.ev[i]) { /* stale: not even its CE marks */
             c->cnt.drop_stale++;
             continue;
         }
-        struct mroce_hdr r;
-        comp_ackm_hdr(h, &parts.rec[i], &r);
-        comp_ack_path(c, now, &r, parts.rec[i].hold_ns, false);
+        comp_rec_hdr(&parts.rec[i], &r);
+        comp_ack_path(c, now, &r, parts.ev[i], parts.rec[i].hold_ns, false);
         c->cnt.rx_ackm_recs++;
     }
     if (n < 0 || c->state != MROCE_CONN_CONNECTED)
         return;
     if (own) {
-        comp_ack_path(c, now, h, hold, true);
+        comp_ack_path(c, now, h, own, hold, true);
         return;
     }
     c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
@@ -685,7 +726,7 @@ static void comp_nak_release(struct mroce_conn *c, const struct mroce_hdr *h)
         pt->psn_dsn[i] != h->dsn || !pt->psn_len[i] ||
         (pt->psn_len[i] & ENG_PSN_PROBE))
         return;
-    comp_release(c, pt, pt->psn_len[i], h->dsn);
+    comp_release(c, pt, pt->psn_len[i], comp_txp(c, h->dsn));
     pt->psn_len[i] = 0;
     comp_advance_una(pt);
     if (pt->una == pt->next_psn) {

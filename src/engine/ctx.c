@@ -434,6 +434,19 @@ ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
+static int ctx_tx_all_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                             size_t cap, struct mroce_pkt_meta *meta)
+{
+    struct mroce_conn *c;
+    while ((c = eng_sched_pick(ctx))) {
+        int n = ctx_conn_tx(c, now, buf, cap, meta);
+        if (n > 0)
+            return n;
+        eng_sched_idle(c);
+    }
+    return 0;
+}
+
 /* Not inlined: eng_ctx_tx, called for nothing as often as not, keeps a
  * short prologue. */
 __attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
@@ -444,15 +457,12 @@ __attribute__((noinline)) static int ctx_tx(struct mroce_ctx *ctx, uint64_t now,
     if (n > 0)
         return n;
     if (!ctx_all_planes(ctx))
-        return ctx_tx_some_planes(ctx, now, buf, cap, meta);
-    struct mroce_conn *c;
-    while ((c = eng_sched_pick(ctx))) {
-        n = ctx_conn_tx(c, now, buf, cap, meta);
-        if (n > 0)
-            return n;
-        eng_sched_idle(c);
-    }
-    return 0;
+        n = ctx_tx_some_planes(ctx, now, buf, cap, meta);
+    else
+        n = ctx_tx_all_planes(ctx, now, buf, cap, meta);
+    if (n <= 0)
+        eng_sched_settle(ctx);
+    return n;
 }
 
 /* A call with nothing to send (drivers poll) stays this cheap. */

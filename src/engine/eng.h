@@ -391,9 +391,11 @@ struct eng_sched {
     struct mroce_conn **by_rank;
     struct mroce_conn **heap; /* min-heap on deadline */
     uint32_t cap, heap_n;
-    uint64_t top;          /* heap[0]'s deadline, ENG_NEVER when empty: drivers
-                              poll it several times per packet */
-    uint32_t tx_next;      /* round-robin cursor: its rank + 1; 0: newest */
+    uint64_t top;     /* heap[0]'s deadline, ENG_NEVER when empty: drivers
+                         poll it several times per packet */
+    uint32_t tx_next; /* round-robin cursor: its rank + 1; 0: newest */
+    /* false: no connection is ready and none owes an ACK (eng_sched_busy) */
+    bool busy;
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
     struct eng_bits acks;  /* R-ACK-9: an ACK or NACK waits to be sent */
@@ -694,6 +696,7 @@ static inline void eng_sched_ready(struct mroce_conn *c)
 {
     c->ver++;
     eng_bits_set(&c->ctx->sched.ready, c->rank);
+    c->ctx->sched.busy = true;
     if (c->held_group != ENG_HELD_NONE)
         eng_sched_unhold(c);
 }
@@ -705,6 +708,7 @@ static inline void eng_sched_idle(struct mroce_conn *c)
 static inline void eng_sched_ack(struct mroce_conn *c)
 {
     eng_bits_set(&c->ctx->sched.acks, c->rank);
+    c->ctx->sched.busy = true;
 }
 static inline void eng_sched_ack_done(struct mroce_conn *c)
 {
@@ -728,17 +732,16 @@ void eng_sched_timer(struct mroce_conn *c);
 void eng_sched_held_begin(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_pick_held(struct mroce_ctx *ctx);
 struct mroce_conn *eng_sched_after_held(const struct mroce_conn *c);
-/* Whether a connection may be ready or have an ACK to send: below 4,096
- * connections the one summary word of each set says it exactly, so that
- * a transmit call with nothing to do costs little; above, "maybe" (the
- * pick finds out). No call here: it would cost eng_ctx_tx a prologue. */
+/* Whether a connection may be ready or have an ACK to send: one flag,
+ * set with every bit of either set and cleared by a transmit call that
+ * found nothing to send (eng_sched_settle), so that a call with nothing
+ * to do costs little whatever the number of connections. No call here:
+ * it would cost eng_ctx_tx a prologue. */
 static inline bool eng_sched_busy(const struct mroce_ctx *ctx)
 {
-    const struct eng_sched *s = &ctx->sched;
-    if (s->cap > 4096)
-        return true;
-    return s->cap && (s->ready.s[0] | s->acks.s[0]) != 0;
+    return ctx->sched.busy;
 }
+void eng_sched_settle(struct mroce_ctx *ctx);
 
 /* The top of the deadline heap, kept by sched.c: exact, O(1), and
  * inline, as drivers poll it several times per packet. */

@@ -1,5 +1,8 @@
 /* The fault table: named deliberate violations for the compliance suite's
- * mutation run (fault.h). Sans-I/O like the rest of the engine. */
+ * mutation run (fault.h). Sans-I/O like the rest of the engine. Built
+ * twice: in libmroce (MROCE_FAULTS_BUILT 0) every call finds or sets no
+ * fault and the table is dropped as unused; the fault variant linked into
+ * mroce-agent has it. */
 #include <string.h>
 
 #include "engine/eng.h"
@@ -16,15 +19,22 @@ static const struct mroce_fault_info fault_tab[MROCE_FID_COUNT] = {
 
 int mroce_fault_process;
 
+bool mroce_fault_built(void)
+{
+    return MROCE_FAULTS_BUILT;
+}
+
 const struct mroce_fault_info *mroce_fault_get(int id)
 {
-    if (id <= MROCE_FID_NONE || id >= MROCE_FID_COUNT)
+    if (!MROCE_FAULTS_BUILT || id <= MROCE_FID_NONE || id >= MROCE_FID_COUNT)
         return NULL;
     return &fault_tab[id];
 }
 
 int mroce_fault_lookup(const char *name)
 {
+    if (!MROCE_FAULTS_BUILT)
+        return MROCE_ENOTSUP;
     for (int id = 1; id < MROCE_FID_COUNT; id++)
         if (strcmp(fault_tab[id].name, name) == 0)
             return id;
@@ -41,6 +51,8 @@ int mroce_ctx_set_fault_id(struct mroce_ctx *ctx, int id)
 {
     if (id < MROCE_FID_NONE || id >= MROCE_FID_COUNT)
         return MROCE_EINVAL;
+    if (!MROCE_FAULTS_BUILT && id != MROCE_FID_NONE)
+        return MROCE_ENOTSUP;
     if (fault_redecodes(id) && !ctx->fault_buf &&
         !(ctx->fault_buf = eng_alloc(ctx, eng_ctx_max_pkt(ctx) + 64)))
         return MROCE_ENOMEM;
@@ -53,6 +65,8 @@ int mroce_fault_set_process(int id)
 {
     if (id < MROCE_FID_NONE || id >= MROCE_FID_COUNT)
         return MROCE_EINVAL;
+    if (!MROCE_FAULTS_BUILT && id != MROCE_FID_NONE)
+        return MROCE_ENOTSUP;
     mroce_fault_process = id;
     return 0;
 }

@@ -6,10 +6,21 @@
  * names persistent deliberate violations of the specification, one rule
  * each, for the mutation run of the compliance suite (docs/conformance.md,
  * "Mutation run"): a fault is set per context with mroce_ctx_set_fault_id
- * and tested at its site by one line, MROCE_FAULT(ctx, NAME). */
+ * and tested at its site by one line, MROCE_FAULT(ctx, NAME).
+ *
+ * The fault table exists only in the fault variant of the engine, which
+ * the build compiles a second time for mroce-agent (CMake target
+ * mroce_engine_faults, defining MROCE_WITH_FAULTS). In libmroce, which
+ * every other program links, MROCE_FAULT and MROCE_PFAULT are constant
+ * false, so the compiler drops the checks and the faulty branches, and
+ * setting a fault fails with MROCE_ENOTSUP. The checks may appear only in
+ * the files compiled in both variants (CMakeLists.txt, MROCE_FAULT_SITES:
+ * the engine and src/cm/check.c, each built with MROCE_FAULT_SITES
+ * defined); anywhere else they do not compile. */
 #ifndef MROCE_ENGINE_FAULT_H
 #define MROCE_ENGINE_FAULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -289,11 +300,22 @@ enum mroce_fault_id {
         MROCE_FID_COUNT
 };
 
+extern int mroce_fault_process;
+
+#ifdef MROCE_FAULT_SITES
+#ifdef MROCE_WITH_FAULTS
+#define MROCE_FAULTS_BUILT 1
 /* The one-line check at a fault's site. */
 #define MROCE_FAULT(ctx, ID) ((ctx)->fault_id == MROCE_FID_##ID)
 /* ... for code without a context (the CM). */
-extern int mroce_fault_process;
 #define MROCE_PFAULT(ID) (mroce_fault_process == MROCE_FID_##ID)
+#else
+/* libmroce: no fault is ever set, the checks fold away */
+#define MROCE_FAULTS_BUILT 0
+#define MROCE_FAULT(ctx, ID) ((void)(ctx), false)
+#define MROCE_PFAULT(ID) false
+#endif
+#endif
 
 struct mroce_fault_info {
     const char *name; /* lower case, as the agent's "fault" request names it */
@@ -301,16 +323,22 @@ struct mroce_fault_info {
     const char *what; /* the violation, in a sentence */
 };
 
-/* Entry `id` (1..MROCE_FID_COUNT-1), or NULL. */
+/* Whether this engine carries the fault table (the fault variant): in
+ * libmroce the calls below find no fault and set none. */
+bool mroce_fault_built(void);
+/* Entry `id` (1..MROCE_FID_COUNT-1), or NULL (also for every id in
+ * libmroce). */
 const struct mroce_fault_info *mroce_fault_get(int id);
-/* The id of a fault name, or MROCE_ENOENT. */
+/* The id of a fault name. Errors: ENOENT (no such fault), ENOTSUP
+ * (libmroce: no fault table). */
 int mroce_fault_lookup(const char *name);
 /* Sets fault `id` (0: none) on the context, replacing any other.
- * Errors: EINVAL (no such id), ENOMEM (the re-decode buffer of the
- * receive faults). */
+ * Errors: EINVAL (no such id), ENOTSUP (an id other than 0 in libmroce),
+ * ENOMEM (the re-decode buffer of the receive faults). */
 int mroce_ctx_set_fault_id(struct mroce_ctx *ctx, int id);
 /* Sets fault `id` for code without a context (the CM), process-wide.
- * Not thread-safe; for test processes only. Errors: EINVAL. */
+ * Not thread-safe; for test processes only. Errors: EINVAL, ENOTSUP (an
+ * id other than 0 in libmroce). */
 int mroce_fault_set_process(int id);
 /* The receive faults that take a packet R-RX-1 drops (CRC_UNCHECKED,
  * VERSION_IGNORED, PAYLOAD_IGNORED): decodes a repaired copy in *buf

@@ -310,6 +310,22 @@ struct mroce_conn *eng_sched_pick_ack_any(const struct mroce_ctx *ctx)
     return r == SCHED_NONE ? NULL : ctx->sched.by_rank[r];
 }
 
+static bool sched_any(const struct eng_bits *b, uint32_t cap)
+{
+    for (size_t i = 0; i < sched_sum_words(cap); i++)
+        if (b->s[i])
+            return true;
+    return false;
+}
+
+/* A transmit call found nothing to send: busy again only if a
+ * connection stays ready (held, R-PATH-14) or owes an ACK. */
+void eng_sched_settle(struct mroce_ctx *ctx)
+{
+    struct eng_sched *s = &ctx->sched;
+    s->busy = sched_any(&s->ready, s->cap) || sched_any(&s->acks, s->cap);
+}
+
 /* ---- held groups (R-PATH-14) ---- */
 
 /* A connection tried with some planes' ports full whose data waits only

@@ -173,6 +173,64 @@ static void test_write_random_order(void **state)
         random_order_once(seed);
 }
 
+/* R-DSN-2: dsn_cum after every packet of rounds of 8 WRITEs that fill
+ * the DSN window, the first in reverse order (one packet moves dsn_cum
+ * over the whole window), the others shuffled; the DSNs start just short
+ * of the middle of the window, so every round wraps past the end of the
+ * map and each of its words. A DSN left marked once dsn_cum passed it
+ * would make its alias in the next round a duplicate. */
+static void dsn_cum_rounds(uint32_t window)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.attr.dsn_window = window;
+    uint32_t start = 5 * window - window / 2 - 3, per = window / 8;
+    cfg.remote.init_dsn = start;
+    struct peer *p = peer_new(&cfg);
+    static uint8_t data[32 * PEER_MTU];
+    peer_pattern(data, sizeof(data), window);
+    uint32_t seed = window, order[256];
+    bool got[256];
+    for (uint32_t r = 0; r < 4; r++) {
+        uint32_t base = start + r * window, cum = 0;
+        for (uint32_t i = 0; i < window; i++) {
+            order[i] = r ? i : window - 1 - i;
+            got[i] = false;
+        }
+        for (uint32_t i = window - 1; r && i > 0; i--) {
+            uint32_t j = lcg(&seed) % (i + 1), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (uint32_t i = 0; i < window; i++) {
+            uint32_t d = order[i], k = d % per;
+            struct msg m = {.op = MROCE_OP_WRITE, .len = per * PEER_MTU};
+            m.msn = r * 8 + d / per;
+            m.dsn0 = base + d - k;
+            m.data = data;
+            uint16_t path = (uint16_t)(lcg(&seed) % PEER_PATHS);
+            struct mroce_hdr h = pkt_hdr(p, &m, k, path, p->psn[path]++);
+            h.flags = MROCE_HF_ACKREQ; /* its ACK at once */
+            assert_int_equal(peer_feed(p, &h, data + k * PEER_MTU, PEER_MTU),
+                             0);
+            for (got[d] = true; cum < window && got[cum];)
+                cum++;
+            assert_int_equal(peer_drain(p, NULL, 0), 1);
+            assert_int_equal(last_ack(p)->dsn_cum, base + cum);
+        }
+    }
+    assert_int_equal(peer_cnt(p).rx_dup_pkts, 0);
+    assert_int_equal(peer_cnt(p).msgs_rx, 32);
+    peer_free(p);
+}
+
+static void test_dsn_cum_over_words(void **state)
+{
+    (void)state;
+    dsn_cum_rounds(256); /* four words */
+    dsn_cum_rounds(16);  /* less than one */
+}
+
 static void test_write_imm_waits_for_all(void **state)
 {
     struct peer *p = *state;
@@ -516,6 +574,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
         T(test_write_reverse_order),
         T(test_write_random_order),
+        T(test_dsn_cum_over_words),
         T(test_write_imm_waits_for_all),
         T(test_completion_in_msn_order),
         T(test_duplicate_same_packet),
