@@ -101,13 +101,52 @@ size_t dev_table_bytes(const struct mroce_dev *d);
 /* mr.c: protection domains */
 int dev_pd_alloc(struct mroce_dev *d, struct mroce_pd **out);
 
-/* mr.c */
-struct mroce_mr *dev_mr_find(struct mroce_dev *d, uint32_t key);
-/* Resolves [va, va+len) in key's region of pd for access (R-SEC-4);
- * NULL and *err (ENOENT, EACCES, ERANGE) else. *mrp: the region. */
-uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key, uint64_t va,
-                        uint64_t len, unsigned access, int *err,
-                        struct mroce_mr **mrp);
+/* mr.c; the lookups inline (every data packet received resolves its
+ * target). */
+static inline uint32_t dev_mr_slot(const struct mroce_dev *d, uint32_t key)
+{
+    return (key * 2654435761u) & (d->mr_cap - 1);
+}
+
+static inline struct mroce_mr *dev_mr_find(struct mroce_dev *d, uint32_t key)
+{
+    if (!d->mr_cap)
+        return NULL;
+    for (uint32_t i = dev_mr_slot(d, key);; i = (i + 1) & (d->mr_cap - 1)) {
+        struct mroce_mr *mr = d->mrs[i];
+        if (!mr || mr->key == key)
+            return mr;
+    }
+}
+
+/* R-SEC-4: resolves [va, va+len) in key's region of pd for access: key
+ * exists, same PD, access right, range inside the region (overflow-safe
+ * arithmetic). NULL and *err (ENOENT, EACCES, ERANGE) else. *mrp (if not
+ * NULL): the region. */
+static inline uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key,
+                                      uint64_t va, uint64_t len,
+                                      unsigned access, int *err,
+                                      struct mroce_mr **mrp)
+{
+    struct mroce_mr *mr = dev_mr_find(pd->dev, key);
+    if (!mr || mr->pd != pd) {
+        *err = MROCE_ENOENT;
+        return NULL;
+    }
+    if ((mr->access & access) != access) {
+        *err = MROCE_EACCES;
+        return NULL;
+    }
+    uint64_t base = (uint64_t)(uintptr_t)mr->addr;
+    if (va < base || va - base > mr->len || len > mr->len - (va - base)) {
+        *err = MROCE_ERANGE;
+        return NULL;
+    }
+    if (mrp)
+        *mrp = mr;
+    *err = 0;
+    return mr->addr + (va - base);
+}
 
 /* Payload bytes between the engines' packets and application memory:
  * every copy of payload into or out of a registered region goes through

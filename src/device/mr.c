@@ -1,6 +1,6 @@
 /* Protection domains and memory regions. Keys are 32-bit random values
  * (R-SEC-2) in an open-addressing table so lookups on the receive path
- * are O(1). */
+ * are O(1) (dev_mr_find and dev_mr_resolve, inline in dev.h). */
 #include <string.h>
 
 #include "device/dev.h"
@@ -23,22 +23,6 @@ int mroce_pd_free(struct mroce_pd *pd)
     DEV_LIST_DEL(pd->dev->pds, pd);
     dev_free(pd->dev, pd);
     return 0;
-}
-
-static uint32_t mr_slot(const struct mroce_dev *dev, uint32_t key)
-{
-    return (key * 2654435761u) & (dev->mr_cap - 1);
-}
-
-struct mroce_mr *dev_mr_find(struct mroce_dev *dev, uint32_t key)
-{
-    if (!dev->mr_cap)
-        return NULL;
-    for (uint32_t i = mr_slot(dev, key);; i = (i + 1) & (dev->mr_cap - 1)) {
-        struct mroce_mr *mr = dev->mrs[i];
-        if (!mr || mr->key == key)
-            return mr;
-    }
 }
 
 static void mr_insert(struct mroce_mr **tab, uint32_t cap, struct mroce_mr *mr)
@@ -230,11 +214,11 @@ uint32_t mroce_mr_rkey(const struct mroce_mr *mr)
 /* Backward-shift deletion keeps probe chains intact. */
 static void mr_remove(struct mroce_dev *dev, struct mroce_mr *mr)
 {
-    uint32_t mask = dev->mr_cap - 1, i = mr_slot(dev, mr->key);
+    uint32_t mask = dev->mr_cap - 1, i = dev_mr_slot(dev, mr->key);
     while (dev->mrs[i] != mr)
         i = (i + 1) & mask;
     for (uint32_t j = (i + 1) & mask; dev->mrs[j]; j = (j + 1) & mask) {
-        uint32_t home = mr_slot(dev, dev->mrs[j]->key);
+        uint32_t home = dev_mr_slot(dev, dev->mrs[j]->key);
         if (((j - home) & mask) >= ((j - i) & mask)) {
             dev->mrs[i] = dev->mrs[j];
             i = j;
@@ -254,30 +238,4 @@ int mroce_dereg_mr(struct mroce_mr *mr)
     mr->pd->refs--;
     dev_free(mr->dev, mr);
     return 0;
-}
-
-/* R-SEC-4: key exists, same PD, access right, range inside the region
- * (with overflow-safe arithmetic). */
-uint8_t *dev_mr_resolve(struct mroce_pd *pd, uint32_t key, uint64_t va,
-                        uint64_t len, unsigned access, int *err,
-                        struct mroce_mr **mrp)
-{
-    struct mroce_mr *mr = dev_mr_find(pd->dev, key);
-    if (!mr || mr->pd != pd) {
-        *err = MROCE_ENOENT;
-        return NULL;
-    }
-    if ((mr->access & access) != access) {
-        *err = MROCE_EACCES;
-        return NULL;
-    }
-    uint64_t base = (uint64_t)(uintptr_t)mr->addr;
-    if (va < base || va - base > mr->len || len > mr->len - (va - base)) {
-        *err = MROCE_ERANGE;
-        return NULL;
-    }
-    if (mrp)
-        *mrp = mr;
-    *err = 0;
-    return mr->addr + (va - base);
 }

@@ -522,6 +522,8 @@ void eng_resp_retire(struct mroce_conn *c, struct stream *s)
 static int resp_dsn_class(const struct mroce_conn *c, uint32_t dsn)
 {
     uint32_t k = dsn - c->rcv_cum;
+    if (!k) /* in order: dsn_cum's own DSN is never marked */
+        return RV_OK;
     if (k < c->dsn_window || /* the map is read only inside the window */
         (MROCE_FAULT(c->ctx, DSN_MAP_FIRST) && resp_dsn_test(c, dsn)))
         return resp_dsn_test(c, dsn) ? RV_DUP : RV_OK;
