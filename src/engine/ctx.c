@@ -317,11 +317,16 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
+/* Bit i for each plane i. */
+static uint64_t ctx_plane_bits(const struct mroce_ctx *ctx)
+{
+    return ctx->dev.n_planes >= 64 ? UINT64_MAX
+                                   : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+}
+
 static bool ctx_all_planes(const struct mroce_ctx *ctx)
 {
-    uint64_t all = ctx->dev.n_planes >= 64
-                       ? UINT64_MAX
-                       : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+    uint64_t all = ctx_plane_bits(ctx);
     return (ctx->dev.tx_planes & all) == all;
 }
 
@@ -342,6 +347,80 @@ static void ctx_note_held(struct mroce_conn *c)
     c->held_plane_ver = c->ctx->plane_ver;
 }
 
+/* c was tried and sent nothing: out of the ready set, or held when its
+ * data waits only for closed planes (R-PATH-14). */
+static void ctx_tried(struct mroce_conn *c)
+{
+    if (!c->plane_held) {
+        eng_sched_idle(c);
+    } else {
+        ctx_note_held(c);
+        eng_sched_hold(c);
+    }
+}
+
+/* R-PATH-100: the some-planes walk's head, past the connections that
+ * sent their round's packet early: each gives up this turn instead. */
+static struct mroce_conn *ctx_walk_head(struct mroce_ctx *ctx)
+{
+    struct mroce_conn *c = eng_sched_pick_held(ctx);
+    for (uint32_t left = ctx->n_conns; c && c->turn_taken && left; left--) {
+        c->turn_taken = false;
+        eng_sched_sent(c); /* the round-robin moves past it */
+        struct mroce_conn *next = eng_sched_after_held(c);
+        c = next ? next : c;
+    }
+    return c;
+}
+
+/* R-PATH-100: with one plane's port open, and that plane up, the
+ * connection among the walk's first ENG_PLANE_LOOK from its head whose
+ * data is furthest below its share on that plane (the head on a tie);
+ * those that sent early this round, and the held, are passed over. With
+ * several planes open, the head. */
+static struct mroce_conn *ctx_plane_best(struct mroce_ctx *ctx,
+                                         struct mroce_conn *head)
+{
+    uint64_t open = ctx->dev.tx_planes & ctx_plane_bits(ctx);
+    if (!head || !open || (open & (open - 1)))
+        return head;
+    uint32_t k = (uint32_t)__builtin_ctzll(open);
+    if (eng_plane_down(ctx, (uint8_t)k))
+        return head;
+    struct mroce_conn *best = head, *c = head;
+    int64_t lag = eng_plane_lag(head, k);
+    for (uint32_t i = 1; i < ENG_PLANE_LOOK; i++) {
+        c = eng_sched_after_held(c);
+        if (!c || c == head)
+            break;
+        int64_t l = c->turn_taken || ctx_still_held(c) ? INT64_MIN
+                                                       : eng_plane_lag(c, k);
+        if (l > lag) {
+            lag = l;
+            best = c;
+        }
+    }
+    return best;
+}
+
+/* R-PATH-100: b, not the walk's head, sends out of turn; if it sent data
+ * the round-robin stays at the head and b gives up its next turn. */
+static int ctx_tx_early(struct mroce_conn *b, uint64_t now, uint8_t *buf,
+                        size_t cap, struct mroce_pkt_meta *meta)
+{
+    struct eng_sched *s = &b->ctx->sched;
+    uint32_t cursor = s->tx_next;
+    uint64_t data = b->cnt.tx_data_pkts;
+    int n = ctx_conn_tx(b, now, buf, cap, meta);
+    if (b->cnt.tx_data_pkts != data) { /* data: a turn (R-ACK-9) */
+        s->tx_next = cursor;
+        b->turn_taken = true;
+    }
+    if (n <= 0)
+        ctx_tried(b);
+    return n;
+}
+
 /* R-PATH-14: with some planes closed, a connection whose data waits only
  * for those (plane_held) stays ready but is held (sched.c): the walk
  * passes over it while the open planes and the plane version are those
@@ -351,23 +430,32 @@ static void ctx_note_held(struct mroce_conn *c)
  * tried, and their order, are those of the walk over every ready one
  * that skipped the unchanged, without the skips (after a plane failure
  * that walk made ~42 visits per call, 98% of them skips: 48% of the run;
- * now 0.81 visits per call, all of them tries). */
-static int ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
-                              size_t cap, struct mroce_pkt_meta *meta)
+ * now 0.81 visits per call, all of them tries).
+ * R-PATH-100: with one plane open, a connection furthest below its
+ * share on it may go first (ctx_plane_best). Not inlined: ctx_tx keeps
+ * a short prologue for the calls with every plane open (one plane:
+ * every call). */
+__attribute__((noinline)) static int
+ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
+                   size_t cap, struct mroce_pkt_meta *meta)
 {
     eng_sched_held_begin(ctx);
-    struct mroce_conn *c = eng_sched_pick_held(ctx);
-    for (uint32_t left = ctx->n_conns; c && left; left--) {
-        int n = ctx_still_held(c) ? 0 : ctx_conn_tx(c, now, buf, cap, meta);
+    struct mroce_conn *c = ctx_walk_head(ctx);
+    struct mroce_conn *b = ctx_plane_best(ctx, c);
+    if (b != c) {
+        int n = ctx_tx_early(b, now, buf, cap, meta);
         if (n > 0)
             return n;
-        struct mroce_conn *next = eng_sched_after_held(c);
-        if (!c->plane_held) {
-            eng_sched_idle(c);
-        } else {
-            ctx_note_held(c);
-            eng_sched_hold(c);
+        c = ctx_walk_head(ctx);
+    }
+    for (uint32_t left = ctx->n_conns; c && left; left--) {
+        int n = ctx_still_held(c) ? 0 : ctx_conn_tx(c, now, buf, cap, meta);
+        if (n > 0) {
+            c->turn_taken = false; /* its turn, early or not */
+            return n;
         }
+        struct mroce_conn *next = eng_sched_after_held(c);
+        ctx_tried(c);
         c = next == c ? NULL : next;
     }
     return 0;

@@ -307,6 +307,7 @@ struct mroce_conn {
     uint32_t sent_bytes, done_bytes;
     uint32_t n_probe_due; /* paths with a PROBE to send */
     bool plane_held;      /* R-PATH-14: data waits for a plane's port */
+    bool turn_taken;      /* R-PATH-100: sent its round's packet early */
     uint8_t held_group;   /* its group in ctx->sched.held; ENG_HELD_NONE */
     /* held with nothing changed since: eng_sched_ready and every packet
      * sent count `ver` up; with the planes open and the plane version
@@ -467,10 +468,13 @@ static inline struct mroce_ctx *eng_ctx_of(struct mroce_dev *d)
                                         offsetof(struct mroce_ctx, dev));
 }
 
-/* plane.c (R-PATH-15) */
+/* plane.c (R-PATH-15, R-PATH-100) */
 int eng_planes_init(struct mroce_ctx *ctx);
 void eng_plane_fail(struct mroce_ctx *ctx, uint8_t plane);
 void eng_plane_delivered(struct mroce_ctx *ctx, uint8_t plane);
+/* R-PATH-100: the ready connections a port's turn looks at */
+#define ENG_PLANE_LOOK 8
+int64_t eng_plane_lag(const struct mroce_conn *c, uint32_t plane);
 /* A path on `plane` delivered (every ACK that makes progress): nothing
  * to do with one plane (no table), so that case costs no call. */
 static inline void eng_plane_good(struct mroce_ctx *ctx, uint8_t plane)

@@ -660,6 +660,169 @@ static void test_held_changed(void **state)
     peer_free(p);
 }
 
+/* ---- plane shares (R-PATH-100) ---- */
+
+#define SH_PLANES 4
+#define SH_CONNS 4
+
+/* A peer on SH_PLANES planes, two paths on each, and SH_CONNS - 1 more
+ * connections in its context to other remote ids (PEER_REMOTE_ID + i);
+ * c[i] is connection i, c[0] the peer's own. Nothing posted. */
+static struct peer *share_peer(struct mroce_conn **c)
+{
+    struct peer_cfg cfg;
+    peer_default_cfg(&cfg);
+    cfg.n_planes = SH_PLANES;
+    cfg.remote.n_paths = 2 * SH_PLANES;
+    cfg.attr.n_paths = 2 * SH_PLANES;
+    struct peer *p = peer_new(&cfg);
+    c[0] = p->conn;
+    for (uint32_t i = 1; i < SH_CONNS; i++) {
+        struct mroce_conn_attr a = cfg.attr;
+        a.send_cq = p->scq;
+        a.recv_cq = p->rcq;
+        assert_int_equal(mroce_conn_create(p->pd, &a, &c[i]), 0);
+        struct mroce_conn_params r = p->remote;
+        r.conn_id = PEER_REMOTE_ID + i;
+        assert_int_equal(mroce_conn_connect(c[i], &r), 0);
+    }
+    return p;
+}
+
+/* A WRITE of n packets on c from p's memory. */
+static void share_post(struct peer *p, struct mroce_conn *c, uint32_t n)
+{
+    struct mroce_send_wr w = {.wr_id = 1, .remote_addr = 0x100000000ull};
+    w.sge.addr = p->va;
+    w.sge.length = n * PEER_MTU;
+    w.sge.lkey = mroce_mr_lkey(p->mr);
+    w.rkey = 0x5EED;
+    assert_int_equal(mroce_post_write(c, &w), 0);
+}
+
+/* One transmit call with only `plane` open: a data packet there (the
+ * port never idles while a connection could fill it); returns the index
+ * of its connection. */
+static uint32_t share_tx(struct peer *p, uint32_t plane)
+{
+    struct peer_out *o = &p->out[0];
+    mroce_ctx_set_tx_planes(p->ctx, UINT64_C(1) << plane);
+    int n = mroce_ctx_tx(p->ctx, p->now, o->buf, sizeof(o->buf), &o->meta);
+    assert_true(n > 0);
+    assert_int_equal(mroce_wire_decode(o->buf, (size_t)n, &o->h), 0);
+    assert_int_equal(o->h.opcode, MROCE_OP_WRITE);
+    assert_int_equal(o->meta.plane, plane);
+    assert_int_equal(o->h.path % SH_PLANES, plane);
+    uint32_t i = o->h.conn - PEER_REMOTE_ID;
+    assert_true(i < SH_CONNS);
+    return i;
+}
+
+/* R-PATH-100: ports that open in turn, in step with the round-robin over
+ * as many connections as planes, gave each connection one plane for all
+ * its data (its receiver's downlink on that plane carried it all). Each
+ * connection now ends with its share on every plane, still one packet
+ * per round (its count at most 2 apart from any other's at any time). */
+static void test_plane_share(void **state)
+{
+    (void)state;
+    struct mroce_conn *c[SH_CONNS];
+    struct peer *p = share_peer(c);
+    for (uint32_t i = 0; i < SH_CONNS; i++)
+        share_post(p, c[i], 32);
+    uint32_t on[SH_CONNS][SH_PLANES] = {{0}}, sent[SH_CONNS] = {0};
+    for (uint32_t t = 0; t < 32 * SH_CONNS; t++) {
+        uint32_t i = share_tx(p, t % SH_PLANES);
+        on[i][t % SH_PLANES]++;
+        sent[i]++;
+        for (uint32_t j = 0; j < SH_CONNS; j++)
+            assert_true(sent[i] <= sent[j] + 2);
+    }
+    for (uint32_t i = 0; i < SH_CONNS; i++) {
+        assert_int_equal(sent[i], 32);
+        for (uint32_t k = 0; k < SH_PLANES; k++)
+            assert_in_range(on[i][k], 7, 9);
+    }
+    for (uint32_t i = 1; i < SH_CONNS; i++)
+        mroce_conn_destroy(c[i]);
+    peer_free(p);
+}
+
+/* R-PATH-100: a connection far below its share on a plane sends out of
+ * turn when that plane opens, but gives up its next turn: one packet per
+ * round, not every turn of that plane. */
+static void test_plane_share_fair(void **state)
+{
+    (void)state;
+    struct mroce_conn *c[SH_CONNS];
+    struct peer *p = share_peer(c);
+    share_post(p, c[0], 48);
+    for (uint32_t t = 0; t < 12; t++) /* c[0] alone, planes 1-3 */
+        assert_int_equal(share_tx(p, 1 + t % 3), 0);
+    for (uint32_t i = 1; i < SH_CONNS; i++)
+        share_post(p, c[i], 32);
+    uint32_t sent[SH_CONNS] = {0};
+    for (uint32_t t = 0; t < 8 * SH_CONNS; t++) {
+        sent[share_tx(p, 0)]++;
+        if (t % SH_CONNS == SH_CONNS - 1)
+            for (uint32_t i = 0; i < SH_CONNS; i++)
+                assert_in_range(sent[i], t / SH_CONNS, t / SH_CONNS + 2);
+    }
+    for (uint32_t i = 1; i < SH_CONNS; i++)
+        mroce_conn_destroy(c[i]);
+    peer_free(p);
+}
+
+/* R-PATH-100 keeps R-PATH-14 work-conserving: the connection furthest
+ * below its share on the open plane, which cannot send there (its paths
+ * on that plane disabled), does not leave the port idle. */
+static void test_plane_share_fallback(void **state)
+{
+    (void)state;
+    struct mroce_conn *c[SH_CONNS];
+    struct peer *p = share_peer(c);
+    share_post(p, c[1], 16);
+    for (uint32_t t = 0; t < 6; t++) /* c[1] alone, planes 1-3 */
+        assert_int_equal(share_tx(p, 1 + t % 3), 1);
+    assert_int_equal(mroce_path_enable(c[1], 0, 0), 0);
+    assert_int_equal(mroce_path_enable(c[1], SH_PLANES, 0), 0);
+    share_post(p, c[0], 16);
+    assert_true(eng_plane_lag(c[1], 0) > eng_plane_lag(c[0], 0));
+    for (uint32_t t = 0; t < 4; t++)
+        assert_int_equal(share_tx(p, 0), 0);
+    for (uint32_t i = 1; i < SH_CONNS; i++)
+        mroce_conn_destroy(c[i]);
+    peer_free(p);
+}
+
+/* R-PATH-100: a plane that is down (R-PATH-15) leaves the shares: what a
+ * connection sent into it before says nothing about the planes up. Two
+ * connections even over planes 1-3, one of which had also sent 6 packets
+ * into plane 0, are as far from their share on each plane up. */
+static void test_plane_share_down(void **state)
+{
+    (void)state;
+    struct mroce_conn *c[SH_CONNS];
+    struct peer *p = share_peer(c);
+    share_post(p, c[0], 12);
+    for (uint32_t t = 0; t < 12; t++)
+        assert_int_equal(share_tx(p, t < 6 ? 0 : 1 + t % 3), 0);
+    share_post(p, c[1], 6);
+    for (uint32_t t = 0; t < 6; t++)
+        assert_int_equal(share_tx(p, 1 + t % 3), 1);
+    assert_true(eng_plane_lag(c[0], 1) > eng_plane_lag(c[1], 1));
+    for (int i = 0; i < 8; i++) /* plane.c: PLANE_FAILS_DOWN */
+        eng_plane_fail(p->ctx, 0);
+    assert_true(eng_plane_down(p->ctx, 0));
+    for (uint32_t k = 1; k < SH_PLANES; k++) {
+        assert_int_equal(eng_plane_lag(c[0], k), 0);
+        assert_int_equal(eng_plane_lag(c[1], k), 0);
+    }
+    for (uint32_t i = 1; i < SH_CONNS; i++)
+        mroce_conn_destroy(c[i]);
+    peer_free(p);
+}
+
 static int teardown_peers(void **state)
 {
     (void)state;
@@ -878,6 +1041,10 @@ int main(void)
         P(test_held_plane_opens),
         P(test_held_plane_up),
         P(test_held_changed),
+        cmocka_unit_test_teardown(test_plane_share, teardown_peers),
+        cmocka_unit_test_teardown(test_plane_share_fair, teardown_peers),
+        cmocka_unit_test_teardown(test_plane_share_fallback, teardown_peers),
+        cmocka_unit_test_teardown(test_plane_share_down, teardown_peers),
         M(test_held_groups),
         cmocka_unit_test(test_ptimer_tree),
         cmocka_unit_test(test_tx_keeps),
