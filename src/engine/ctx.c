@@ -195,12 +195,21 @@ static bool ctx_plain_data(uint8_t op)
            op == MROCE_OP_SEND || op == MROCE_OP_SEND_IMM;
 }
 
+/* Whether c can stay out of the ready set: a try would find nothing
+ * (eng_req_spent: nothing but ACKs, which go through the ACK set). With
+ * more than one plane it stays in: R-PATH-100's walk chooses among the
+ * ready connections by their shares, and a try that finds nothing there
+ * changes whose turn it is. */
+static bool ctx_spent(const struct mroce_conn *c)
+{
+    return c->ctx->dev.n_planes == 1 && eng_req_spent(c);
+}
+
 /* c changed (a packet received, its timers run): it may have something
- * to send, unless it has nothing but ACKs (those go through the ACK set):
- * a try would find nothing (eng_req_spent). */
+ * to send (ctx_spent). */
 static void ctx_changed(struct mroce_conn *c)
 {
-    if (!eng_req_spent(c))
+    if (!ctx_spent(c))
         eng_sched_ready(c);
 }
 
@@ -289,7 +298,7 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
         eng_sched_sent(c); /* R-ACK-9: data is a turn */
     } else if (n > 0) {    /* a data packet's eng_req_tx updated */
         eng_conn_update_deadline(c);
-        if (eng_req_spent(c)) /* its next try would find nothing */
+        if (ctx_spent(c)) /* its next try would find nothing */
             ctx_idle(c);
     }
     return ctx_count_tx(c, n);
