@@ -33,6 +33,19 @@ static struct mroce_sim_exp_cfg flows(int transport, int hosts, int hpl,
     return c;
 }
 
+/* A permutation of 256 KiB flows over 8 hosts (4 per leaf, 4 spines) at
+ * the given random loss; RoCEv2's timeout short enough to recover. */
+static struct mroce_sim_exp_cfg perm8(int transport, double loss)
+{
+    struct mroce_sim_exp_cfg c = flows(transport, 8, 4, 4);
+    c.workload = MROCE_SIM_EXP_PERMUTATION;
+    c.size = 256 * 1024;
+    c.loss = loss;
+    if (loss > 0)
+        c.rocev2_timeout = 6;
+    return c;
+}
+
 static void run(const struct mroce_sim_exp_cfg *c,
                 struct mroce_sim_exp_result *r)
 {
@@ -88,11 +101,7 @@ static void test_loss_counts_once(void **state)
     (void)state;
     int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
     for (int i = 0; i < 2; i++) {
-        struct mroce_sim_exp_cfg c = flows(tr[i], 8, 4, 4);
-        c.workload = MROCE_SIM_EXP_PERMUTATION;
-        c.size = 256 * 1024;
-        c.loss = 0.01;
-        c.rocev2_timeout = 6;
+        struct mroce_sim_exp_cfg c = perm8(tr[i], 0.01);
         struct mroce_sim_exp_result r;
         run(&c, &r);
         assert_int_equal(r.flows_completed, 8);
@@ -126,9 +135,7 @@ static void test_endpoint_counters(void **state)
     (void)state;
     int tr[] = {MROCE_TRANSPORT_METAROCE, MROCE_TRANSPORT_ROCEV2};
     for (int i = 0; i < 2; i++) {
-        struct mroce_sim_exp_cfg c = flows(tr[i], 8, 4, 4);
-        c.workload = MROCE_SIM_EXP_PERMUTATION;
-        c.size = 256 * 1024;
+        struct mroce_sim_exp_cfg c = perm8(tr[i], 0);
         struct mroce_sim_exp_result r;
         run(&c, &r);
         const struct mroce_conn_counters *k = &r.conn_cnt;
@@ -143,8 +150,7 @@ static void test_endpoint_counters(void **state)
         assert_int_equal(conn_drops(k), 0);
         mroce_sim_exp_result_free(&r);
 
-        c.loss = 0.01;
-        c.rocev2_timeout = 6;
+        c = perm8(tr[i], 0.01);
         run(&c, &r);
         k = &r.conn_cnt;
         assert_true(k->rx_pkts < k->tx_pkts);
