@@ -121,6 +121,11 @@ struct stream {
     /* inbound messages, msn in [in_base, in_base + msg_window) */
     struct in_msg *in;
     uint32_t in_base;
+    /* R-HDR-2: the header of the first packet of the message being cut
+     * (a multi-packet one), which its next packets repeat but for the
+     * fields of struct mroce_wire_pkt (requester.c) */
+    uint8_t tx_hdr[MROCE_MAX_DATA_HDR_LEN];
+    uint8_t tx_hdr_len;
 };
 
 /* READ response being served by the responder (R-MSG-10, R-MSG-13). */

@@ -1,5 +1,7 @@
 /* Requester: turns work requests, READ responses and retransmissions into
  * packets, choosing a path for each (R-MSG-*, R-LOSS-3). */
+#include <string.h>
+
 #include "engine/eng.h"
 
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
@@ -25,12 +27,14 @@ static const struct sq_slot *req_slot(const struct mroce_conn *c,
 }
 
 /* What goes next: a DSN, its slot (req_slot), its path and its header
- * flags (req_emit). */
+ * flags (req_emit); `cut`: a packet just cut from a message of more than
+ * one packet, whose header its stream's tx_hdr holds (req_hdr). */
 struct req_pick {
     struct txp *x;
     const struct sq_slot *q;
     uint16_t p;
     uint8_t flags;
+    bool cut;
 };
 
 /* Fills the DXH and the opcode's own headers; returns the payload. */
@@ -120,6 +124,46 @@ static bool req_window_closing(const struct mroce_conn *c,
            in + eng_pkt_charge(c) > c->cc.cwnd;
 }
 
+/* Writes k's header, whose per-packet fields are f's, at dst (cap bytes);
+ * returns its length and (payload) where the payload lies. */
+static int req_write_hdr(struct mroce_conn *c, const struct req_pick *k,
+                         const struct mroce_wire_pkt *f, uint8_t *dst,
+                         size_t cap, const uint8_t **payload)
+{
+    /* Not zeroed (136 bytes per packet): req_fill and the lines below set
+     * every field mroce_wire_write_hdr reads for a data opcode (MTH, DXH,
+     * RETH, SNH, IMM); nothing else reads h. */
+    struct mroce_hdr h;
+    *payload = req_fill(c, k, &h);
+    h.flags = f->flags;
+    h.path = f->path;
+    h.conn = c->remote.conn_id;
+    h.psn = f->psn;
+    h.ts = f->ts;
+    return mroce_wire_write_hdr(&h, dst, cap);
+}
+
+/* R-HDR-2: the packets of one message differ in their header only in f's
+ * fields, so the first one's header (its stream's tx_hdr) serves the
+ * others, patched, instead of writing every field again. Returns the
+ * header's length, written at buf (the copy is the longest data header's:
+ * bytes past this one's are the payload's, written next). */
+static int req_hdr(struct mroce_conn *c, const struct req_pick *k,
+                   const struct mroce_wire_pkt *f, uint8_t *buf,
+                   const uint8_t **payload)
+{
+    if (!k->cut)
+        return req_write_hdr(c, k, f, buf, MROCE_MAX_HDR_LEN, payload);
+    struct stream *s = &c->streams[k->x->stream];
+    if (!k->x->offset) /* the message's first packet */
+        s->tx_hdr_len = (uint8_t)req_write_hdr(c, k, f, s->tx_hdr,
+                                               sizeof(s->tx_hdr), payload);
+    memcpy(buf, s->tx_hdr, sizeof(s->tx_hdr));
+    mroce_wire_patch_data(buf, f);
+    *payload = (const uint8_t *)(uintptr_t)k->q->wr.sge.addr + k->x->offset;
+    return s->tx_hdr_len;
+}
+
 /* Writes the packet for DSN k->x on path k->p (R-SACK-2: fresh PSN each
  * time). */
 static int req_emit(struct mroce_conn *c, const struct req_pick *k,
@@ -128,23 +172,21 @@ static int req_emit(struct mroce_conn *c, const struct req_pick *k,
     struct txp *x = k->x;
     uint16_t p = k->p;
     struct path_tx *pt = &c->ptx[p];
-    /* Not zeroed (136 bytes per packet): req_fill and the lines below set
-     * every field mroce_wire_write_hdr reads for a data opcode (MTH, DXH,
-     * RETH, SNH, IMM); nothing else reads h. */
-    struct mroce_hdr h;
-    const uint8_t *payload = req_fill(c, k, &h);
-    h.flags = k->flags;
-    h.path = p;
-    h.conn = c->remote.conn_id;
-    h.psn = pt->next_psn;
-    h.ts = MROCE_FAULT(c->ctx, TS_FROZEN) ? c->ts_off : eng_ts(c, now);
+    struct mroce_wire_pkt f = {
+        .psn = pt->next_psn,
+        .ts = MROCE_FAULT(c->ctx, TS_FROZEN) ? c->ts_off : eng_ts(c, now),
+        .dsn = x->dsn,
+        .offset = x->offset,
+        .path = p,
+        .flags = k->flags};
     if (req_window_closing(c, pt, x))
-        h.flags |= MROCE_HF_ACKREQ;
-    pt->newest_ackreq = h.flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX);
-    int hl = mroce_wire_write_hdr(&h, buf, MROCE_MAX_HDR_LEN);
+        f.flags |= MROCE_HF_ACKREQ;
+    pt->newest_ackreq = f.flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX);
+    const uint8_t *payload;
+    int hl = req_hdr(c, k, &f, buf, &payload);
     size_t n = eng_tx_payload(c, buf, (size_t)hl, payload, x->len);
     req_account(c, x, p, (uint32_t)n, now);
-    if (h.opcode == MROCE_OP_READ_REQ) /* its READ watch moved too */
+    if (k->q && k->q->op == MROCE_OP_READ_REQ) /* its READ watch moved too */
         eng_conn_update_deadline(c);
     else
         eng_conn_data_sent(c);
@@ -202,7 +244,7 @@ static bool req_retx(struct mroce_conn *c, uint64_t now, struct req_pick *k)
         c->ptx[p].st.retx_pkts++;
         *k = (struct req_pick){
             x, req_slot(c, x), (uint16_t)p,
-            MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX};
+            MROCE_FAULT(c->ctx, RETX_NO_FLAG) ? 0 : MROCE_HF_RETX, false};
         return true;
     }
     return false;
@@ -382,7 +424,7 @@ static bool req_new(struct mroce_conn *c, uint64_t now, struct req_pick *k)
                         : 0; /* R-ACK-1 */
     if (q && q->op == MROCE_OP_READ_REQ)
         eng_comp_read_watch(c, now);
-    *k = (struct req_pick){x, q, (uint16_t)p, flags};
+    *k = (struct req_pick){x, q, (uint16_t)p, flags, q && q->npkts > 1};
     return true;
 }
 

@@ -301,6 +301,16 @@ int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap)
     return wire_put_as(h, buf, cap, oi->headers, oi->hdr_len);
 }
 
+void mroce_wire_patch_data(uint8_t *buf, const struct mroce_wire_pkt *f)
+{
+    buf[0] = (uint8_t)(MROCE_WIRE_VERSION << 4 | (f->flags & MROCE_HF_MASK));
+    mroce_be16_put(buf + 2, f->path);
+    mroce_be32_put(buf + 8, f->psn);
+    mroce_be32_put(buf + 12, f->ts);
+    mroce_be32_put(buf + MROCE_MTH_LEN, f->dsn);
+    mroce_be32_put(buf + MROCE_MTH_LEN + 16, f->offset);
+}
+
 size_t mroce_wire_seal(uint8_t *buf, size_t len)
 {
     mroce_be32_put(buf + len, mroce_crc32c(0, buf, len)); /* R-CRC-1 */

@@ -135,6 +135,26 @@ size_t mroce_wire_hdr_len(uint8_t opcode);
  * Returns the header length or MROCE_WIRE_ENOSPC / MROCE_WIRE_EOPCODE. */
 int mroce_wire_write_hdr(const struct mroce_hdr *h, uint8_t *buf, size_t cap);
 
+/* The longest header of a data opcode (WRITE_IMM: MTH, DXH, RETH, SNH,
+ * IMM; the unit test checks it against the opcode table). */
+#define MROCE_MAX_DATA_HDR_LEN 56
+
+/* The fields of a data packet's header that differ between the packets of
+ * one message (R-HDR-2, R-HDR-9); every other field is the message's. */
+struct mroce_wire_pkt {
+    uint32_t psn, ts;     /* MTH */
+    uint32_t dsn, offset; /* DXH */
+    uint16_t path;        /* MTH */
+    uint8_t flags;        /* MTH byte 0, low nibble (MROCE_HF_MASK bits only) */
+};
+
+/* Rewrites f's fields in buf, which holds the header that
+ * mroce_wire_write_hdr wrote for another packet of the same message (an
+ * opcode with a DXH, R-HDR-5: the DXH follows the MTH). The result is the
+ * header mroce_wire_write_hdr would write with f's fields. No errors;
+ * thread-safe; writes buf[0..MROCE_MTH_LEN + MROCE_DXH_LEN) only. */
+void mroce_wire_patch_data(uint8_t *buf, const struct mroce_wire_pkt *f);
+
 /* Appends the CRC32C trailer over buf[0..len) at buf[len] (R-CRC-1);
  * the caller guarantees 4 bytes of room. Returns len + 4. */
 size_t mroce_wire_seal(uint8_t *buf, size_t len);

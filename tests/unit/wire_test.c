@@ -1057,6 +1057,51 @@ static void test_sack_helpers(void **state)
     assert_memory_equal(s, v->hdr.sack, sizeof(s));
 }
 
+/* ---- (g2) the per-packet fields of a data header: R-HDR-2 -------------- */
+
+/* mroce_wire_patch_data over the header of one packet of a message gives
+ * what mroce_wire_write_hdr writes for another packet of it, for every
+ * opcode with a DXH (each vector's message fields), and writes nothing
+ * past the DXH. */
+static void test_patch_data(void **state)
+{
+    (void)state;
+    static const uint8_t flags[] = {0, MROCE_HF_ACKREQ, MROCE_HF_RETX,
+                                    MROCE_HF_ACKREQ | MROCE_HF_RETX, 0xf};
+    int patched = 0;
+    for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+        const struct vector *v = &vectors[i];
+        if (!(find_op(v->hdr.opcode)->headers & MROCE_H_DXH))
+            continue;
+        for (size_t k = 0; k < sizeof(flags); k++) {
+            struct mroce_hdr h = v->hdr;
+            h.flags = flags[k];
+            h.path = (uint16_t)(0xa1b2 + k);
+            h.psn = 0xc3d4e5f6u + (uint32_t)k;
+            h.ts = 0x01234567u * (uint32_t)(k + 1);
+            h.dsn = 0x89abcdefu - (uint32_t)k;
+            h.offset = 0x00102000u + (uint32_t)k;
+            uint8_t want[MROCE_MAX_HDR_LEN], got[MROCE_MAX_HDR_LEN];
+            memset(want, 0x5a, sizeof(want));
+            memset(got, 0x5a, sizeof(got));
+            int hl = mroce_wire_write_hdr(&h, want, sizeof(want));
+            assert_true(hl > 0 && hl <= MROCE_MAX_DATA_HDR_LEN);
+            assert_int_equal(mroce_wire_write_hdr(&v->hdr, got, sizeof(got)),
+                             hl);
+            struct mroce_wire_pkt f = {.psn = h.psn,
+                                       .ts = h.ts,
+                                       .dsn = h.dsn,
+                                       .offset = h.offset,
+                                       .path = h.path,
+                                       .flags = h.flags};
+            mroce_wire_patch_data(got, &f);
+            assert_memory_equal(got, want, sizeof(want));
+            patched++;
+        }
+    }
+    assert_true(patched >= 5 * 5); /* WRITE, WRITE_IMM, SEND, READ... */
+}
+
 /* ---- (h) opcode table: R-HDR-4 ------------------------------------------- */
 
 static void test_op_table(void **state)
@@ -1085,6 +1130,7 @@ static void test_op_table(void **state)
         if (mroce_wire_hdr_len((uint8_t)op) > max_data)
             max_data = mroce_wire_hdr_len((uint8_t)op);
     assert_int_equal(max_data, 56);
+    assert_int_equal(MROCE_MAX_DATA_HDR_LEN, max_data);
     /* The header-length constants match spec section 3. */
     assert_int_equal(MROCE_MTH_LEN, 16);
     assert_int_equal(MROCE_DXH_LEN, 20);
@@ -1122,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_reject_payload_on_control),
         cmocka_unit_test(test_reserved_ignored),
         cmocka_unit_test(test_sack_helpers),
+        cmocka_unit_test(test_patch_data),
         cmocka_unit_test(test_op_table),
         cmocka_unit_test(test_ackm_vector),
     };
