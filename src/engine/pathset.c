@@ -209,14 +209,27 @@ found:
     return ps_next1(m, c->n_paths, c->rr_path);
 }
 
+static int ps_best_any(struct mroce_conn *c, const uint64_t *ok, int avoid,
+                       uint64_t now, int *cls);
+
 /* The best class's first path from the round-robin position and its
  * class (RANK_NONE when no path qualifies); the classes are computed
  * one at a time, best first, and the first usually has one. */
-static int ps_best(struct mroce_conn *c, const uint64_t *ok, int avoid,
-                   uint64_t now, int *cls)
+
+static inline int ps_best(struct mroce_conn *c, const uint64_t *ok, int avoid,
+                          uint64_t now, int *cls)
 {
     if (c->n_paths <= 64)
         return ps_best1(c, ok, avoid, now, cls);
+    return ps_best_any(c, ok, avoid, now, cls);
+}
+
+/* ps_best for more than 64 paths (not inlined: ps_best1 is the pick's
+ * common case, whose prologue stays short). */
+__attribute__((noinline)) static int ps_best_any(struct mroce_conn *c,
+                                                 const uint64_t *ok, int avoid,
+                                                 uint64_t now, int *cls)
+{
     uint64_t m[PS_WORDS];
     for (int r = RANK_IDLE_KNOWN; r < RANK_NONE; r++) {
         if (r == RANK_PROVEN && avoid < 0)
@@ -259,14 +272,26 @@ static uint64_t ps_rtt(const struct mroce_conn *c, const struct path_tx *pt)
  * (into m) to the paths with room whose estimate is at most the lowest
  * such estimate plus that drain time: a slower path would deliver the
  * packet after the rest. Otherwise (or without a hint) ok itself. */
-static const uint64_t *ps_tail(struct mroce_conn *c, const uint64_t *ok,
-                               uint64_t left, uint64_t *m)
+static const uint64_t *ps_tail_narrow(struct mroce_conn *c, const uint64_t *ok,
+                                      uint64_t slack, uint64_t *m);
+
+static inline const uint64_t *ps_tail(struct mroce_conn *c, const uint64_t *ok,
+                                      uint64_t left, uint64_t *m)
 {
     if (!c->rate_hint_mbps || !c->rtt_floor)
         return ok;
     uint64_t slack = eng_drain_ns(c, (int64_t)left);
     if (slack >= c->rtt_floor)
         return ok;
+    return ps_tail_narrow(c, ok, slack, m);
+}
+
+/* ps_tail's narrowing, apart (not inlined): it runs only at a
+ * connection's tail, and every pick keeps a short prologue without it. */
+__attribute__((noinline)) static const uint64_t *
+ps_tail_narrow(struct mroce_conn *c, const uint64_t *ok, uint64_t slack,
+               uint64_t *m)
+{
     const struct eng_pset *s = &c->pset;
     uint32_t words = ps_words(c);
     uint64_t best = UINT64_MAX;
