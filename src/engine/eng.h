@@ -82,8 +82,8 @@ struct eng_rack {
     uint64_t sent, rtt;
     uint64_t hi; /* the recent highest data RTT of the plane */
     /* the plane's paths with data unresolved and no probe pending, oldest
-     * newest-send first (rack.c) */
-    uint16_t head, tail;
+     * newest-send first: the first of a circle (rack.c) */
+    uint16_t head;
 };
 
 /* Sender side of one WR (send queue slot). */

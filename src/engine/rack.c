@@ -1,11 +1,12 @@
 /* Loss across paths (R-LOSS-8): on each plane, the paths that have data
  * unresolved and no tail-loss probe pending, in the order of their newest
- * data transmission (a doubly linked list through the paths). Rule 1's
- * time for a path is its newest send time plus a window that is the same
- * for every path of the plane, and rule 2 applies only to the path whose
- * newest packet is the connection's oldest, so the head alone decides
- * when the plane's next path is late: O(1) per ACK and per packet instead
- * of a scan of the paths. */
+ * data transmission (a circular doubly linked list through the paths,
+ * from the plane's head, its oldest; the head's predecessor is the
+ * newest). Rule 1's time for a path is its newest send time plus a window
+ * that is the same for every path of the plane, and rule 2 applies only
+ * to the path whose newest packet is the connection's oldest, so the head
+ * alone decides when the plane's next path is late: O(1) per ACK and per
+ * packet instead of a scan of the paths. */
 #include "engine/eng.h"
 #include "engine/fault.h"
 
@@ -15,7 +16,7 @@
 void eng_rack_init(struct mroce_conn *c)
 {
     for (uint32_t k = 0; k < c->ctx->dev.n_planes; k++)
-        c->rack[k].head = c->rack[k].tail = RK_NONE;
+        c->rack[k].head = RK_NONE;
     for (uint32_t p = 0; p < c->n_alloc_paths; p++)
         c->ptx[p].rk_in = false;
 }
@@ -24,47 +25,63 @@ static void rack_unlink(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
     struct eng_rack *w = &c->rack[pt->plane];
-    if (pt->rk_prev == RK_NONE)
-        w->head = pt->rk_next;
-    else
+    if (pt->rk_next == p) { /* the only one */
+        w->head = RK_NONE;
+    } else {
         c->ptx[pt->rk_prev].rk_next = pt->rk_next;
-    if (pt->rk_next == RK_NONE)
-        w->tail = pt->rk_prev;
-    else
         c->ptx[pt->rk_next].rk_prev = pt->rk_prev;
+        if (w->head == p)
+            w->head = pt->rk_next;
+    }
     pt->rk_in = false;
 }
 
-/* Links p after `prev` (RK_NONE: at the head). */
+/* Links p after `prev`, or (RK_NONE) at the head. */
 static void rack_link_after(struct mroce_conn *c, uint16_t p, uint16_t prev)
 {
     struct path_tx *pt = &c->ptx[p];
     struct eng_rack *w = &c->rack[pt->plane];
-    uint16_t next = prev == RK_NONE ? w->head : c->ptx[prev].rk_next;
-    pt->rk_prev = prev;
+    pt->rk_in = true;
+    if (w->head == RK_NONE) {
+        pt->rk_prev = pt->rk_next = p;
+        w->head = p;
+        return;
+    }
+    uint16_t after = prev == RK_NONE ? c->ptx[w->head].rk_prev : prev;
+    uint16_t next = c->ptx[after].rk_next;
+    pt->rk_prev = after;
     pt->rk_next = next;
+    c->ptx[after].rk_next = p;
+    c->ptx[next].rk_prev = p;
     if (prev == RK_NONE)
         w->head = p;
-    else
-        c->ptx[prev].rk_next = p;
-    if (next == RK_NONE)
-        w->tail = p;
-    else
-        c->ptx[next].rk_prev = p;
-    pt->rk_in = true;
 }
 
-/* p just sent data: it is now the plane's newest. The plane's R-LOSS-8
- * time depends on its oldest path alone (rack_at): rack_min moves only
- * when that was p or there was none. */
+/* Links p as its plane's newest. */
+static void rack_link_last(struct mroce_conn *c, uint16_t p)
+{
+    uint16_t head = c->rack[c->ptx[p].plane].head;
+    rack_link_after(c, p, head == RK_NONE ? RK_NONE : c->ptx[head].rk_prev);
+}
+
+/* p just sent data: it is now the plane's newest. When it was the
+ * oldest (round-robin spraying makes that the usual case) the head moves
+ * past it and nothing else: the circle puts it last. The plane's
+ * R-LOSS-8 time depends on its oldest path alone (rack_at): rack_min
+ * moves only when that was p or there was none. */
 void eng_rack_sent(struct mroce_conn *c, uint16_t p)
 {
     struct path_tx *pt = &c->ptx[p];
-    uint16_t head = c->rack[pt->plane].head;
-    if (pt->rk_in)
-        rack_unlink(c, p);
+    struct eng_rack *w = &c->rack[pt->plane];
+    uint16_t head = w->head;
     pt->tlp_done = false;
-    rack_link_after(c, p, c->rack[pt->plane].tail);
+    if (head == p) {
+        w->head = pt->rk_next;
+    } else {
+        if (pt->rk_in)
+            rack_unlink(c, p);
+        rack_link_last(c, p);
+    }
     if (head == p || head == RK_NONE)
         eng_rack_update(c);
 }
@@ -79,10 +96,13 @@ void eng_rack_move(struct mroce_conn *c, uint16_t p)
         rack_unlink(c, p);
         return;
     }
-    uint16_t prev = RK_NONE, q = c->rack[pt->plane].head;
+    uint16_t head = c->rack[pt->plane].head;
+    uint16_t prev = RK_NONE, q = head;
     while (q != RK_NONE && c->ptx[q].last_send <= pt->last_send) {
         prev = q;
         q = c->ptx[q].rk_next;
+        if (q == head) /* past the newest */
+            q = RK_NONE;
     }
     rack_link_after(c, p, prev);
 }
