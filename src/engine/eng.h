@@ -896,7 +896,7 @@ static inline uint64_t eng_ptimer_next(const struct mroce_conn *c)
     return c->ttree[1].due;
 }
 int eng_ptimer_due(struct mroce_conn *c, uint64_t now);
-bool eng_ptimer_any_due(struct mroce_conn *c, uint64_t now);
+uint64_t eng_ptimer_exact(struct mroce_conn *c);
 
 /* rack.c: R-LOSS-8, the planes' paths in send order */
 void eng_rack_init(struct mroce_conn *c);

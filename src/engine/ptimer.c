@@ -134,8 +134,10 @@ int eng_ptimer_due(struct mroce_conn *c, uint64_t now)
     return r.due <= now ? (int)r.p : -1;
 }
 
-/* Whether a path timer is due at `now` (eng_conn_due). */
-bool eng_ptimer_any_due(struct mroce_conn *c, uint64_t now)
+/* The earliest path timer, exact: the root refreshed until it is, or
+ * ENG_NEVER (eng_conn_due, so that a deadline found early is set again
+ * exactly). */
+uint64_t eng_ptimer_exact(struct mroce_conn *c)
 {
-    return pt_root(c, now).due <= now;
+    return pt_root(c, ENG_NEVER - 1).due;
 }

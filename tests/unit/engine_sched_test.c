@@ -980,6 +980,77 @@ static void test_ptimer_expiry_order(void **state)
         ptimer_expiry_run(sizes[i], 11 + i);
 }
 
+/* c's earliest timer by a scan of its paths and its other timers. */
+static uint64_t conn_true_min(const struct mroce_conn *c)
+{
+    uint64_t t = c->rack_min < c->dl_other ? c->rack_min : c->dl_other;
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        const struct path_tx *q = &c->ptx[p];
+        uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
+        d = q->probe_at < d ? q->probe_at : d;
+        t = d < t ? d : t;
+    }
+    return t;
+}
+
+/* A connection's deadline holds only a bound of its path timers: moved
+ * later, it is not re-keyed. Time jumps to the context's next expiry,
+ * which is never after the earliest timer; the connection comes out of
+ * the heap exactly when one of its timers is due, and a wakeup that found
+ * none due leaves the deadline exact (eng_conn_due). */
+static void test_conn_due_lazy(void **state)
+{
+    struct model *m = *state;
+    struct mroce_conn *c = model_add(m);
+    uint32_t n = 13;
+    c->n_paths = c->n_alloc_paths = n;
+    c->ptx = calloc(n, sizeof(*c->ptx));
+    free(c->ttree);
+    c->tt_leaves = eng_ptimer_leaves(n);
+    c->ttree = calloc(c->tt_leaves, sizeof(*c->ttree));
+    assert_true(c->ptx && c->ttree);
+    eng_ptimer_reset(c);
+    uint64_t now = 1000, runs = 0, early = 0;
+    for (int i = 0; i < 30000; i++) {
+        struct path_tx *q = &c->ptx[rnd(m) % n];
+        uint64_t *w[3] = {&q->rto_at, &q->pto_at, &q->probe_at};
+        *w[rnd(m) % 3] = rnd(m) % 8 ? now + 1 + rnd(m) % 64 : ENG_NEVER;
+        eng_ptimer_set(c, (uint16_t)(q - c->ptx));
+        if (rnd(m) % 2)
+            eng_conn_data_sent(c);
+        else
+            eng_conn_update_deadline(c);
+        uint64_t e = mroce_ctx_next_expiry(m->ctx);
+        assert_true(e <= conn_true_min(c));
+        if (rnd(m) % 3 || e == ENG_NEVER)
+            continue;
+        now = e > now ? e : now;
+        bool due = conn_true_min(c) <= now;
+        eng_sched_collect_due(m->ctx, now);
+        assert_ptr_equal(eng_sched_next_due(m->ctx), due ? c : NULL);
+        if (!due) { /* early: re-keyed, exact */
+            assert_int_equal(c->deadline, conn_true_min(c));
+            assert_int_equal(mroce_ctx_next_expiry(m->ctx), c->deadline);
+            early++;
+            continue;
+        }
+        for (uint32_t p = 0; p < n; p++) { /* the path timers run */
+            struct path_tx *r = &c->ptx[p];
+            uint64_t *v[3] = {&r->rto_at, &r->pto_at, &r->probe_at};
+            for (int k = 0; k < 3; k++)
+                if (*v[k] <= now)
+                    *v[k] = rnd(m) % 2 ? now + 1 + rnd(m) % 64 : ENG_NEVER;
+            eng_ptimer_set(c, (uint16_t)p);
+        }
+        eng_conn_update_deadline(c);
+        runs++;
+    }
+    assert_true(runs > 1000 && early > 100);
+    free(c->ptx);
+    c->ptx = NULL;
+    c->n_paths = c->n_alloc_paths = 0;
+}
+
 /* ---- over a lossy wire: what the transmit path keeps, checked ---- */
 
 struct dl_run {
@@ -1193,6 +1264,7 @@ int main(void)
         M(test_held_groups),
         cmocka_unit_test(test_ptimer_tree),
         cmocka_unit_test(test_ptimer_expiry_order),
+        M(test_conn_due_lazy),
         cmocka_unit_test(test_tx_keeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
