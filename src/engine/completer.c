@@ -463,26 +463,9 @@ static void comp_hint(struct mroce_conn *c, uint32_t mbps)
         eng_path_first_hint(c);
 }
 
-/* R-CC-3: the connection's window follows the rate hint and the RTT of
- * the path (*rate) whose ACK part set it last. Each part of an ACKM with
- * an RTT sample sets it anew from those alone (and the time of the last
- * CE mark), and only sending reads it, so it is computed once: when the
- * ACK (or ACKM) is done, or before a CE mark moves that time. The path's
- * RTT is as it was then: only a sample of its own changes it, and that
- * part would set it again. */
-static void comp_rate_apply(struct mroce_conn *c, struct path_tx **rate,
-                            uint64_t now)
-{
-    if (!*rate)
-        return;
-    mroce_cc_aimd.on_rate_hint(&c->cc, c->rate_hint_mbps,
-                               comp_hint_rtt(c, *rate), now);
-    *rate = NULL;
-}
-
 static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
                     const struct mroce_hdr *h, const struct ack_sum *sum,
-                    uint32_t hold, struct path_tx **rate)
+                    uint32_t hold)
 {
     uint64_t rtt = 0;
     if (sum->high_new || MROCE_FAULT(c->ctx, RTT_ANY_ACK))
@@ -490,13 +473,12 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
     uint16_t ce = comp_new_ce(c, pt, h);
     if (sum->lost)
         mroce_cc_aimd.on_loss(&c->cc, &pt->cc, now);
-    if (ce) /* it moves the connection's last CE mark */
-        comp_rate_apply(c, rate, now);
     if (sum->bytes || ce)
         mroce_cc_aimd.on_ack(&c->cc, &pt->cc, sum->bytes, ce != 0, rtt, now);
     if (h->rate_mbps != c->rate_hint_mbps || rtt) { /* R-CC-3 */
         comp_hint(c, h->rate_mbps);
-        *rate = pt; /* c->rate_hint_mbps is h->rate_mbps now */
+        mroce_cc_aimd.on_rate_hint(&c->cc, h->rate_mbps, comp_hint_rtt(c, pt),
+                                   now);
     }
 }
 
@@ -520,7 +502,7 @@ static unsigned comp_ack_ev(const struct mroce_conn *c,
  * ACKM's own path, R-ACKM-5). */
 static void comp_ack_path(struct mroce_conn *c, uint64_t now,
                           const struct mroce_hdr *h, unsigned ev, uint32_t hold,
-                          bool cum, struct path_tx **rate)
+                          bool cum)
 {
     struct path_tx *pt = &c->ptx[h->path];
     struct ack_sum sum = {0};
@@ -537,7 +519,7 @@ static void comp_ack_path(struct mroce_conn *c, uint64_t now,
         comp_path_progress(c, h->path, now);
     if (sum.overtaken) /* R-PATH-16: data held back where PROBEs pass */
         eng_path_repath(c, h->path);
-    comp_cc(c, pt, now, h, &sum, hold, rate);
+    comp_cc(c, pt, now, h, &sum, hold);
     eng_pset_update(c, h->path); /* its state, window and RTT */
 }
 
@@ -562,10 +544,8 @@ static unsigned comp_ack_start(struct mroce_conn *c, const struct mroce_hdr *h)
 void eng_comp_ack(struct mroce_conn *c, uint64_t now, const struct mroce_hdr *h)
 {
     unsigned ev = comp_ack_start(c, h);
-    struct path_tx *rate = NULL;
     if (ev)
-        comp_ack_path(c, now, h, ev, 0, true, &rate);
-    comp_rate_apply(c, &rate, now);
+        comp_ack_path(c, now, h, ev, 0, true);
 }
 
 /* The ACKs an ACKM's records stand for (R-ACKM-5), decoded once, and
@@ -654,20 +634,6 @@ static int comp_ackm_check(struct mroce_conn *c, const struct mroce_hdr *h,
     return n;
 }
 
-/* R-ACKM-5: after the records, the ACKM's own path (`own`: its
- * evidence) and its dsn_cum. */
-static void comp_ackm_own(struct mroce_conn *c, uint64_t now,
-                          const struct mroce_hdr *h, unsigned own,
-                          uint32_t hold, struct path_tx **rate)
-{
-    if (own) {
-        comp_ack_path(c, now, h, own, hold, true, rate);
-        return;
-    }
-    c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
-    comp_cum(c, h->dsn_cum, now);
-}
-
 void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
                    const struct mroce_hdr *h)
 {
@@ -682,7 +648,6 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
     int n = comp_ackm_check(c, h, &hold, &own, &parts);
     struct mroce_hdr r = *h;
     r.opcode = MROCE_OP_ACK;
-    struct path_tx *rate = NULL;
     /* R-ACKM-5: the records first, so that the ACKM's dsn_cum does not
      * resolve their packets without their RTT samples (R-ACK-100) */
     for (int i = 0; i < n && c->state == MROCE_CONN_CONNECTED; i++) {
@@ -691,13 +656,17 @@ void eng_comp_ackm(struct mroce_conn *c, uint64_t now,
             continue;
         }
         comp_rec_hdr(&parts.rec[i], &r);
-        comp_ack_path(c, now, &r, parts.ev[i], parts.rec[i].hold_ns, false,
-                      &rate);
+        comp_ack_path(c, now, &r, parts.ev[i], parts.rec[i].hold_ns, false);
         c->cnt.rx_ackm_recs++;
     }
-    if (n >= 0 && c->state == MROCE_CONN_CONNECTED)
-        comp_ackm_own(c, now, h, own, hold, &rate);
-    comp_rate_apply(c, &rate, now);
+    if (n < 0 || c->state != MROCE_CONN_CONNECTED)
+        return;
+    if (own) {
+        comp_ack_path(c, now, h, own, hold, true);
+        return;
+    }
+    c->cnt.drop_stale++; /* its own path stale: only dsn_cum acts */
+    comp_cum(c, h->dsn_cum, now);
 }
 
 /* ---- NACK processing (R-NACK-*, R-RETRY-4) ---- */
