@@ -339,9 +339,9 @@ static void comp_path_progress(struct mroce_conn *c, uint16_t p, uint64_t now);
  * sample: the ACK echoes another packet). Other copies (a retransmission
  * with a second copy out, one resent by a tail-loss probe) are left to
  * their paths' own ACKs, which the RETX flag or the probe's PROBE ask
- * for. */
+ * for. The path joins `progressed` (its pathset bits, comp_cum). */
 static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
-                             uint64_t now)
+                             uint64_t now, uint64_t *progressed)
 {
     if (!x || x->state != TXP_OUT || x->copies != 1)
         return;
@@ -355,17 +355,24 @@ static void comp_cum_resolve(struct mroce_conn *c, struct txp *x, uint32_t dsn,
     comp_resolve_data(c, x->last_path, pt, i, len, x, ENG_ACKED);
     comp_path_progress(c, x->last_path, now);
     mroce_cc_aimd.on_ack(&c->cc, &pt->cc, ENG_PSN_BYTES(len), false, 0, now);
-    eng_pset_acked(c, x->last_path); /* its state and window */
+    progressed[x->last_path / 64] |= (uint64_t)1 << (x->last_path % 64);
 }
 
+/* R-ACK-7 step 2. The paths whose packets dsn_cum resolved (R-ACK-100)
+ * get their state and window bits (R-PATH-13) once, after the walk: only
+ * a path choice reads them, and none happens while an ACK is processed. */
 static void comp_cum(struct mroce_conn *c, uint32_t dsn_cum, uint64_t now)
 {
+    if (!seq_lt(c->snd_una, dsn_cum))
+        return; /* most ACKs: nothing new below dsn_cum */
+    uint64_t progressed[ENG_MAX_PATHS / 64] = {0};
     for (uint32_t d = c->snd_una;
          seq_lt(d, dsn_cum) && c->state == MROCE_CONN_CONNECTED; d++) {
         struct txp *x = comp_txp(c, d);
-        comp_cum_resolve(c, x, d, now);
+        comp_cum_resolve(c, x, d, now, progressed);
         comp_acked(c, x); /* comp_txp(c, d) would find x or nothing */
     }
+    eng_pset_acked_paths(c, progressed);
 }
 
 /* R-ACK-7 step 3: a PSN of the path was acknowledged: it is alive (R-PATH-3),

@@ -926,6 +926,8 @@ void eng_rack_fire(struct mroce_conn *c, uint64_t now);
 void eng_pset_update(struct mroce_conn *c, uint16_t p);
 void eng_pset_sent(struct mroce_conn *c, uint16_t p);
 void eng_pset_acked(struct mroce_conn *c, uint16_t p);
+/* eng_pset_acked for each path set in a bitmap over the paths */
+void eng_pset_acked_paths(struct mroce_conn *c, const uint64_t *paths);
 void eng_pset_floor(struct mroce_conn *c);
 int eng_pset_pick(struct mroce_conn *c, int avoid, uint32_t bytes,
                   uint64_t now);

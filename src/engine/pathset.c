@@ -48,6 +48,27 @@ void eng_pset_acked(struct mroce_conn *c, uint16_t p)
     ps_put(s->b[PS_ROOM], p, ps_room(c, pt));
 }
 
+/* eng_pset_acked for every path in `paths` (a bitmap over the
+ * connection's paths), each bitmap word written once (an ACK's dsn_cum
+ * covers packets of many paths, R-ACK-100). */
+void eng_pset_acked_paths(struct mroce_conn *c, const uint64_t *paths)
+{
+    struct eng_pset *s = &c->pset;
+    for (uint32_t w = 0; w < ps_words(c); w++) {
+        uint64_t act = 0, idle = 0, room = 0, m = paths[w];
+        for (uint64_t r = m; r; r &= r - 1) {
+            const struct path_tx *pt = &c->ptx[w * 64 + __builtin_ctzll(r)];
+            uint64_t bit = r & -r;
+            act |= pt->state == PATH_ACTIVE ? bit : 0;
+            idle |= pt->una == pt->next_psn ? bit : 0;
+            room |= ps_room(c, pt) ? bit : 0;
+        }
+        s->b[PS_ACT][w] = (s->b[PS_ACT][w] & ~m) | act;
+        s->b[PS_IDLE][w] = (s->b[PS_IDLE][w] & ~m) | idle;
+        s->b[PS_ROOM][w] = (s->b[PS_ROOM][w] & ~m) | room;
+    }
+}
+
 /* Path p changed: its bits again. */
 void eng_pset_update(struct mroce_conn *c, uint16_t p)
 {

@@ -1276,6 +1276,29 @@ static void test_tx_cum_resolves(void **state)
     }
 }
 
+/* R-ACK-100, R-PATH-13: a path whose only packet dsn_cum resolved is idle
+ * again. Of four paths with a packet each, path 1's ACK resolves its own
+ * (an RTT sample) and, by dsn_cum, path 0's: the next new packet goes to
+ * path 1 (idle with a sample), the one after it to path 0 (idle), not on
+ * round-robin to busy path 2. */
+static void test_tx_cum_path_idle(void **state)
+{
+    struct peer *p = *state;
+    post_write(p, 1, 4 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 4);
+    for (uint16_t k = 0; k < 4; k++)
+        assert_int_equal(p->out[k].h.path, k); /* DSN k on path k */
+    peer_advance(p, 10 * US);
+    uint32_t psn = p->out[1].h.psn;
+    assert_int_equal(peer_ack(p, 1, psn, 2, &psn, 1), 0);
+    assert_int_equal(peer_path(p, 0).acked_pkts, 1);
+    assert_int_equal(peer_path(p, 0).srtt_ns, 0);
+    post_write(p, 2, 2 * PEER_MTU);
+    assert_int_equal(peer_drain(p, NULL, 0), 2);
+    assert_int_equal(p->out[0].h.path, 1);
+    assert_int_equal(p->out[1].h.path, 0);
+}
+
 /* R-LOSS-8: a packet of the plane took 40 us (a queue on its route), so
  * x, sent before y, is not late 10 us + R after y's delivery but only
  * once the plane's recent highest RTT has passed: cross-path reordering
@@ -1539,6 +1562,7 @@ int main(void)
         T(test_rx_ack_policy),
         T(test_rx_ack_coalesced),
         T(test_tx_cum_resolves),
+        T(test_tx_cum_path_idle),
         T(test_rack_waits_recent_highest),
         T(test_tx_spray),
         T(test_tx_sack_loss_retx),
