@@ -6,6 +6,7 @@
 #include "engine/fault.h"
 #include "engine/seal.h"
 #include "wire/aead.h"
+#include "wire/decode.h"
 
 void *eng_alloc(struct mroce_ctx *ctx, size_t size)
 {
@@ -220,8 +221,7 @@ int eng_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
                size_t len)
 {
     struct mroce_hdr h;
-    int err = ctx->no_icrc ? mroce_wire_decode_nocrc(buf, len, &h)
-                           : mroce_wire_decode(buf, len, &h);
+    int err = mroce_wire_decode_inline(buf, len, &h, !ctx->no_icrc);
     if (err && ctx->fault_id) /* fault.h: R-RX-1 faults */
         err = eng_fault_redecode(ctx, &buf, &len, &h, err);
 
