@@ -269,10 +269,12 @@ struct mroce_sim_exp_result {
                                line rate (its ideal FCT / its FCT); -1 none */
     /* incast (else negative): the slowest sender's time from its first
      * byte to staying within 20% of its fair share of the receiver's link
-     * (windows of >= 1 base RTT), in base RTTs; host 0's leaf queue (max)
-     * and the drops after that */
+     * (windows of >= 1 base RTT), in base RTTs; host 0's leaf queue (max,
+     * and the median sample: the queue that stands) and the drops after
+     * that */
     double converge_rtts;
     int64_t queue_after_conv_bytes, drops_after_conv;
+    int64_t queue_median_after_conv_bytes;
     double bdp_bytes;        /* host 0's link x base RTT */
     double conv_window_rtts; /* the windows judged, in base RTTs */
     uint64_t base_rtt_ps;    /* the engines' base RTT (R-CC-3) */

@@ -153,15 +153,38 @@ static uint64_t conv_slowest(const struct exp *x, uint64_t *at)
     return worst;
 }
 
+static int conv_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Host 0's leaf queue after `at`: its deepest sample, and its median
+ * sample (the queue that stands once the first burst has drained). */
+static void conv_queue(struct mroce_sim_exp_result *r, uint64_t at)
+{
+    uint64_t *q = malloc(sizeof(*q) * (size_t)(r->n_samples + 1));
+    int n = 0;
+    r->queue_after_conv_bytes = 0;
+    r->queue_median_after_conv_bytes = 0;
+    for (int i = 0; q && i < r->n_samples; i++)
+        if (r->samples[i].t_ps > at)
+            q[n++] = r->samples[i].q_dst_bytes;
+    if (!q)
+        r->queue_after_conv_bytes = r->queue_median_after_conv_bytes = -1;
+    else if (n) {
+        qsort(q, (size_t)n, sizeof(*q), conv_cmp_u64);
+        r->queue_after_conv_bytes = (int64_t)q[n - 1];
+        r->queue_median_after_conv_bytes = (int64_t)q[n / 2];
+    }
+    free(q);
+}
+
 static void conv_after(struct exp *x, uint64_t at)
 {
     struct mroce_sim_exp_result *r = x->res;
     const struct exp_conv *v = &x->conv;
-    r->queue_after_conv_bytes = 0;
-    for (int i = 0; i < r->n_samples; i++)
-        if (r->samples[i].t_ps > at &&
-            (int64_t)r->samples[i].q_dst_bytes > r->queue_after_conv_bytes)
-            r->queue_after_conv_bytes = (int64_t)r->samples[i].q_dst_bytes;
+    conv_queue(r, at);
     uint64_t before = 0;
     for (int i = 0; i < v->n_drops && v->drop_t[i] <= at; i++)
         before = v->drops[i];
@@ -175,6 +198,7 @@ void exp_conv_finish(struct exp *x)
     struct exp_conv *v = &x->conv;
     r->converge_rtts = -1;
     r->queue_after_conv_bytes = r->drops_after_conv = -1;
+    r->queue_median_after_conv_bytes = -1;
     r->bdp_bytes = -1;
     if (conv_on(x) && v->rtt_ps) {
         uint64_t at;

@@ -221,9 +221,11 @@ static void table_health(FILE *f, const struct mroce_sim_exp_result *r)
         fprintf(f,
                 "  converge   every sender within 20%% of its share after %.1f "
                 "base RTTs (windows of %.1f); then host 0's leaf queue max "
-                "%" PRId64 " B (BDP %.0f B), %" PRId64 " drops\n",
+                "%" PRId64 " B, median %" PRId64 " B (BDP %.0f B), %" PRId64
+                " drops\n",
                 r->converge_rtts, r->conv_window_rtts,
-                r->queue_after_conv_bytes, r->bdp_bytes, r->drops_after_conv);
+                r->queue_after_conv_bytes, r->queue_median_after_conv_bytes,
+                r->bdp_bytes, r->drops_after_conv);
     if (r->fault_ps || r->recovery_ps) {
         fprintf(f,
                 "  recovery   after the fault at %.3f us: ", R_US(r->fault_ps));
@@ -581,10 +583,12 @@ static void json_health(FILE *f, const struct mroce_sim_exp_result *r)
             r->mmr, r->jain, r->victim_fraction, r->p95_qbytes, r->n_samples);
     fprintf(f,
             "  \"converge_rtts\": %.6f, \"queue_after_convergence_bytes\": "
-            "%" PRId64 ", \"drops_after_convergence\": %" PRId64
+            "%" PRId64 ", \"queue_median_after_convergence_bytes\": %" PRId64
+            ", \"drops_after_convergence\": %" PRId64
             ", \"bdp_bytes\": %.0f, \"converge_window_rtts\": %.6f,\n",
-            r->converge_rtts, r->queue_after_conv_bytes, r->drops_after_conv,
-            r->bdp_bytes, r->conv_window_rtts);
+            r->converge_rtts, r->queue_after_conv_bytes,
+            r->queue_median_after_conv_bytes, r->drops_after_conv, r->bdp_bytes,
+            r->conv_window_rtts);
     json_recovery(f, r);
 }
 

@@ -299,6 +299,9 @@ static void rec_health(struct sj *rec, const struct mroce_sim_exp_result *r)
     rec_num_or_null(rec, "queue_after_convergence_bdp",
                     conv && r->queue_after_conv_bytes >= 0,
                     (double)r->queue_after_conv_bytes / r->bdp_bytes);
+    rec_num_or_null(rec, "queue_median_after_convergence_bdp",
+                    conv && r->queue_median_after_conv_bytes >= 0,
+                    (double)r->queue_median_after_conv_bytes / r->bdp_bytes);
     rec_num_or_null(rec, "drops_after_convergence",
                     conv && r->drops_after_conv >= 0,
                     (double)r->drops_after_conv);

@@ -201,6 +201,40 @@ static void test_rate_hint(void **state)
     assert_int_equal(l.path.cwnd, path_cwnd); /* hints leave paths alone */
 }
 
+/* R-ACK-101: the peer's ACK allowance is added to the window while at
+ * most half of the connection's recent ACKs report CE marks (a sporadic
+ * mark leaves it), not at all once three quarters do (the window binds at
+ * a queue it shares, where the allowance would stand), and returns as
+ * ACKs come back unmarked. */
+static void test_rate_hint_slack(void **state)
+{
+    (void)state;
+    struct law l;
+    struct cc_params prm = {MTU, INIT, MAXP, MAXC, 15 * MTU};
+    memset(&l, 0, sizeof(l));
+    cc->init(&l.conn, &l.path, 1, &prm);
+    uint64_t t = T0;
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t); /* 2 x 1.25 kB + slack */
+    assert_int_equal(l.conn.cwnd, 2500 + 15 * MTU);
+    cc->on_ack(&l.conn, &l.path, MTU, true, 0, t); /* one mark: k 1.5 */
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);
+    assert_int_equal(l.conn.cwnd, 1875 + 15 * MTU);
+    for (int i = 0; i < 14; i++) /* 15 of 15 ACKs marked: ~0.62 */
+        cc->on_ack(&l.conn, &l.path, MTU, true, 0, t);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);
+    assert_true(l.conn.cwnd > 1875 && l.conn.cwnd < 1875 + 15 * MTU);
+    for (int i = 0; i < 25; i++) /* 40 of 40: ~0.92 */
+        cc->on_ack(&l.conn, &l.path, MTU, true, 0, t);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t);
+    assert_int_equal(l.conn.cwnd, 1875);
+    cc->on_rate_hint(&l.conn, 100, 10 * US, t); /* floor: one mtu */
+    assert_int_equal(l.conn.cwnd, MTU);
+    for (int i = 0; i < 20; i++) /* unmarked ACKs: the share decays */
+        cc->on_ack(&l.conn, &l.path, MTU, false, 0, t);
+    cc->on_rate_hint(&l.conn, 1000, 10 * US, t + 160 * US); /* calm */
+    assert_int_equal(l.conn.cwnd, 2500 + 15 * MTU);
+}
+
 /* ---- the engine feeds the law ---- */
 
 static int teardown(void **state)
@@ -316,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_timeout_to_one_mtu),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_rate_hint),
+        cmocka_unit_test(test_rate_hint_slack),
         cmocka_unit_test_teardown(test_engine_ecn, teardown),
         cmocka_unit_test_teardown(test_engine_rate_hint, teardown),
         cmocka_unit_test(test_plane_health),

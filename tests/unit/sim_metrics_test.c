@@ -311,15 +311,23 @@ static void test_mmr_failed_link(void **state)
 static void check_convergence(const struct mroce_sim_exp_result *r)
 {
     printf("  converged after %.1f base RTTs (windows of %.1f), then queue "
-           "%lld B, %lld drops\n",
+           "%lld B (median %lld B), %lld drops\n",
            r->converge_rtts, r->conv_window_rtts,
            (long long)r->queue_after_conv_bytes,
+           (long long)r->queue_median_after_conv_bytes,
            (long long)r->drops_after_conv);
     assert_true(r->converge_rtts >= 0 && r->conv_window_rtts >= 1);
     assert_true(r->bdp_bytes > 0 && r->base_rtt_ps > 0);
     assert_true(r->converge_rtts * (double)r->base_rtt_ps <= (double)r->end_ps);
     assert_true(r->queue_after_conv_bytes >= 0 &&
                 (uint64_t)r->queue_after_conv_bytes <= r->max_qbytes);
+    /* the standing queue: one of the samples, no deeper than the deepest */
+    int64_t med = r->queue_median_after_conv_bytes;
+    assert_true(med >= 0 && med <= r->queue_after_conv_bytes);
+    bool sampled = false;
+    for (int i = 0; i < r->n_samples; i++)
+        sampled |= (int64_t)r->samples[i].q_dst_bytes == med;
+    assert_true(sampled);
     assert_int_equal(r->drops_after_conv, 0);
 }
 
