@@ -310,7 +310,9 @@ int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now_ns, uint8_t *buf,
  * still go to any plane. Default: every plane. */
 void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes);
 
-/* Earliest time on_expiry must be called; UINT64_MAX if none. */
+/* Earliest time on_expiry must be called; UINT64_MAX if none. It may be
+ * earlier than every timer (one moved later since): on_expiry then runs
+ * nothing, and the next call returns a later time. */
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx);
 /* Runs due timers (retransmission, probes, delayed ACKs). */
 void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now_ns);

@@ -520,6 +520,24 @@ static void conn_set_deadline(struct mroce_conn *c, uint64_t paths)
     eng_sched_timer(c);
 }
 
+/* c's deadline came due at `now` (sched.c): whether one of its timers
+ * is. The path timers' part of it is only a bound (ptimer.c): when that
+ * alone came due and no path timer is, the deadline is set again from the
+ * tree made exact (so that it does not come early again until a path
+ * timer moves later) and c is not run: what runs at each instant is what
+ * an exact deadline would run. The path timers are those of its last
+ * setting: every change of them ends in one (eng_conn_data_sent,
+ * eng_conn_update_deadline). */
+bool eng_conn_due(struct mroce_conn *c, uint64_t now)
+{
+    uint64_t paths =
+        c->state == MROCE_CONN_CONNECTED ? eng_ptimer_exact(c) : ENG_NEVER;
+    if (c->dl_other <= now || c->rack_min <= now || paths <= now)
+        return true;
+    conn_set_deadline(c, paths);
+    return false;
+}
+
 /* The exact earliest timer: path timers, R-LOSS-8 per plane (O(1) each,
  * rack.c), the coalesced ACK and the rarer ones. */
 void eng_conn_update_deadline(struct mroce_conn *c)

@@ -765,8 +765,10 @@ static inline int eng_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return eng_ctx_tx_busy(ctx, now, buf, cap, meta);
 }
 
-/* The top of the deadline heap, kept by sched.c: exact, O(1), and
- * inline, as drivers poll it several times per packet. */
+/* The top of the deadline heap, kept by sched.c: O(1), and inline, as
+ * drivers poll it several times per packet. No later than the earliest
+ * timer; earlier when a connection's path timers moved later since
+ * (ptimer.c), which costs one on_expiry call that finds nothing due. */
 static inline uint64_t eng_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
     return ctx->sched.top;
@@ -809,6 +811,7 @@ void eng_conn_update_deadline(struct mroce_conn *c);
 void eng_conn_data_sent(struct mroce_conn *c);
 void eng_conn_ack_sent(struct mroce_conn *c);
 void eng_conn_arm(struct mroce_conn *c, uint64_t t);
+bool eng_conn_due(struct mroce_conn *c, uint64_t now);
 void eng_conn_close(struct mroce_conn *c);
 
 /* txref.c: mroce_ctx_tx_ref. eng_tx_payload puts a packet's payload
@@ -886,13 +889,14 @@ uint32_t eng_ptimer_leaves(uint32_t n);
 void eng_ptimer_reset(struct mroce_conn *c);
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
 void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
-/* The earliest path timer: the tree's root (inline: read after every
- * packet, eng_conn_update_deadline). */
+/* No later than the earliest path timer: the tree's root, a lower bound
+ * (inline: read after every packet, eng_conn_update_deadline). */
 static inline uint64_t eng_ptimer_next(const struct mroce_conn *c)
 {
     return c->ttree[1].due;
 }
-int eng_ptimer_due(const struct mroce_conn *c, uint64_t now);
+int eng_ptimer_due(struct mroce_conn *c, uint64_t now);
+uint64_t eng_ptimer_exact(struct mroce_conn *c);
 
 /* rack.c: R-LOSS-8, the planes' paths in send order */
 void eng_rack_init(struct mroce_conn *c);

@@ -340,7 +340,7 @@ static void path_pto_expired(struct mroce_conn *c, uint16_t p, uint64_t now)
         pt->pto_at = t;
 }
 
-/* The timers of path p that are due (it is the heap's earliest). */
+/* The timers of path p that are due (the earliest, eng_ptimer_due). */
 static void path_expire(struct mroce_conn *c, uint16_t p, uint64_t now)
 {
     struct path_tx *pt = &c->ptx[p];

@@ -229,12 +229,15 @@ void eng_sched_timer(struct mroce_conn *c)
 }
 
 /* Takes every connection due at `now` out of the heap into the due set;
- * eng_sched_next_due then hands them out in list order. */
+ * eng_sched_next_due then hands them out in list order. A deadline that
+ * was only a bound (eng_conn_due) moves later and stays in the heap. */
 void eng_sched_collect_due(struct mroce_ctx *ctx, uint64_t now)
 {
     struct eng_sched *s = &ctx->sched;
     while (s->heap_n && s->heap[0]->deadline <= now) {
         struct mroce_conn *c = s->heap[0];
+        if (!eng_conn_due(c, now))
+            continue; /* it re-keyed itself later than now */
         sched_heap_del(s, c);
         c->deadline = ENG_NEVER;
         sched_set(&s->due, c->rank);

@@ -832,44 +832,83 @@ static int teardown_peers(void **state)
 
 /* ---- path timer tree (ptimer.c) ---- */
 
+struct pt_model {
+    struct mroce_conn c;
+    struct model m;
+    uint32_t n;
+};
+
+static void pt_open(struct pt_model *t, uint32_t n, uint64_t seed)
+{
+    memset(t, 0, sizeof(*t));
+    t->n = n;
+    t->m.rng = seed;
+    t->c.n_alloc_paths = n;
+    t->c.ptx = calloc(n, sizeof(*t->c.ptx));
+    t->c.tt_leaves = eng_ptimer_leaves(n);
+    t->c.ttree = calloc(t->c.tt_leaves, sizeof(*t->c.ttree));
+    assert_true(t->c.ptx && t->c.ttree);
+    eng_ptimer_reset(&t->c);
+    for (uint32_t p = 0; p < n; p++) {
+        struct path_tx *q = &t->c.ptx[p];
+        q->rto_at = q->pto_at = q->probe_at = ENG_NEVER;
+        eng_ptimer_init(&t->c, (uint16_t)p);
+    }
+    assert_int_equal(eng_ptimer_next(&t->c), ENG_NEVER);
+}
+
+static void pt_close(struct pt_model *t)
+{
+    free(t->c.ptx);
+    free(t->c.ttree);
+}
+
+/* The earliest path timer by a scan, and its path (the lowest on a tie)
+ * in *at, -1 if none. */
+static uint64_t pt_scan(const struct pt_model *t, int *at)
+{
+    uint64_t best = ENG_NEVER;
+    *at = -1;
+    for (uint32_t p = 0; p < t->n; p++) {
+        const struct path_tx *q = &t->c.ptx[p];
+        uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
+        d = q->probe_at < d ? q->probe_at : d;
+        if (d < best) {
+            best = d;
+            *at = (int)p;
+        }
+    }
+    return best;
+}
+
+/* One of p's three timers to `t`, re-keyed. */
+static void pt_move(struct pt_model *t, uint32_t p, uint64_t at)
+{
+    struct path_tx *q = &t->c.ptx[p];
+    uint64_t *w[3] = {&q->rto_at, &q->pto_at, &q->probe_at};
+    *w[rnd(&t->m) % 3] = at;
+    eng_ptimer_set(&t->c, (uint16_t)p);
+}
+
 /* The earliest path timer and its path, the lowest path on a tie, for
  * path counts that are and are not a power of two, against a scan; keys
- * drawn from a narrow range so that ties are frequent. */
+ * drawn from a narrow range so that ties are frequent. The root is only
+ * a bound (never later than the earliest timer); the path due is exact. */
 static void ptimer_run(uint32_t n, uint64_t seed)
 {
-    struct mroce_conn c = {.n_alloc_paths = n};
-    struct model m = {.rng = seed};
-    c.ptx = calloc(n, sizeof(*c.ptx));
-    c.tt_leaves = eng_ptimer_leaves(n);
-    c.ttree = calloc(c.tt_leaves, sizeof(*c.ttree));
-    assert_true(c.ptx && c.ttree);
-    eng_ptimer_reset(&c);
-    for (uint32_t p = 0; p < n; p++) {
-        c.ptx[p].rto_at = c.ptx[p].pto_at = c.ptx[p].probe_at = ENG_NEVER;
-        eng_ptimer_init(&c, (uint16_t)p);
-    }
-    assert_int_equal(eng_ptimer_next(&c), ENG_NEVER);
+    struct pt_model t;
+    pt_open(&t, n, seed);
     for (int i = 0; i < 20000; i++) {
-        struct path_tx *pt = &c.ptx[rnd(&m) % n];
-        uint64_t *t[3] = {&pt->rto_at, &pt->pto_at, &pt->probe_at};
-        *t[rnd(&m) % 3] = rnd(&m) % 5 ? 1000 + rnd(&m) % 40 : ENG_NEVER;
-        eng_ptimer_set(&c, (uint16_t)(pt - c.ptx));
-        uint64_t best = ENG_NEVER;
-        int at = -1;
-        for (uint32_t p = 0; p < n; p++) {
-            const struct path_tx *q = &c.ptx[p];
-            uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
-            d = q->probe_at < d ? q->probe_at : d;
-            if (d < best) {
-                best = d;
-                at = (int)p;
-            }
-        }
-        assert_int_equal(eng_ptimer_next(&c), best);
-        assert_int_equal(eng_ptimer_due(&c, 1019), best <= 1019 ? at : -1);
+        pt_move(&t, rnd(&t.m) % n,
+                rnd(&t.m) % 5 ? 1000 + rnd(&t.m) % 40 : ENG_NEVER);
+        int at;
+        uint64_t best = pt_scan(&t, &at);
+        assert_true(eng_ptimer_next(&t.c) <= best);
+        uint64_t now = 1000 + rnd(&t.m) % 48;
+        assert_int_equal(eng_ptimer_due(&t.c, now), best <= now ? at : -1);
+        assert_true(eng_ptimer_next(&t.c) <= best);
     }
-    free(c.ptx);
-    free(c.ttree);
+    pt_close(&t);
 }
 
 static void test_ptimer_tree(void **state)
@@ -880,11 +919,144 @@ static void test_ptimer_tree(void **state)
         ptimer_run(sizes[i], 7 + i);
 }
 
+/* A key for a timer re-armed at `now`: mostly later than now within a
+ * short range (ties are frequent), sometimes cleared. */
+static uint64_t pt_key(struct pt_model *t, uint64_t now)
+{
+    return rnd(&t->m) % 8 ? now + 1 + rnd(&t->m) % 64 : ENG_NEVER;
+}
+
+/* Time runs forward; timers move earlier and later at random (a send
+ * pushes a path's probe out, an ACK restarts or clears its RTO, a loss
+ * arms one sooner). A wakeup at the root's time, as the connection's
+ * deadline is, expires paths while eng_ptimer_due names one: each must be
+ * the earliest due by a scan (the lowest path on a tie), its expiry may
+ * move other paths' timers too, and when the loop ends no timer is due.
+ * No timer is ever found late: the root is never later than the earliest
+ * timer, so the next wakeup is never after it. */
+static void ptimer_expiry_run(uint32_t n, uint64_t seed)
+{
+    struct pt_model t;
+    pt_open(&t, n, seed);
+    uint64_t now = 1000, expired = 0, early = 0;
+    for (int i = 0; i < 40000; i++) {
+        pt_move(&t, rnd(&t.m) % n, pt_key(&t, now));
+        int at;
+        uint64_t best = pt_scan(&t, &at);
+        uint64_t wake = eng_ptimer_next(&t.c);
+        assert_true(wake <= best);
+        if (rnd(&t.m) % 4 || wake == ENG_NEVER)
+            continue;
+        now = wake > now ? wake : now; /* the deadline fires */
+        bool any = false;
+        int p;
+        while ((p = eng_ptimer_due(&t.c, now)) >= 0) {
+            assert_true(pt_scan(&t, &at) <= now);
+            assert_int_equal(p, at);
+            struct path_tx *q = &t.c.ptx[p];
+            q->rto_at = q->pto_at = q->probe_at = ENG_NEVER;
+            pt_move(&t, (uint32_t)p, pt_key(&t, now));
+            if (rnd(&t.m) % 3 == 0)        /* its data resent elsewhere; or a */
+                pt_move(&t, rnd(&t.m) % n, /* PROBE due at once */
+                        rnd(&t.m) % 5 ? pt_key(&t, now) : now);
+            expired++;
+            any = true;
+        }
+        early += !any;
+        assert_true(pt_scan(&t, &at) > now);
+        assert_true(eng_ptimer_next(&t.c) > now);
+    }
+    assert_true(expired > 1000);
+    print_message("%u paths: %llu expiries, %llu wakeups found none due\n", n,
+                  (unsigned long long)expired, (unsigned long long)early);
+    pt_close(&t);
+}
+
+static void test_ptimer_expiry_order(void **state)
+{
+    (void)state;
+    uint32_t sizes[] = {1, 2, 5, 16, 32, 100};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        ptimer_expiry_run(sizes[i], 11 + i);
+}
+
+/* c's earliest timer by a scan of its paths and its other timers. */
+static uint64_t conn_true_min(const struct mroce_conn *c)
+{
+    uint64_t t = c->rack_min < c->dl_other ? c->rack_min : c->dl_other;
+    for (uint32_t p = 0; p < c->n_paths; p++) {
+        const struct path_tx *q = &c->ptx[p];
+        uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
+        d = q->probe_at < d ? q->probe_at : d;
+        t = d < t ? d : t;
+    }
+    return t;
+}
+
+/* A connection's deadline holds only a bound of its path timers: moved
+ * later, it is not re-keyed. Time jumps to the context's next expiry,
+ * which is never after the earliest timer; the connection comes out of
+ * the heap exactly when one of its timers is due, and a wakeup that found
+ * none due leaves the deadline exact (eng_conn_due). */
+static void test_conn_due_lazy(void **state)
+{
+    struct model *m = *state;
+    struct mroce_conn *c = model_add(m);
+    uint32_t n = 13;
+    c->n_paths = c->n_alloc_paths = n;
+    c->ptx = calloc(n, sizeof(*c->ptx));
+    free(c->ttree);
+    c->tt_leaves = eng_ptimer_leaves(n);
+    c->ttree = calloc(c->tt_leaves, sizeof(*c->ttree));
+    assert_true(c->ptx && c->ttree);
+    eng_ptimer_reset(c);
+    uint64_t now = 1000, runs = 0, early = 0;
+    for (int i = 0; i < 30000; i++) {
+        struct path_tx *q = &c->ptx[rnd(m) % n];
+        uint64_t *w[3] = {&q->rto_at, &q->pto_at, &q->probe_at};
+        *w[rnd(m) % 3] = rnd(m) % 8 ? now + 1 + rnd(m) % 64 : ENG_NEVER;
+        eng_ptimer_set(c, (uint16_t)(q - c->ptx));
+        if (rnd(m) % 2)
+            eng_conn_data_sent(c);
+        else
+            eng_conn_update_deadline(c);
+        uint64_t e = mroce_ctx_next_expiry(m->ctx);
+        assert_true(e <= conn_true_min(c));
+        if (rnd(m) % 3 || e == ENG_NEVER)
+            continue;
+        now = e > now ? e : now;
+        bool due = conn_true_min(c) <= now;
+        eng_sched_collect_due(m->ctx, now);
+        assert_ptr_equal(eng_sched_next_due(m->ctx), due ? c : NULL);
+        if (!due) { /* early: re-keyed, exact */
+            assert_int_equal(c->deadline, conn_true_min(c));
+            assert_int_equal(mroce_ctx_next_expiry(m->ctx), c->deadline);
+            early++;
+            continue;
+        }
+        for (uint32_t p = 0; p < n; p++) { /* the path timers run */
+            struct path_tx *r = &c->ptx[p];
+            uint64_t *v[3] = {&r->rto_at, &r->pto_at, &r->probe_at};
+            for (int k = 0; k < 3; k++)
+                if (*v[k] <= now)
+                    *v[k] = rnd(m) % 2 ? now + 1 + rnd(m) % 64 : ENG_NEVER;
+            eng_ptimer_set(c, (uint16_t)p);
+        }
+        eng_conn_update_deadline(c);
+        runs++;
+    }
+    assert_true(runs > 1000 && early > 100);
+    free(c->ptx);
+    c->ptx = NULL;
+    c->n_paths = c->n_alloc_paths = 0;
+}
+
 /* ---- over a lossy wire: what the transmit path keeps, checked ---- */
 
 struct dl_run {
     struct mroce_twloop_pair *p;
     uint64_t data_checks, ctl_checks, idle_checks, done;
+    uint64_t wakes, early_wakes;
 };
 
 static struct dl_run dl;
@@ -927,6 +1099,45 @@ static int dl_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
     return n;
 }
 
+/* The earliest of c's timers by a scan of its paths (ptimer.c keeps only
+ * a bound of theirs in the deadline). */
+static uint64_t dl_true_min(const struct mroce_conn *c)
+{
+    uint64_t t = c->rack_min < c->dl_other ? c->rack_min : c->dl_other;
+    for (uint32_t p = 0; c->state == MROCE_CONN_CONNECTED && p < c->n_paths;
+         p++) {
+        const struct path_tx *q = &c->ptx[p];
+        uint64_t d = q->rto_at < q->pto_at ? q->rto_at : q->pto_at;
+        d = q->probe_at < d ? q->probe_at : d;
+        t = d < t ? d : t;
+    }
+    return t;
+}
+
+/* The context asks to be woken no later than its connection's earliest
+ * timer (never late), perhaps earlier (a path timer moved later since). */
+static uint64_t dl_next_expiry(const void *ep)
+{
+    const struct mroce_ctx *ctx = ep;
+    uint64_t e = mroce_ctx_next_expiry(ctx);
+    assert_true(e <= dl_true_min(dl.p->conn[ctx == dl.p->ctx[1]]));
+    return e;
+}
+
+/* A wakeup runs every path timer due (none is left at or before now);
+ * one that was early finds none. */
+static void dl_on_expiry(void *ep, uint64_t now)
+{
+    struct mroce_ctx *ctx = ep;
+    struct mroce_conn *c = dl.p->conn[ctx == dl.p->ctx[1]];
+    dl.early_wakes += dl_true_min(c) > now;
+    mroce_ctx_on_expiry(ctx, now);
+    dl.wakes++;
+    for (uint32_t p = 0; c->state == MROCE_CONN_CONNECTED && p < c->n_paths;
+         p++)
+        assert_true(c->ptx[p].due > now);
+}
+
 static int dl_pred(struct mroce_twloop *loop, void *arg)
 {
     (void)loop;
@@ -952,6 +1163,8 @@ static void dl_case(double loss, uint32_t n_planes, uint16_t n_paths)
     static uint8_t src[DL_ALL], dst[DL_ALL];
     struct mroce_ep_ops ops = mroce_ep_ctx_ops;
     ops.tx = dl_tx;
+    ops.next_expiry = dl_next_expiry;
+    ops.on_expiry = dl_on_expiry;
     struct mroce_twloop_pair_cfg cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.wire.seed = 11;
@@ -1004,12 +1217,15 @@ static void dl_case(double loss, uint32_t n_planes, uint16_t n_paths)
     assert_int_equal(dl.ctl_checks, c0.tx_pkts + c1.tx_pkts - dl.data_checks);
     assert_true(dl.idle_checks > 0);
     assert_int_equal(c0.retx_pkts > 0, loss > 0);
-    print_message("loss %.2f, %u planes, %u paths: %llu data packets (%llu "
-                  "resent), %llu others, %llu idle calls checked\n",
-                  loss, n_planes, n_paths, (unsigned long long)dl.data_checks,
-                  (unsigned long long)(c0.retx_pkts + c1.retx_pkts),
-                  (unsigned long long)dl.ctl_checks,
-                  (unsigned long long)dl.idle_checks);
+    assert_true(dl.wakes > 0);
+    print_message(
+        "loss %.2f, %u planes, %u paths: %llu data packets (%llu "
+        "resent), %llu others, %llu idle calls checked, %llu "
+        "wakeups (%llu early)\n",
+        loss, n_planes, n_paths, (unsigned long long)dl.data_checks,
+        (unsigned long long)(c0.retx_pkts + c1.retx_pkts),
+        (unsigned long long)dl.ctl_checks, (unsigned long long)dl.idle_checks,
+        (unsigned long long)dl.wakes, (unsigned long long)dl.early_wakes);
     mroce_twloop_pair_destroy(dl.p);
 }
 
@@ -1047,6 +1263,8 @@ int main(void)
         cmocka_unit_test_teardown(test_plane_share_down, teardown_peers),
         M(test_held_groups),
         cmocka_unit_test(test_ptimer_tree),
+        cmocka_unit_test(test_ptimer_expiry_order),
+        M(test_conn_due_lazy),
         cmocka_unit_test(test_tx_keeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
