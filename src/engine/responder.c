@@ -734,31 +734,32 @@ static void resp_probe(struct mroce_conn *c, uint64_t now,
     resp_ack_now(c, h->path);
 }
 
+static void resp_close_ack(struct mroce_conn *c, const struct mroce_hdr *h)
+{
+    if ((c->state == MROCE_CONN_CLOSING ||
+         (c->state == MROCE_CONN_CONNECTED &&
+          MROCE_FAULT(c->ctx, CLOSE_ACK_CONNECTED))) &&
+        resp_close_ok(c, h)) {
+        c->close_pending = false;
+        c->state = MROCE_CONN_CLOSED;
+    }
+}
+
+/* Data, or PROBE, CLOSE, CLOSE_ACK (0x20 and up, R-HDR-4; the decoder
+ * lets no other opcode through): a data packet passes with one test, not
+ * the three of a switch over the others. */
 void eng_resp_rx(struct mroce_conn *c, uint64_t now,
                  const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
 {
-    switch (h->opcode) {
-    case MROCE_OP_CLOSE:
-        resp_close(c, h);
-        break;
-    case MROCE_OP_CLOSE_ACK:
-        if ((c->state == MROCE_CONN_CLOSING ||
-             (c->state == MROCE_CONN_CONNECTED &&
-              MROCE_FAULT(c->ctx, CLOSE_ACK_CONNECTED))) &&
-            resp_close_ok(c, h)) {
-            c->close_pending = false;
-            c->state = MROCE_CONN_CLOSED;
-        }
-        break;
-    case MROCE_OP_PROBE:
-        if (c->state == MROCE_CONN_CONNECTED &&
-            !MROCE_FAULT(c->ctx, PROBE_DROPPED))
-            resp_probe(c, now, meta, h);
-        break;
-    default:
+    if (h->opcode < MROCE_OP_PROBE)
         resp_data(c, now, meta, h);
-        break;
-    }
+    else if (h->opcode == MROCE_OP_CLOSE)
+        resp_close(c, h);
+    else if (h->opcode == MROCE_OP_CLOSE_ACK)
+        resp_close_ack(c, h);
+    else if (h->opcode == MROCE_OP_PROBE && c->state == MROCE_CONN_CONNECTED &&
+             !MROCE_FAULT(c->ctx, PROBE_DROPPED))
+        resp_probe(c, now, meta, h);
 }
 
 /* ---- ACK and NACK emission ---- */

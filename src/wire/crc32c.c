@@ -1,5 +1,6 @@
-/* CRC32C (R-CRC-2). Three implementations, picked per call from what the
- * CPU has:
+/* CRC32C (R-CRC-2). Three implementations, picked from what the CPU has
+ * (by mroce_crc32c's first call, crc32c.h; by mroce_crc32c_impl per
+ * call):
  * - AVX2 + VPCLMULQDQ (x86-64): buffers of 256 bytes and more, in blocks
  *   folded half with carry-less multiplications and half with the CRC32
  *   instruction at the same time; ~28 GB/s on a 4 KiB packet here, 1.8x
@@ -70,8 +71,9 @@ static const uint32_t crc_tab[256] = {
     0xAD7D5351u,
 };
 
-static uint32_t crc_soft(uint32_t c, const uint8_t *p, size_t len)
+static uint32_t crc_soft(uint32_t c, const void *buf, size_t len)
 {
+    const uint8_t *p = buf;
     while (len--)
         c = (c >> 8) ^ crc_tab[(c ^ *p++) & 0xFF];
     return c;
@@ -129,8 +131,9 @@ crc_hw_lanes(uint32_t c, const uint8_t *p, size_t n, uint32_t k1, uint32_t k2)
 }
 
 __attribute__((target("sse4.2"))) static uint32_t
-crc_hw(uint32_t c, const uint8_t *p, size_t len)
+crc_hw(uint32_t c, const void *buf, size_t len)
 {
+    const uint8_t *p = buf;
     for (size_t l = 0; l < sizeof(crc_lanes) / sizeof(crc_lanes[0]); l++) {
         size_t n = crc_lanes[l].len;
         while (len >= 3 * n) {
@@ -312,8 +315,9 @@ CRC_FOLD_ATTR static uint32_t crc_fold_plain(uint32_t c, const uint8_t *p,
     return crc_hw(crc_reduce(y), p + at, len - at);
 }
 
-CRC_FOLD_ATTR static uint32_t crc_fold(uint32_t c, const uint8_t *p, size_t len)
+CRC_FOLD_ATTR static uint32_t crc_fold(uint32_t c, const void *buf, size_t len)
 {
+    const uint8_t *p = buf;
     for (size_t b = 0; b < sizeof(crc_blocks) / sizeof(crc_blocks[0]); b++) {
         size_t n = crc_blocks[b].n;
         for (; len >= 256 * n; p += 256 * n, len -= 256 * n)
@@ -329,9 +333,9 @@ static int crc_have_fold(void)
            __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
 }
 #else
-static uint32_t crc_hw(uint32_t c, const uint8_t *p, size_t len)
+static uint32_t crc_hw(uint32_t c, const void *buf, size_t len)
 {
-    return crc_soft(c, p, len);
+    return crc_soft(c, buf, len);
 }
 
 static int crc_have_hw(void)
@@ -339,9 +343,9 @@ static int crc_have_hw(void)
     return 0;
 }
 
-static uint32_t crc_fold(uint32_t c, const uint8_t *p, size_t len)
+static uint32_t crc_fold(uint32_t c, const void *buf, size_t len)
 {
-    return crc_soft(c, p, len);
+    return crc_soft(c, buf, len);
 }
 
 static int crc_have_fold(void)
@@ -373,9 +377,20 @@ uint32_t mroce_crc32c_impl(int impl, uint32_t crc, const void *buf, size_t len,
     return ~crc_soft(~crc, buf, len);
 }
 
-uint32_t mroce_crc32c(uint32_t crc, const void *buf, size_t len)
+mroce_crc32c_fn *mroce_crc32c_best;
+
+/* The folding code takes short buffers to the CRC32 instruction itself
+ * (crc_fold). */
+mroce_crc32c_fn *mroce_crc32c_pick(void)
 {
-    return mroce_crc32c_impl(MROCE_CRC32C_FOLD, crc, buf, len, NULL);
+    static mroce_crc32c_fn *const fn[] = {
+        [MROCE_CRC32C_TABLE] = crc_soft,
+        [MROCE_CRC32C_SSE42] = crc_hw,
+        [MROCE_CRC32C_FOLD] = crc_fold,
+    };
+    mroce_crc32c_fn *f = fn[crc_pick(MROCE_CRC32C_FOLD)];
+    __atomic_store_n(&mroce_crc32c_best, f, __ATOMIC_RELAXED);
+    return f;
 }
 
 #define CRC_LINE 64 /* cache line */

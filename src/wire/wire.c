@@ -3,9 +3,7 @@
 
 #include <string.h>
 
-#include "wire/aead.h"
-#include "wire/be.h"
-#include "wire/crc32c.h"
+#include "wire/decode.h"
 
 #define OP(code, nm, hdrs, len)                                                \
     [code] = {.name = nm, .headers = (hdrs), .hdr_len = (len)}
@@ -31,17 +29,6 @@ static const struct mroce_op_info op_tab[256] = {
     OP(MROCE_OP_CLOSE_ACK, "CLOSE_ACK", 0, 16),
 };
 
-/* Inlined where the opcode is a constant (wire_put_as, wire_get_as), so
- * that those copies keep only their own headers' fields. */
-#define WIRE_INLINE static inline __attribute__((always_inline))
-
-/* The header sets and lengths of the opcodes nearly every packet has
- * (the table's entries; wire_test's vectors fail if they differ). */
-#define WIRE_HDRS_WRITE (MROCE_H_DXH | MROCE_H_RETH | MROCE_H_PAYLOAD)
-#define WIRE_LEN_WRITE 48
-#define WIRE_HDRS_ACK MROCE_H_AKH
-#define WIRE_LEN_ACK 68
-
 WIRE_INLINE void dxh_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be32_put(p, h->dsn);
@@ -52,26 +39,10 @@ WIRE_INLINE void dxh_put(const struct mroce_hdr *h, uint8_t *p)
     mroce_be32_put(p + 16, h->offset);
 }
 
-WIRE_INLINE void dxh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->dsn = mroce_be32_get(p);
-    h->stream = mroce_be16_get(p + 4);
-    h->prot = p[6];
-    h->msn = mroce_be32_get(p + 8);
-    h->msg_len = mroce_be32_get(p + 12);
-    h->offset = mroce_be32_get(p + 16);
-}
-
 WIRE_INLINE void reth_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be64_put(p, h->va);
     mroce_be32_put(p + 8, h->rkey);
-}
-
-WIRE_INLINE void reth_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->va = mroce_be64_get(p);
-    h->rkey = mroce_be32_get(p + 8);
 }
 
 WIRE_INLINE void snh_put(const struct mroce_hdr *h, uint8_t *p)
@@ -79,19 +50,9 @@ WIRE_INLINE void snh_put(const struct mroce_hdr *h, uint8_t *p)
     mroce_be32_put(p, h->ssn);
 }
 
-WIRE_INLINE void snh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->ssn = mroce_be32_get(p);
-}
-
 WIRE_INLINE void imm_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be32_put(p, h->imm);
-}
-
-WIRE_INLINE void imm_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->imm = mroce_be32_get(p);
 }
 
 WIRE_INLINE void akh_put(const struct mroce_hdr *h, uint8_t *p)
@@ -106,18 +67,6 @@ WIRE_INLINE void akh_put(const struct mroce_hdr *h, uint8_t *p)
         mroce_be64_put(p + 20 + 8 * i, h->sack[i]);
 }
 
-WIRE_INLINE void akh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->sack_high = mroce_be32_get(p);
-    h->dsn_cum = mroce_be32_get(p + 4);
-    h->echo_ts = mroce_be32_get(p + 8);
-    h->rate_mbps = mroce_be32_get(p + 12);
-    h->ce_count = mroce_be16_get(p + 16);
-    h->rx_count = mroce_be16_get(p + 18);
-    for (int i = 0; i < 4; i++)
-        h->sack[i] = mroce_be64_get(p + 20 + 8 * i);
-}
-
 WIRE_INLINE void nkh_put(const struct mroce_hdr *h, uint8_t *p)
 {
     mroce_be32_put(p, h->dsn);
@@ -128,26 +77,11 @@ WIRE_INLINE void nkh_put(const struct mroce_hdr *h, uint8_t *p)
     mroce_be32_put(p + 12, h->nak_info);
 }
 
-WIRE_INLINE void nkh_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    h->dsn = mroce_be32_get(p);
-    h->stream = mroce_be16_get(p + 4);
-    h->nak_code = p[6];
-    h->msn = mroce_be32_get(p + 8);
-    h->nak_info = mroce_be32_get(p + 12);
-}
-
-/* R-VAL-8: sent as zeros, ignored on receipt. */
+/* R-VAL-8: sent as zeros, ignored on receipt (decode.h). */
 WIRE_INLINE void pad_put(const struct mroce_hdr *h, uint8_t *p)
 {
     (void)h;
     memset(p, 0, MROCE_PAD_LEN);
-}
-
-WIRE_INLINE void pad_get(struct mroce_hdr *h, const uint8_t *p)
-{
-    (void)h;
-    (void)p;
 }
 
 /* The extension headers present in `hdrs`, in wire order (R-HDR-5):
@@ -183,57 +117,6 @@ WIRE_INLINE void ext_put(const struct mroce_hdr *h, uint8_t *p, uint8_t hdrs)
         pad_put(h, p);
         p += MROCE_PAD_LEN;
     }
-}
-
-/* The fields of a header that is absent are zeroed here, group by group,
- * rather than the whole header first (wire_decode). NKH comes after DXH
- * and sets its copy of dsn, stream and msn. */
-WIRE_INLINE void ext_get(struct mroce_hdr *h, const uint8_t *p, uint8_t hdrs)
-{
-    if (hdrs & MROCE_H_DXH) {
-        dxh_get(h, p);
-        p += MROCE_DXH_LEN;
-    } else {
-        h->dsn = h->msn = h->msg_len = h->offset = 0;
-        h->stream = 0;
-        h->prot = 0;
-    }
-    if (hdrs & MROCE_H_RETH) {
-        reth_get(h, p);
-        p += MROCE_RETH_LEN;
-    } else {
-        h->va = 0;
-        h->rkey = 0;
-    }
-    if (hdrs & MROCE_H_SNH) {
-        snh_get(h, p);
-        p += MROCE_SNH_LEN;
-    } else {
-        h->ssn = 0;
-    }
-    if (hdrs & MROCE_H_IMM) {
-        imm_get(h, p);
-        p += MROCE_IMM_LEN;
-    } else {
-        h->imm = 0;
-    }
-    if (hdrs & MROCE_H_AKH) {
-        akh_get(h, p);
-        p += MROCE_AKH_LEN;
-    } else {
-        h->sack_high = h->dsn_cum = h->echo_ts = h->rate_mbps = 0;
-        h->ce_count = h->rx_count = 0;
-        h->sack[0] = h->sack[1] = h->sack[2] = h->sack[3] = 0;
-    }
-    if (hdrs & MROCE_H_NKH) {
-        nkh_get(h, p);
-        p += MROCE_NKH_LEN;
-    } else {
-        h->nak_code = 0;
-        h->nak_info = 0;
-    }
-    if (hdrs & MROCE_H_PAD)
-        pad_get(h, p);
 }
 
 const struct mroce_op_info *mroce_wire_op_info(uint8_t opcode)
@@ -333,62 +216,10 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
     return (int)mroce_wire_seal(buf, (size_t)hl + payload_len);
 }
 
-/* R-RX-1: minimum length, version, opcode, length of the opcode's
- * headers and trailer, CRC (plain packets only: a sealed one's tag is
- * the engine's to check, R-AEAD-8), then the payload rule. */
-/* A packet refused: a header of zeros (as before any field is read). */
-static int wire_refuse(struct mroce_hdr *h, int err)
+/* R-RX-1 step 3 for the opcodes decode.h does not decode itself. */
+int mroce_wire_decode_tab(const uint8_t *buf, size_t len, struct mroce_hdr *h,
+                          bool check_crc)
 {
-    *h = (struct mroce_hdr){0};
-    return err;
-}
-
-/* The checks after the opcode's and the fields, for an opcode whose
- * header set and length are hdrs and hdr_len. */
-WIRE_INLINE int wire_get_as(const uint8_t *buf, size_t len, struct mroce_hdr *h,
-                            bool check_crc, uint8_t hdrs, uint8_t hdr_len)
-{
-    bool sealed = buf[0] & MROCE_HF_SEAL;
-    size_t tl = mroce_aead_trailer_len(buf[0]);
-    if (len < (size_t)hdr_len + tl)
-        return wire_refuse(h, MROCE_WIRE_ETRUNC);
-    size_t body = len - tl;
-    if (check_crc && !sealed &&
-        mroce_crc32c(0, buf, body) != mroce_be32_get(buf + body))
-        return wire_refuse(h, MROCE_WIRE_ECRC);
-    if (body > hdr_len && !(hdrs & MROCE_H_PAYLOAD))
-        return wire_refuse(h, MROCE_WIRE_EPAYLOAD);
-    /* R-HDR-3: the key phase bit means something on sealed packets only */
-    h->flags =
-        buf[0] & (sealed ? MROCE_HF_MASK | MROCE_HF_SEAL | MROCE_HF_KPHASE
-                         : MROCE_HF_MASK);
-    h->opcode = buf[1];
-    h->path = mroce_be16_get(buf + 2);
-    h->conn = mroce_be32_get(buf + 4);
-    h->psn = mroce_be32_get(buf + 8);
-    h->ts = mroce_be32_get(buf + 12);
-    ext_get(h, buf + MROCE_MTH_LEN, hdrs);
-    h->payload = buf + hdr_len;
-    h->payload_len = (uint32_t)(body - hdr_len);
-    return MROCE_WIRE_OK;
-}
-
-static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
-                       bool check_crc)
-{
-    if (len < MROCE_MTH_LEN + MROCE_ICRC_LEN)
-        return wire_refuse(h, MROCE_WIRE_ETRUNC);
-    if (buf[0] >> 4 != MROCE_WIRE_VERSION)
-        return wire_refuse(h, MROCE_WIRE_EVERSION);
-    switch (buf[1]) { /* as in mroce_wire_write_hdr */
-    case MROCE_OP_WRITE:
-        return wire_get_as(buf, len, h, check_crc, WIRE_HDRS_WRITE,
-                           WIRE_LEN_WRITE);
-    case MROCE_OP_ACK:
-        return wire_get_as(buf, len, h, check_crc, WIRE_HDRS_ACK, WIRE_LEN_ACK);
-    default:
-        break;
-    }
     const struct mroce_op_info *oi = mroce_wire_op_info(buf[1]);
     if (!oi)
         return wire_refuse(h, MROCE_WIRE_EOPCODE);
@@ -397,10 +228,10 @@ static int wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h,
 
 int mroce_wire_decode(const uint8_t *buf, size_t len, struct mroce_hdr *h)
 {
-    return wire_decode(buf, len, h, true);
+    return mroce_wire_decode_inline(buf, len, h, true);
 }
 
 int mroce_wire_decode_nocrc(const uint8_t *buf, size_t len, struct mroce_hdr *h)
 {
-    return wire_decode(buf, len, h, false);
+    return mroce_wire_decode_inline(buf, len, h, false);
 }
