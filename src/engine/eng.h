@@ -893,7 +893,23 @@ void eng_comp_prove(struct mroce_conn *c);
 uint32_t eng_ptimer_leaves(uint32_t n);
 void eng_ptimer_reset(struct mroce_conn *c);
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p);
-void eng_ptimer_set(struct mroce_conn *c, uint16_t p);
+void eng_ptimer_lower(struct mroce_conn *c, uint32_t p);
+/* p's RTO, probe or PROBE time changed: its key again. A move later only
+ * writes the key (the tree keeps lower bounds); a move earlier walks.
+ * Inline: a data packet and its ACK each re-key their path. */
+static inline void eng_ptimer_set(struct mroce_conn *c, uint16_t p)
+{
+    struct path_tx *pt = &c->ptx[p];
+    uint64_t due = pt->rto_at;
+    if (pt->pto_at < due)
+        due = pt->pto_at;
+    if (pt->probe_at < due)
+        due = pt->probe_at;
+    uint64_t was = pt->due;
+    pt->due = due;
+    if (due < was)
+        eng_ptimer_lower(c, p);
+}
 /* No later than the earliest path timer: the tree's root, a lower bound
  * (inline: read after every packet, eng_conn_update_deadline). */
 static inline uint64_t eng_ptimer_next(const struct mroce_conn *c)

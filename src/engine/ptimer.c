@@ -62,7 +62,7 @@ static struct eng_tent pt_up(const struct eng_tent *t, uint32_t k,
 
 /* p's key moved earlier: its ancestors take it, up to the first one that
  * is already no later (a bound of the new key, so all above it are). */
-static void pt_lower(struct mroce_conn *c, uint32_t p)
+void eng_ptimer_lower(struct mroce_conn *c, uint32_t p)
 {
     struct eng_tent *t = c->ttree;
     struct eng_tent w = pt_pair(c, p & ~1u);
@@ -107,22 +107,6 @@ static struct eng_tent pt_root(struct mroce_conn *c, uint64_t now)
 void eng_ptimer_init(struct mroce_conn *c, uint16_t p)
 {
     c->ptx[p].due = ENG_NEVER;
-}
-
-/* p's RTO, probe or PROBE time changed: re-key it; only an earlier key
- * walks (pt_lower). */
-void eng_ptimer_set(struct mroce_conn *c, uint16_t p)
-{
-    struct path_tx *pt = &c->ptx[p];
-    uint64_t due = pt->rto_at;
-    if (pt->pto_at < due)
-        due = pt->pto_at;
-    if (pt->probe_at < due)
-        due = pt->probe_at;
-    uint64_t was = pt->due;
-    pt->due = due;
-    if (due < was)
-        pt_lower(c, p);
 }
 
 /* A path whose earliest timer is due at `now`, or -1: the earliest, the
