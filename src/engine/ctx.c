@@ -322,19 +322,6 @@ static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
     return 0;
 }
 
-/* Bit i for each plane i. */
-static uint64_t ctx_plane_bits(const struct mroce_ctx *ctx)
-{
-    return ctx->dev.n_planes >= 64 ? UINT64_MAX
-                                   : (UINT64_C(1) << ctx->dev.n_planes) - 1;
-}
-
-static bool ctx_all_planes(const struct mroce_ctx *ctx)
-{
-    uint64_t all = ctx_plane_bits(ctx);
-    return (ctx->dev.tx_planes & all) == all;
-}
-
 /* A held connection whose state, open planes and plane health are all as
  * when it last found no port: trying it again would return 0 again. */
 static bool ctx_still_held(const struct mroce_conn *c)
@@ -386,7 +373,7 @@ static struct mroce_conn *ctx_walk_head(struct mroce_ctx *ctx)
 static struct mroce_conn *ctx_plane_best(struct mroce_ctx *ctx,
                                          struct mroce_conn *head)
 {
-    uint64_t open = ctx->dev.tx_planes & ctx_plane_bits(ctx);
+    uint64_t open = ctx->dev.tx_planes & eng_plane_bits(ctx);
     if (!head || !open || (open & (open - 1)))
         return head;
     uint32_t k = (uint32_t)__builtin_ctzll(open);
@@ -489,7 +476,7 @@ __attribute__((noinline)) int eng_ctx_tx_busy(struct mroce_ctx *ctx,
     int n = ctx_acks_tx(ctx, now, buf, cap, meta);
     if (n > 0)
         return n;
-    if (!ctx_all_planes(ctx))
+    if (!eng_planes_all_open(ctx))
         n = ctx_tx_some_planes(ctx, now, buf, cap, meta);
     else
         n = ctx_tx_all_planes(ctx, now, buf, cap, meta);

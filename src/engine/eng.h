@@ -566,11 +566,16 @@ static inline bool eng_path_fast(const struct mroce_conn *c,
 }
 
 /* R-PATH-14: every plane may take data now. */
+/* Bit i for each plane i. */
+static inline uint64_t eng_plane_bits(const struct mroce_ctx *ctx)
+{
+    return ctx->dev.n_planes >= 64 ? UINT64_MAX
+                                   : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+}
+
 static inline bool eng_planes_all_open(const struct mroce_ctx *ctx)
 {
-    uint64_t all = ctx->dev.n_planes >= 64
-                       ? UINT64_MAX
-                       : (UINT64_C(1) << ctx->dev.n_planes) - 1;
+    uint64_t all = eng_plane_bits(ctx);
     return (ctx->dev.tx_planes & all) == all;
 }
 
