@@ -966,6 +966,7 @@ int eng_path_rank(struct mroce_conn *c, uint32_t p, int avoid, uint32_t bytes,
                   uint64_t now);
 void eng_path_tlp(struct mroce_conn *c, uint16_t p, bool rack);
 void eng_path_pto_arm(struct mroce_conn *c, uint16_t p);
+void eng_path_pto_sent(struct mroce_conn *c, uint16_t p);
 void eng_path_rtt_sample(struct mroce_conn *c, struct path_tx *pt,
                          uint64_t rtt);
 void eng_path_timers(struct mroce_conn *c, uint64_t now);

@@ -150,8 +150,11 @@ static uint64_t path_ack_hold(const struct mroce_conn *c,
                              : eng_peer_hold(c);
 }
 
-/* A path without its own RTT sample borrows the connection's latest. */
-uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
+/* eng_path_pto of pt whose newest packet has `d` ns of data ahead of it
+ * to drain at the granted rate. A path without its own RTT sample
+ * borrows the connection's latest. */
+static inline uint64_t path_pto_d(const struct mroce_conn *c,
+                                  const struct path_tx *pt, uint64_t d)
 {
     uint64_t srtt = pt->srtt ? pt->srtt : c->rtt_hint;
     uint64_t pto = 2 * srtt + path_ack_hold(c, pt);
@@ -164,6 +167,17 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
         pto = w->rtt;
     if (pto < w->hi)
         pto = w->hi;
+    /* ... plus the drain, but no longer than the plane's latest data
+     * RTT, the wait of the whole queue: bytes ahead that the peer holds
+     * delivered but not yet acknowledged (R-ACK-101) are not ahead of
+     * anything */
+    uint64_t rw = w->rtt;
+    pto += rw && d > rw ? rw : d;
+    return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
+}
+
+uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
+{
     /* R-RTT-7: what was in flight before p's newest packet drains ahead
      * of it at the granted rate; silence before that is queueing */
     uint64_t d = 0;
@@ -171,12 +185,7 @@ uint64_t eng_path_pto(const struct mroce_conn *c, const struct path_tx *pt)
         d = pt->drain_ns;
     else if (c->rate_hint_mbps)
         d = eng_drain_ns(c, c->inflight);
-    /* ... but no longer than the plane's latest data RTT, the wait of the
-     * whole queue: bytes ahead that the peer holds delivered but not yet
-     * acknowledged (R-ACK-101) are not ahead of anything */
-    uint64_t rw = c->rack[pt->plane].rtt;
-    pto += rw && d > rw ? rw : d;
-    return pto < PATH_MIN_PTO ? PATH_MIN_PTO : pto;
+    return path_pto_d(c, pt, d);
 }
 
 /* R-RTT-7: packets sent before the first rate hint get their drain time
@@ -215,6 +224,23 @@ static uint64_t path_pto_at(const struct mroce_conn *c,
 void eng_path_pto_arm(struct mroce_conn *c, uint16_t p)
 {
     c->ptx[p].pto_at = path_pto_at(c, &c->ptx[p]);
+    eng_ptimer_set(c, p);
+}
+
+/* eng_path_pto_arm for p that has just sent a data packet (its only
+ * caller, req_account, inlines it): p has data in flight, no probe
+ * pending (eng_rack_sent), and its drain time is the one the send fixed,
+ * or none before any rate hint (eng_path_pto finds the same then). */
+void eng_path_pto_sent(struct mroce_conn *c, uint16_t p)
+{
+    struct path_tx *pt = &c->ptx[p];
+    if (!(pt->srtt || c->rtt_hint) || MROCE_FAULT(c->ctx, TLP_OFF))
+        pt->pto_at = ENG_NEVER;
+    else
+        pt->pto_at =
+            pt->last_send +
+            path_pto_d(c, pt,
+                       pt->drain_ns == ENG_DRAIN_UNKNOWN ? 0 : pt->drain_ns);
     eng_ptimer_set(c, p);
 }
 

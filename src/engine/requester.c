@@ -102,9 +102,9 @@ static void req_account(struct mroce_conn *c, struct txp *x, uint16_t p,
     x->tx_count++;
     x->copies++;
     c->cnt.tx_data_pkts++;
-    eng_rack_sent(c, p);    /* R-LOSS-8: p is its plane's newest */
-    eng_path_pto_arm(c, p); /* R-RTT-7; re-keys p's timers */
-    eng_pset_sent(c, p);    /* R-PATH-13: no longer idle, less room */
+    eng_rack_sent(c, p);     /* R-LOSS-8: p is its plane's newest */
+    eng_path_pto_sent(c, p); /* R-RTT-7; re-keys p's timers */
+    eng_pset_sent(c, p);     /* R-PATH-13: no longer idle, less room */
 }
 
 static uint32_t req_charge(const struct mroce_conn *c, uint32_t len)
