@@ -55,7 +55,8 @@ static inline bool seq_le(uint32_t a, uint32_t b)
     return (int32_t)(a - b) <= 0;
 }
 
-/* One packet of data in flight, indexed by DSN (R-DSN-1). */
+/* One packet of data in flight, indexed by DSN (R-DSN-1); a new one has
+ * every field set by req_new_txp (requester.c). */
 enum txp_state { TXP_FREE, TXP_OUT, TXP_LOST, TXP_RNR, TXP_ACKED };
 enum txp_kind { TXK_MSG, TXK_RESP };
 

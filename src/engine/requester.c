@@ -256,13 +256,22 @@ static struct txp *req_new_txp(struct mroce_conn *c, uint8_t kind,
                                uint16_t stream, uint32_t msn, uint32_t off,
                                uint32_t len)
 {
+    /* each field set (struct txp), not the whole slot zeroed first: a
+     * string store of 48 bytes per packet */
     struct txp *x = eng_txp(c, c->snd_next);
-    *x = (struct txp){.dsn = c->snd_next,
-                      .kind = kind,
-                      .stream = stream,
-                      .msn = msn,
-                      .offset = off,
-                      .len = len};
+    x->dsn = c->snd_next;
+    x->state = TXP_FREE;
+    x->kind = kind;
+    x->tx_count = x->rnr_retries = x->copies = x->dup_due = 0;
+    x->stream = stream;
+    x->last_path = 0;
+    x->last_psn = 0;
+    x->tlp_gens = 0;
+    x->tlp_epoch = 0;
+    x->msn = msn;
+    x->offset = off;
+    x->len = len;
+    x->rnr_at = 0;
     c->snd_next++;
     return x;
 }
