@@ -573,7 +573,7 @@ void eng_conn_ack_sent(struct mroce_conn *c)
  * ACK or READ response) ends in eng_conn_update_deadline, and
  * eng_conn_arm lowers it; so is rack_min, whose other inputs (what is
  * acknowledged, the RTTs and the rate hint) change only there. */
-__attribute__((noinline)) void eng_conn_data_sent(struct mroce_conn *c)
+void eng_conn_data_sent(struct mroce_conn *c)
 {
     conn_set_deadline(c, eng_ptimer_next(c));
 }
