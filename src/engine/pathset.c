@@ -79,11 +79,15 @@ void eng_pset_update(struct mroce_conn *c, uint16_t p)
 }
 
 /* p sent a packet: of its bits only these two can change (its state and
- * RTT did not), and it is no longer idle. */
+ * RTT did not), and it is no longer idle. With that packet in flight,
+ * ps_room's case of a path with nothing out does not arise. */
 void eng_pset_sent(struct mroce_conn *c, uint16_t p)
 {
+    const struct path_tx *pt = &c->ptx[p];
     ps_put(c->pset.b[PS_IDLE], p, false);
-    ps_put(c->pset.b[PS_ROOM], p, ps_room(c, &c->ptx[p]));
+    ps_put(c->pset.b[PS_ROOM], p,
+           pt->next_psn - pt->una < c->path_window &&
+               pt->inflight + eng_pkt_charge(c) <= pt->cc.cwnd);
 }
 
 /* The connection's RTT floor fell: which paths are slow changes. */
