@@ -486,11 +486,12 @@ static void comp_cc(struct mroce_conn *c, struct path_tx *pt, uint64_t now,
  * part (COMP_EV_SACK), the PROBE it echoes (COMP_EV_ECHO); 0: nothing of
  * ours. Found once, when the ACK (or ACKM) is checked: processing it
  * (one part of an ACKM before the next) changes neither for the parts
- * still to come, which name other paths (R-ACKM-5). */
+ * still to come, which name other paths (R-ACKM-5). Inline: every ACK
+ * and every ACKM record asks. */
 enum { COMP_EV_SACK = 1, COMP_EV_ECHO = 2 };
 
-static unsigned comp_ack_ev(const struct mroce_conn *c,
-                            const struct mroce_hdr *h)
+static inline __attribute__((always_inline)) unsigned
+comp_ack_ev(const struct mroce_conn *c, const struct mroce_hdr *h)
 {
     const struct path_tx *pt = &c->ptx[h->path];
     return (comp_sack_valid(c, pt, h) ? COMP_EV_SACK : 0) |

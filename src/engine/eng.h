@@ -930,9 +930,11 @@ void eng_rack_init(struct mroce_conn *c);
 void eng_rack_sent(struct mroce_conn *c, uint16_t p);
 void eng_rack_move(struct mroce_conn *c, uint16_t p);
 /* p's unresolved data or its probe state changed: it is in its plane's
- * order while it has data unresolved and no probe pending (inline: most
- * calls find it where it belongs). */
-static inline void eng_rack_check(struct mroce_conn *c, uint16_t p)
+ * order while it has data unresolved and no probe pending (always inline:
+ * most calls, one per ACK and per DSN dsn_cum resolves, find it where it
+ * belongs). */
+static inline __attribute__((always_inline)) void
+eng_rack_check(struct mroce_conn *c, uint16_t p)
 {
     const struct path_tx *pt = &c->ptx[p];
     if ((pt->inflight && !pt->tlp_done) != pt->rk_in)

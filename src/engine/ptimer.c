@@ -56,8 +56,10 @@ static struct eng_tent pt_pair(const struct mroce_conn *c, uint32_t a)
 static struct eng_tent pt_up(const struct eng_tent *t, uint32_t k,
                              struct eng_tent w)
 {
-    struct eng_tent s = t[k ^ 1u];
-    return ((k & 1u) ? s.due <= w.due : s.due < w.due) ? s : w;
+    const struct eng_tent *s = &t[k ^ 1u];
+    if (s->due < w.due || (s->due == w.due && (k & 1u)))
+        return *s;
+    return w;
 }
 
 /* p's key moved earlier: its ancestors take it, up to the first one that

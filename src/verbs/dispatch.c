@@ -47,11 +47,15 @@ void mroce_ctx_set_tx_planes(struct mroce_ctx *ctx, uint64_t planes)
     ctx->dev.tx_planes = planes; /* both engines read it (R-PATH-14) */
 }
 
+/* Drivers poll it several times per packet: one load for the engine. A
+ * RoCEv2 context keeps the engine's deadline at 0 (verbs_transport), so
+ * only a deadline of 0 asks which engine it is. */
 uint64_t mroce_ctx_next_expiry(const struct mroce_ctx *ctx)
 {
-    if (ctx->roce)
+    uint64_t t = eng_ctx_next_expiry(ctx);
+    if (t == 0 && ctx->roce)
         return roce_dev_next_expiry(ctx->roce);
-    return eng_ctx_next_expiry(ctx);
+    return t;
 }
 
 void mroce_ctx_on_expiry(struct mroce_ctx *ctx, uint64_t now)

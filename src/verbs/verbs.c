@@ -175,6 +175,7 @@ static int verbs_transport(struct mroce_ctx *ctx,
                                .dcqcn = !a->rocev2_no_dcqcn,
                                .no_icrc_check = a->no_icrc,
                                .no_icrc_tx = a->no_icrc};
+    ctx->sched.top = 0; /* no engine timer: mroce_ctx_next_expiry asks roce */
     return roce_dev_create(&ctx->dev, &ra, &ctx->roce);
 }
 
