@@ -457,9 +457,14 @@ ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
 }
 
 /* The walk over the ready connections, ctx_turns's or, with some planes
- * closed, ctx_tx_some_planes's: calls ending in a jump, no frame here. */
-static int ctx_tx_data(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
-                       size_t cap, struct mroce_pkt_meta *meta)
+ * closed, ctx_tx_some_planes's: calls ending in a jump, no frame here.
+ * Not inlined: in eng_ctx_tx_busy the planes' mask (a shift by a count
+ * in %cl) had the arguments' registers moved there and back, 7 moves
+ * per call; here it is 2. */
+__attribute__((noinline)) static int ctx_tx_data(struct mroce_ctx *ctx,
+                                                 uint64_t now, uint8_t *buf,
+                                                 size_t cap,
+                                                 struct mroce_pkt_meta *meta)
 {
     if (!eng_planes_all_open(ctx))
         return ctx_tx_some_planes(ctx, now, buf, cap, meta);
