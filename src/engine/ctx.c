@@ -287,39 +287,41 @@ static int ctx_conn_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
     c->plane_held = false;
     if (c->held_group != ENG_HELD_NONE) /* tried again: no longer held */
         eng_sched_unhold(c);
-    uint64_t data = c->cnt.tx_data_pkts;
-    int n =
-        c->state == MROCE_CONN_INIT ? 0 : eng_req_tx(c, now, buf, cap, meta);
-    if (n > 0 && c->cnt.tx_data_pkts != data) {
-        eng_sched_sent(c); /* R-ACK-9: data is a turn */
-    } else if (n > 0) {    /* a data packet's eng_req_tx updated */
+    if (c->state == MROCE_CONN_INIT)
+        return 0;
+    int n = eng_req_ctl_tx(c, now, buf, cap, meta);
+    if (n > 0) { /* a data packet's eng_req_data_tx moves the deadline */
         eng_conn_update_deadline(c);
         if (ctx_spent(c)) /* its next try would find nothing */
             ctx_idle(c);
+    } else if (!n && (n = eng_req_data_tx(c, now, buf, meta)) > 0) {
+        eng_sched_sent(c); /* R-ACK-9: data is a turn */
     }
     return ctx_count_tx(c, n);
 }
 
-/* R-ACK-9: ACKs and NACKs go first, whichever connection's turn it is. */
-static int ctx_acks_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
-                       size_t cap, struct mroce_pkt_meta *meta)
+/* c's turn, or for NULL the ready set's next one's (its round-robin).
+ * With every plane open that is the whole walk: while the one tried
+ * sends nothing, it leaves the ready set and the next one's turn
+ * follows; the context settles when none sends. With some closed,
+ * ctx_tx_some_planes walks, one turn at a time. The only call of
+ * ctx_conn_tx, and not inlined: eng_req_ctl_tx and eng_req_data_tx are
+ * inlined here, so that a data packet costs one frame (eng_ctx_tx_busy,
+ * with none, jumps here). */
+__attribute__((noinline)) static int
+ctx_turns(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
+          struct mroce_pkt_meta *meta, struct mroce_conn *c)
 {
-    struct mroce_conn *c;
-    while ((c = eng_sched_pick_ack(ctx))) {
-        int n = eng_resp_ack_tx(c, now, buf, cap, meta);
-        bool done = n <= 0 || (!c->nak_count && !c->ack_q_count);
-        if (done)
-            eng_sched_ack_done(c); /* none owed now: not picked again */
-        if (n <= 0)
-            continue;
-        if (done) /* the last ACK owed may be the last packet to send */
+    for (;; c = NULL) {
+        if (!c && !(c = eng_sched_pick(ctx))) {
             eng_sched_settle(ctx);
-        if (c->held_group != ENG_HELD_NONE) /* it changed (ver) */
-            eng_sched_unhold(c);
-        eng_conn_ack_sent(c);
-        return ctx_count_tx(c, n);
+            return 0;
+        }
+        int n = ctx_conn_tx(c, now, buf, cap, meta);
+        if (n > 0 || !eng_planes_all_open(ctx))
+            return n;
+        eng_sched_idle(c);
     }
-    return 0;
 }
 
 /* A held connection whose state, open planes and plane health are all as
@@ -403,7 +405,7 @@ static int ctx_tx_early(struct mroce_conn *b, uint64_t now, uint8_t *buf,
     struct eng_sched *s = &b->ctx->sched;
     uint32_t cursor = s->tx_next;
     uint64_t data = b->cnt.tx_data_pkts;
-    int n = ctx_conn_tx(b, now, buf, cap, meta);
+    int n = ctx_turns(b->ctx, now, buf, cap, meta, b);
     if (b->cnt.tx_data_pkts != data) { /* data: a turn (R-ACK-9) */
         s->tx_next = cursor;
         b->turn_taken = true;
@@ -424,9 +426,9 @@ static int ctx_tx_early(struct mroce_conn *b, uint64_t now, uint8_t *buf,
  * that walk made ~42 visits per call, 98% of them skips: 48% of the run;
  * now 0.81 visits per call, all of them tries).
  * R-PATH-100: with one plane open, a connection furthest below its
- * share on it may go first (ctx_plane_best). Not inlined: ctx_tx keeps
- * a short prologue for the calls with every plane open (one plane:
- * every call). */
+ * share on it may go first (ctx_plane_best). Not inlined: ctx_tx_data
+ * jumps here or to ctx_turns, and keeps no frame (one plane: every
+ * call comes here). */
 __attribute__((noinline)) static int
 ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
                    size_t cap, struct mroce_pkt_meta *meta)
@@ -441,7 +443,7 @@ ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
         c = ctx_walk_head(ctx);
     }
     for (uint32_t left = ctx->n_conns; c && left; left--) {
-        int n = ctx_still_held(c) ? 0 : ctx_conn_tx(c, now, buf, cap, meta);
+        int n = ctx_still_held(c) ? 0 : ctx_turns(ctx, now, buf, cap, meta, c);
         if (n > 0) {
             c->turn_taken = false; /* its turn, early or not */
             return n;
@@ -450,39 +452,62 @@ ctx_tx_some_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
         ctx_tried(c);
         c = next == c ? NULL : next;
     }
+    eng_sched_settle(ctx);
     return 0;
 }
 
-static int ctx_tx_all_planes(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,
-                             size_t cap, struct mroce_pkt_meta *meta)
+/* The walk over the ready connections, ctx_turns's or, with some planes
+ * closed, ctx_tx_some_planes's: calls ending in a jump, no frame here.
+ * Not inlined: in eng_ctx_tx_busy the planes' mask (a shift by a count
+ * in %cl) had the arguments' registers moved there and back, 7 moves
+ * per call; here it is 2. */
+__attribute__((noinline)) static int ctx_tx_data(struct mroce_ctx *ctx,
+                                                 uint64_t now, uint8_t *buf,
+                                                 size_t cap,
+                                                 struct mroce_pkt_meta *meta)
+{
+    if (!eng_planes_all_open(ctx))
+        return ctx_tx_some_planes(ctx, now, buf, cap, meta);
+    return ctx_turns(ctx, now, buf, cap, meta, NULL);
+}
+
+/* R-ACK-9: ACKs and NACKs go first, whichever connection's turn it is;
+ * with none sent, the data walk. Not inlined: eng_ctx_tx_busy keeps no
+ * frame for the calls with no ACK owed. */
+__attribute__((noinline)) static int ctx_tx_acks(struct mroce_ctx *ctx,
+                                                 uint64_t now, uint8_t *buf,
+                                                 size_t cap,
+                                                 struct mroce_pkt_meta *meta)
 {
     struct mroce_conn *c;
-    while ((c = eng_sched_pick(ctx))) {
-        int n = ctx_conn_tx(c, now, buf, cap, meta);
-        if (n > 0)
-            return n;
-        eng_sched_idle(c);
+    while ((c = eng_sched_pick_ack(ctx))) {
+        int n = eng_resp_ack_tx(c, now, buf, cap, meta);
+        bool done = n <= 0 || (!c->nak_count && !c->ack_q_count);
+        if (done)
+            eng_sched_ack_done(c); /* none owed now: not picked again */
+        if (n <= 0)
+            continue;
+        if (done) /* the last ACK owed may be the last packet to send */
+            eng_sched_settle(ctx);
+        if (c->held_group != ENG_HELD_NONE) /* it changed (ver) */
+            eng_sched_unhold(c);
+        eng_conn_ack_sent(c);
+        return ctx_count_tx(c, n);
     }
-    return 0;
+    return ctx_tx_data(ctx, now, buf, cap, meta);
 }
 
 /* Not inlined, so that eng_ctx_tx (inline in mroce_ctx_tx, called for
- * nothing as often as not) needs no prologue. */
+ * nothing as often as not) needs no prologue; nor has it a frame (its
+ * calls end in jumps). */
 __attribute__((noinline)) int eng_ctx_tx_busy(struct mroce_ctx *ctx,
                                               uint64_t now, uint8_t *buf,
                                               size_t cap,
                                               struct mroce_pkt_meta *meta)
 {
-    int n = ctx_acks_tx(ctx, now, buf, cap, meta);
-    if (n > 0)
-        return n;
-    if (!eng_planes_all_open(ctx))
-        n = ctx_tx_some_planes(ctx, now, buf, cap, meta);
-    else
-        n = ctx_tx_all_planes(ctx, now, buf, cap, meta);
-    if (n <= 0)
-        eng_sched_settle(ctx);
-    return n;
+    if (eng_sched_acks_maybe(ctx))
+        return ctx_tx_acks(ctx, now, buf, cap, meta);
+    return ctx_tx_data(ctx, now, buf, cap, meta);
 }
 
 /* ---- timers ---- */

@@ -735,14 +735,17 @@ static inline void eng_sched_ack_done(struct mroce_conn *c)
 {
     eng_bits_clear(&c->ctx->sched.acks, c->rank);
 }
-/* Any connection with an ACK to send (the newest first); below 4,096
- * connections the one summary word says "none" inline (most calls). */
-static inline struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
+/* Whether a connection may have an ACK to send: below 4,096 connections
+ * the one summary word says "none" (most calls); true when unsure. */
+static inline bool eng_sched_acks_maybe(const struct mroce_ctx *ctx)
 {
     const struct eng_sched *s = &ctx->sched;
-    if (!ctx->n_conns || (s->cap <= 4096 && !s->acks.s[0]))
-        return NULL;
-    return eng_sched_pick_ack_any(ctx);
+    return ctx->n_conns && (s->cap > 4096 || s->acks.s[0]);
+}
+/* Any connection with an ACK to send (the newest first). */
+static inline struct mroce_conn *eng_sched_pick_ack(const struct mroce_ctx *ctx)
+{
+    return eng_sched_acks_maybe(ctx) ? eng_sched_pick_ack_any(ctx) : NULL;
 }
 /* c sent: the round-robin continues after it (the next older one). */
 static inline void eng_sched_sent(struct mroce_conn *c)
@@ -847,8 +850,10 @@ static inline int eng_tx_ctl(struct mroce_conn *c, const struct mroce_hdr *h,
 int eng_txref_done(int n, struct mroce_tx_ref *ref);
 
 /* requester.c */
-int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
-               struct mroce_pkt_meta *meta);
+int eng_req_ctl_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
+                   struct mroce_pkt_meta *meta);
+int eng_req_data_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                    struct mroce_pkt_meta *meta);
 bool eng_req_spent(const struct mroce_conn *c);
 void eng_req_meta(struct mroce_conn *c, uint16_t path,
                   struct mroce_pkt_meta *meta);

@@ -479,9 +479,9 @@ static int req_close(struct mroce_conn *c, uint64_t now, uint8_t *buf,
 /* Whether c has nothing to send but the ACKs and NACKs it owes, which
  * the transmit walk sends first through the ACK set (R-ACK-9): no CLOSE
  * or PROBE due, nothing to resend, no READ response in service and no
- * posted message left to send. eng_req_tx, once those ACKs are gone,
- * would return 0 and change nothing (it tests exactly these first).
- * False when unsure. */
+ * posted message left to send. eng_req_ctl_tx and eng_req_data_tx, once
+ * those ACKs are gone, would return 0 and change nothing (they test
+ * exactly these first). False when unsure. */
 bool eng_req_spent(const struct mroce_conn *c)
 {
     for (uint32_t i = 0; i < c->n_streams; i++)
@@ -491,18 +491,26 @@ bool eng_req_spent(const struct mroce_conn *c)
            !c->close_pending;
 }
 
-int eng_req_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
-               struct mroce_pkt_meta *meta)
+/* What c sends before data, if anything: the NACK or ACK it owes
+ * (R-ACK-9), a CLOSE or CLOSE_ACK (R-CONN-8), a PROBE due (R-PATH-8). */
+int eng_req_ctl_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf, size_t cap,
+                   struct mroce_pkt_meta *meta)
 {
     int n = eng_resp_ack_tx(c, now, buf, cap, meta);
     if (!n && (c->close_acks || c->close_pending))
         n = req_close(c, now, buf, meta);
     if (!n)
         n = eng_path_probe_tx(c, now, buf, cap, meta);
-    if (n || c->state != MROCE_CONN_CONNECTED)
-        return n;
-    /* Retransmissions first; one place writes the data packet (its only
-     * call: inlined here). */
+    return n;
+}
+
+/* c's next data packet: retransmissions first; one place writes it (its
+ * only call: inlined here). 0 if none may go. */
+int eng_req_data_tx(struct mroce_conn *c, uint64_t now, uint8_t *buf,
+                    struct mroce_pkt_meta *meta)
+{
+    if (c->state != MROCE_CONN_CONNECTED)
+        return 0;
     struct req_pick k;
     bool data = req_retx(c, now, &k);
     if (!data && c->state == MROCE_CONN_CONNECTED)

@@ -1093,7 +1093,8 @@ static int dl_tx(void *ep, uint64_t now, uint8_t *buf, size_t cap,
     if (n == 0 && c->state == MROCE_CONN_CONNECTED) {
         assert_false(eng_sched_busy(ctx));
         struct mroce_pkt_meta m;
-        assert_int_equal(eng_req_tx(c, now, buf, cap, &m), 0);
+        assert_int_equal(eng_req_ctl_tx(c, now, buf, cap, &m), 0);
+        assert_int_equal(eng_req_data_tx(c, now, buf, &m), 0);
         dl.idle_checks++;
     }
     return n;
