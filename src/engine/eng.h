@@ -409,7 +409,8 @@ struct eng_sched {
     uint64_t top;     /* heap[0]'s deadline, ENG_NEVER when empty: drivers
                          poll it several times per packet */
     uint32_t tx_next; /* round-robin cursor: its rank + 1; 0: newest */
-    /* false: no connection is ready and none owes an ACK (eng_sched_busy) */
+    /* false: no connection is ready and none owes an ACK (eng_sched_busy);
+     * always true in a RoCEv2 context (verbs_transport) */
     bool busy;
     struct eng_bits ready; /* may have something to send */
     struct eng_bits due;   /* on_expiry: timers due, still to run */
@@ -459,7 +460,7 @@ struct mroce_ctx {
     /* mroce_ctx_attr.no_icrc: data packets leave with a zero ICRC and no
      * ICRC is checked (a fabric that cannot corrupt: the simulator) */
     bool no_icrc;
-    uint32_t max_pkt; /* eng_ctx_max_pkt, fixed at open: every transmit
+    uint32_t max_pkt; /* mroce_ctx_max_pkt, fixed at open: every transmit
                          call checks its buffer against it */
     uint8_t *aead_buf;
 

@@ -24,12 +24,20 @@ int mroce_ctx_rx(struct mroce_ctx *ctx, uint64_t now,
     return eng_ctx_rx(ctx, now, meta, buf, len);
 }
 
+/* Drivers poll it several times per packet: a call with nothing to send
+ * reads the buffer size and the busy flag, not which engine it is. A
+ * RoCEv2 context keeps its own largest packet in max_pkt and the
+ * engine's busy flag set (verbs_transport). */
 int mroce_ctx_tx(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf, size_t cap,
                  struct mroce_pkt_meta *meta)
 {
+    if (cap < ctx->max_pkt)
+        return MROCE_ENOBUFS;
+    if (!eng_sched_busy(ctx))
+        return 0; /* no connection may send (sched.c) */
     if (ctx->roce)
         return roce_dev_tx(ctx->roce, now, buf, cap, meta);
-    return eng_ctx_tx(ctx, now, buf, cap, meta);
+    return eng_ctx_tx_busy(ctx, now, buf, cap, meta);
 }
 
 int mroce_ctx_tx_ref(struct mroce_ctx *ctx, uint64_t now, uint8_t *buf,

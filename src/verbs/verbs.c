@@ -176,7 +176,12 @@ static int verbs_transport(struct mroce_ctx *ctx,
                                .no_icrc_check = a->no_icrc,
                                .no_icrc_tx = a->no_icrc};
     ctx->sched.top = 0; /* no engine timer: mroce_ctx_next_expiry asks roce */
-    return roce_dev_create(&ctx->dev, &ra, &ctx->roce);
+    int err = roce_dev_create(&ctx->dev, &ra, &ctx->roce);
+    if (err)
+        return err;
+    ctx->sched.busy = true; /* mroce_ctx_tx always asks roce */
+    ctx->max_pkt = (uint32_t)roce_dev_max_pkt(ctx->roce);
+    return 0;
 }
 
 /* R-ENC-10: every plane's address is of addr's family. */
