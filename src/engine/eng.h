@@ -985,6 +985,16 @@ void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
  * there, gap: it is not the next PSN, stale: too old to record. Inline
  * for the usual arrival, the path's next PSN (a shift by one); the others
  * are eng_path_rx_record_any's. */
+/* lo shifted right by one, hi's lowest bit coming in: one SHRD where the
+ * compiler has 128-bit integers (it does not find it in the shifts). */
+static inline uint64_t eng_shr1(uint64_t hi, uint64_t lo)
+{
+#ifdef __SIZEOF_INT128__
+    return (uint64_t)((((unsigned __int128)hi << 64) | lo) >> 1);
+#else
+    return (lo >> 1) | (hi << 63);
+#endif
+}
 static inline void eng_path_rx_record(struct path_rx *pr, uint32_t psn,
                                       bool *dup, bool *gap, bool *stale)
 {
@@ -993,9 +1003,9 @@ static inline void eng_path_rx_record(struct path_rx *pr, uint32_t psn,
         return;
     }
     uint64_t *b = pr->bits;
-    b[3] = (b[3] >> 1) | (b[2] << 63);
-    b[2] = (b[2] >> 1) | (b[1] << 63);
-    b[1] = (b[1] >> 1) | (b[0] << 63);
+    b[3] = eng_shr1(b[2], b[3]);
+    b[2] = eng_shr1(b[1], b[2]);
+    b[1] = eng_shr1(b[0], b[1]);
     b[0] = (b[0] >> 1) | ((uint64_t)1 << 63); /* psn itself, bit 0 */
     pr->high = psn;
     pr->any = true;
