@@ -87,22 +87,13 @@ static void resp_ack_coalesce(struct mroce_conn *c, uint64_t now, uint16_t p)
                                                        c->attr.ack_delay_ns));
 }
 
-/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
- * true when that alone calls for an ACK of its path at once (R-ACK-1
- * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). Inlined into its
- * callers, resp_data's for every data packet (GCC does not for four
- * callers: the call cost 15 instructions a packet). */
+/* What every packet recorded on its path counts (R-SACK-7) and where it
+ * arrived (R-ACK-3); true for an ACKREQ or RETX flag or a CE mark, which
+ * call for an ACK at once (R-ACK-1 case 1). */
 static inline __attribute__((always_inline)) bool
-resp_record(struct mroce_conn *c, uint64_t now,
-            const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
+resp_count(struct mroce_conn *c, struct path_rx *pr,
+           const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
 {
-    struct path_rx *pr = &c->prx[h->path];
-    bool dup = false, gap = false, stale = false;
-    eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
-    if (MROCE_FAULT(c->ctx, SACK_LATE_BIT) && gap && pr->high != h->psn &&
-        pr->high - h->psn < MROCE_SACK_BITS) /* the late bit cleared */
-        pr->bits[(pr->high - h->psn) >> 6] &=
-            ~((uint64_t)1 << (63 - ((pr->high - h->psn) & 63)));
     pr->rx_count += !(MROCE_FAULT(c->ctx, RX_COUNT_NO_PROBE) &&
                       h->opcode == MROCE_OP_PROBE);
     pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
@@ -111,14 +102,42 @@ resp_record(struct mroce_conn *c, uint64_t now,
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
     }
+    bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
+                  !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
+    return ackreq || ce;
+}
+
+/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
+ * true when that alone calls for an ACK of its path at once (R-ACK-1
+ * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). Inlined into its
+ * callers, resp_data's for every data packet (GCC does not for four
+ * callers: the call cost 15 instructions a packet). The path's next PSN,
+ * nearly every packet, is neither a duplicate nor a gap nor stale, and
+ * is the path's highest: its own branch needs no flags. */
+static inline __attribute__((always_inline)) bool
+resp_record(struct mroce_conn *c, uint64_t now,
+            const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
+{
+    struct path_rx *pr = &c->prx[h->path];
+    if (h->psn - pr->high == 1) {
+        eng_path_rx_next(pr, h->psn);
+        pr->echo_ts = h->ts;
+        pr->high_at = now;
+        return resp_count(c, pr, meta, h);
+    }
+    bool dup = false, gap = false, stale = false;
+    eng_path_rx_record_any(pr, h->psn, &dup, &gap, &stale);
+    if (MROCE_FAULT(c->ctx, SACK_LATE_BIT) && gap && pr->high != h->psn &&
+        pr->high - h->psn < MROCE_SACK_BITS) /* the late bit cleared */
+        pr->bits[(pr->high - h->psn) >> 6] &=
+            ~((uint64_t)1 << (63 - ((pr->high - h->psn) & 63)));
+    bool now_ack = resp_count(c, pr, meta, h);
     if (!dup && !stale &&
         (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST))) {
         pr->echo_ts = h->ts;
         pr->high_at = now;
     }
-    bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
-                  !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
-    return ackreq || ce || dup ||
+    return now_ack || dup ||
            ((gap || stale) && !MROCE_FAULT(c->ctx, ACK_GAP_LATE));
 }
 
