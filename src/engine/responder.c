@@ -884,17 +884,19 @@ static uint32_t resp_rec_hold(struct path_rx *pr, uint64_t now)
     return d > MROCE_ACKM_HOLD_MAX_NS ? MROCE_ACKM_HOLD_MAX_NS : (uint32_t)d;
 }
 
-static void resp_rec_fill(struct mroce_conn *c, uint16_t q, uint64_t now,
-                          uint16_t via, struct mroce_ackm_rec *r)
+/* Path q's acknowledgement as record i of the ACKM payload at pl. */
+static void resp_rec_put(struct mroce_conn *c, uint16_t q, uint64_t now,
+                         uint16_t via, uint8_t *pl, unsigned i)
 {
     struct path_rx *pr = &c->prx[q];
-    *r = (struct mroce_ackm_rec){.path = q,
-                                 .hold_ns = resp_rec_hold(pr, now),
-                                 .sack_high = pr->high,
-                                 .echo_ts = pr->echo_ts,
-                                 .ce_count = pr->ce_count,
-                                 .rx_count = pr->rx_count};
-    memcpy(r->sack, pr->bits, sizeof(r->sack));
+    struct mroce_ackm_rec r = {.path = q,
+                               .hold_ns = resp_rec_hold(pr, now),
+                               .sack_high = pr->high,
+                               .echo_ts = pr->echo_ts,
+                               .ce_count = pr->ce_count,
+                               .rx_count = pr->rx_count};
+    memcpy(r.sack, pr->bits, sizeof(r.sack));
+    mroce_ackm_rec_put(pl, i, &r);
     pr->ack_via = via; /* R-ACK-8 */
     c->ack_pending[q] = 0;
 }
@@ -915,7 +917,7 @@ static unsigned resp_rec_fit(const struct mroce_conn *c, size_t cap)
  * that do not go in the next ACK, which goes at once (rule 2: the bound
  * holds for them too). */
 static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
-                              size_t cap, struct mroce_ackm_rec *recs)
+                              size_t cap, uint8_t *pl)
 {
     unsigned fit = resp_rec_fit(c, cap);
     unsigned n = 0, kept = 0;
@@ -925,7 +927,7 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
             !MROCE_FAULT(c->ctx, ACKM_OWN_RECORD))
             continue;
         if (n < fit)
-            resp_rec_fill(c, q, now, via, &recs[n++]);
+            resp_rec_put(c, q, now, via, pl, n++);
         else
             c->rec_queue[kept++] = q;
     }
@@ -936,16 +938,21 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
 }
 
 /* R-ACKM-2: the ACK h as an ACKM: its path's own hold and the records
- * of the paths waiting for it. */
-static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
-                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
+ * of the paths waiting for it. The payload is written where it goes,
+ * after the ACKM's headers: buf holds the longest packet (eng_ctx_tx),
+ * and resp_rec_fit keeps the ACKM shorter. Out of line, as it was
+ * before it wrote in place: inlined, it made GCC take eng_req_tx out of
+ * eng_ctx_tx_busy (+19 instructions a data packet). */
+static __attribute__((noinline)) int
+resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h, uint8_t *buf,
+          size_t cap, struct mroce_pkt_meta *meta)
 {
-    struct mroce_ackm_rec recs[MROCE_ACKM_MAX_RECS];
-    uint8_t pl[MROCE_ACKM_PRE_LEN + MROCE_ACKM_MAX_RECS * MROCE_ACKM_REC_LEN];
+    uint8_t *pl = buf + MROCE_MTH_LEN + MROCE_AKH_LEN;
     uint16_t via = c->prx[h->path].ack_via;
     uint32_t hold = resp_rec_hold(&c->prx[h->path], now);
-    unsigned n = resp_rec_take(c, now, via, cap, recs);
-    size_t len = mroce_ackm_put(pl, hold, recs, n);
+    unsigned n = resp_rec_take(c, now, via, cap, pl);
+    mroce_ackm_pre_put(pl, n, hold);
+    size_t len = mroce_ackm_len(n);
     h->opcode = MROCE_OP_ACKM;
     c->cnt.tx_ackm_recs += n;
     return resp_emit(c, now, h, via, pl, (uint32_t)len, buf, cap, meta);
