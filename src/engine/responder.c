@@ -815,19 +815,12 @@ static int resp_ack_bits(const struct mroce_conn *c)
     return __builtin_ctzll(at ? at : m);
 }
 
-/* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
- * the best ranked first (an ACK must go somewhere: path 0 at worst). */
-static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
+/* resp_ack_path by ranking every path; out of line, so that the path
+ * bits' answer (nearly every ACK) saves no registers for its loop. */
+static __attribute__((noinline)) uint16_t resp_ack_scan(struct mroce_conn *c,
+                                                        uint16_t acked)
 {
     int plane = c->prx[acked].plane, best = -1, best_rank = 5;
-    if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
-        return 0;
-    int b =
-        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
-    if (b >= 0) {
-        c->rr_ack = (uint32_t)b + 1u;
-        return (uint16_t)b;
-    }
     for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
         uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
         int r = resp_ack_rank(c, q, plane);
@@ -840,6 +833,20 @@ static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
         return 0;
     c->rr_ack = (uint32_t)best + 1u;
     return (uint16_t)best;
+}
+
+/* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
+ * the best ranked first (an ACK must go somewhere: path 0 at worst). */
+static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
+{
+    if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
+        return 0;
+    int b =
+        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
+    if (b < 0)
+        return resp_ack_scan(c, acked);
+    c->rr_ack = (uint32_t)b + 1u;
+    return (uint16_t)b;
 }
 
 /* An ACK, ACKM or NACK out through our path `via` (R-ACK-3); pl, len:
