@@ -989,27 +989,32 @@ void eng_path_repath(struct mroce_conn *c, uint16_t p);
 /* How a packet may move its path's receive state (R-VAL-2). */
 enum eng_rec { ENG_REC_DATA, ENG_REC_NEAR, ENG_REC_PROBE };
 bool eng_path_rx_ok(const struct path_rx *pr, uint32_t psn, int kind);
+/* R-SACK-5: records psn on the receiver's bitmap of its path; dup: it was
+ * there, gap: it is not the next PSN, stale: too old to record. The usual
+ * arrival, the path's next PSN, is eng_path_rx_next's. */
 void eng_path_rx_record_any(struct path_rx *pr, uint32_t psn, bool *dup,
                             bool *gap, bool *stale);
-/* R-SACK-5: records psn on the receiver's bitmap of its path; dup: it was
- * there, gap: it is not the next PSN, stale: too old to record. Inline
- * for the usual arrival, the path's next PSN (a shift by one); the others
- * are eng_path_rx_record_any's. */
-static inline void eng_path_rx_record(struct path_rx *pr, uint32_t psn,
-                                      bool *dup, bool *gap, bool *stale)
+/* lo shifted right by one, hi's lowest bit coming in: one SHRD where the
+ * compiler has 128-bit integers (it does not find it in the shifts). */
+static inline uint64_t eng_shr1(uint64_t hi, uint64_t lo)
 {
-    if (psn - pr->high != 1) {
-        eng_path_rx_record_any(pr, psn, dup, gap, stale);
-        return;
-    }
+#ifdef __SIZEOF_INT128__
+    return (uint64_t)((((unsigned __int128)hi << 64) | lo) >> 1);
+#else
+    return (lo >> 1) | (hi << 63);
+#endif
+}
+/* R-SACK-5 for psn, the path's next PSN (high + 1): a shift by one,
+ * inline (nearly every data packet). */
+static inline void eng_path_rx_next(struct path_rx *pr, uint32_t psn)
+{
     uint64_t *b = pr->bits;
-    b[3] = (b[3] >> 1) | (b[2] << 63);
-    b[2] = (b[2] >> 1) | (b[1] << 63);
-    b[1] = (b[1] >> 1) | (b[0] << 63);
+    b[3] = eng_shr1(b[2], b[3]);
+    b[2] = eng_shr1(b[1], b[2]);
+    b[1] = eng_shr1(b[0], b[1]);
     b[0] = (b[0] >> 1) | ((uint64_t)1 << 63); /* psn itself, bit 0 */
     pr->high = psn;
     pr->any = true;
-    *gap = false;
 }
 int eng_path_probe_send(struct mroce_conn *c, uint64_t now, uint8_t *buf,
                         size_t cap, struct mroce_pkt_meta *meta);

@@ -87,22 +87,13 @@ static void resp_ack_coalesce(struct mroce_conn *c, uint64_t now, uint16_t p)
                                                        c->attr.ack_delay_ns));
 }
 
-/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
- * true when that alone calls for an ACK of its path at once (R-ACK-1
- * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). Inlined into its
- * callers, resp_data's for every data packet (GCC does not for four
- * callers: the call cost 15 instructions a packet). */
+/* What every packet recorded on its path counts (R-SACK-7) and where it
+ * arrived (R-ACK-3); true for an ACKREQ or RETX flag or a CE mark, which
+ * call for an ACK at once (R-ACK-1 case 1). */
 static inline __attribute__((always_inline)) bool
-resp_record(struct mroce_conn *c, uint64_t now,
-            const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
+resp_count(struct mroce_conn *c, struct path_rx *pr,
+           const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
 {
-    struct path_rx *pr = &c->prx[h->path];
-    bool dup = false, gap = false, stale = false;
-    eng_path_rx_record(pr, h->psn, &dup, &gap, &stale);
-    if (MROCE_FAULT(c->ctx, SACK_LATE_BIT) && gap && pr->high != h->psn &&
-        pr->high - h->psn < MROCE_SACK_BITS) /* the late bit cleared */
-        pr->bits[(pr->high - h->psn) >> 6] &=
-            ~((uint64_t)1 << (63 - ((pr->high - h->psn) & 63)));
     pr->rx_count += !(MROCE_FAULT(c->ctx, RX_COUNT_NO_PROBE) &&
                       h->opcode == MROCE_OP_PROBE);
     pr->plane = meta->plane < c->ctx->dev.n_planes ? meta->plane : 0;
@@ -111,14 +102,42 @@ resp_record(struct mroce_conn *c, uint64_t now,
         pr->ce_count++;
         c->cnt.rx_ecn_ce++;
     }
+    bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
+                  !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
+    return ackreq || ce;
+}
+
+/* Records the packet on its path and counts it (R-SACK-5, R-SACK-7);
+ * true when that alone calls for an ACK of its path at once (R-ACK-1
+ * case 1: ACKREQ or RETX, a CE mark, not IN_ORDER). Inlined into its
+ * callers, resp_data's for every data packet (GCC does not for four
+ * callers: the call cost 15 instructions a packet). The path's next PSN,
+ * nearly every packet, is neither a duplicate nor a gap nor stale, and
+ * is the path's highest: its own branch needs no flags. */
+static inline __attribute__((always_inline)) bool
+resp_record(struct mroce_conn *c, uint64_t now,
+            const struct mroce_pkt_meta *meta, const struct mroce_hdr *h)
+{
+    struct path_rx *pr = &c->prx[h->path];
+    if (h->psn - pr->high == 1) {
+        eng_path_rx_next(pr, h->psn);
+        pr->echo_ts = h->ts;
+        pr->high_at = now;
+        return resp_count(c, pr, meta, h);
+    }
+    bool dup = false, gap = false, stale = false;
+    eng_path_rx_record_any(pr, h->psn, &dup, &gap, &stale);
+    if (MROCE_FAULT(c->ctx, SACK_LATE_BIT) && gap && pr->high != h->psn &&
+        pr->high - h->psn < MROCE_SACK_BITS) /* the late bit cleared */
+        pr->bits[(pr->high - h->psn) >> 6] &=
+            ~((uint64_t)1 << (63 - ((pr->high - h->psn) & 63)));
+    bool now_ack = resp_count(c, pr, meta, h);
     if (!dup && !stale &&
         (pr->high == h->psn || MROCE_FAULT(c->ctx, ECHO_TS_LATEST))) {
         pr->echo_ts = h->ts;
         pr->high_at = now;
     }
-    bool ackreq = (h->flags & (MROCE_HF_ACKREQ | MROCE_HF_RETX)) &&
-                  !MROCE_FAULT(c->ctx, ACK_IGNORE_ACKREQ);
-    return ackreq || ce || dup ||
+    return now_ack || dup ||
            ((gap || stale) && !MROCE_FAULT(c->ctx, ACK_GAP_LATE));
 }
 
@@ -286,8 +305,11 @@ static void resp_copy(struct mroce_conn *c, uint8_t *dst,
 
 /* R-SEC-4: resolve the target before a byte is written; R-MSG-2: a
  * zero-length message touches no memory but its key and address are
- * checked all the same (va inside the region, its end included). */
-static int resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
+ * checked all the same (va inside the region, its end included).
+ * Inlined into resp_place, for every WRITE packet (the call and its
+ * saved registers cost 8 instructions a packet). */
+static inline __attribute__((always_inline)) int
+resp_place_write(struct mroce_conn *c, const struct mroce_hdr *h)
 {
     int err;
     if (MROCE_FAULT(c->ctx, ZERO_LEN_UNCHECKED) && !h->msg_len)
@@ -372,7 +394,9 @@ static int resp_place(struct mroce_conn *c, struct stream *s,
     switch (h->opcode) {
     case MROCE_OP_WRITE_IMM:
         v = resp_recv(c, s, h, &r);
-        return v == RV_OK ? resp_place_write(c, h) : v;
+        if (v != RV_OK)
+            return v;
+        /* fall through - placed like a WRITE */
     case MROCE_OP_WRITE:
         return resp_place_write(c, h);
     case MROCE_OP_SEND:
@@ -796,19 +820,12 @@ static int resp_ack_bits(const struct mroce_conn *c)
     return __builtin_ctzll(at ? at : m);
 }
 
-/* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
- * the best ranked first (an ACK must go somewhere: path 0 at worst). */
-static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
+/* resp_ack_path by ranking every path; out of line, so that the path
+ * bits' answer (nearly every ACK) saves no registers for its loop. */
+static __attribute__((noinline)) uint16_t resp_ack_scan(struct mroce_conn *c,
+                                                        uint16_t acked)
 {
     int plane = c->prx[acked].plane, best = -1, best_rank = 5;
-    if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
-        return 0;
-    int b =
-        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
-    if (b >= 0) {
-        c->rr_ack = (uint32_t)b + 1u;
-        return (uint16_t)b;
-    }
     for (uint32_t i = 0; i < c->n_paths && best_rank; i++) {
         uint16_t q = (uint16_t)((c->rr_ack + i) % c->n_paths);
         int r = resp_ack_rank(c, q, plane);
@@ -821,6 +838,20 @@ static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
         return 0;
     c->rr_ack = (uint32_t)best + 1u;
     return (uint16_t)best;
+}
+
+/* R-ACK-3: the ACK of path `acked` goes round-robin over our own paths,
+ * the best ranked first (an ACK must go somewhere: path 0 at worst). */
+static uint16_t resp_ack_path(struct mroce_conn *c, uint16_t acked)
+{
+    if (MROCE_FAULT(c->ctx, ACK_PATH_FIXED))
+        return 0;
+    int b =
+        c->ctx->dev.n_planes == 1 && c->n_paths <= 64 ? resp_ack_bits(c) : -1;
+    if (b < 0)
+        return resp_ack_scan(c, acked);
+    c->rr_ack = (uint32_t)b + 1u;
+    return (uint16_t)b;
 }
 
 /* An ACK, ACKM or NACK out through our path `via` (R-ACK-3); pl, len:
@@ -865,17 +896,19 @@ static uint32_t resp_rec_hold(struct path_rx *pr, uint64_t now)
     return d > MROCE_ACKM_HOLD_MAX_NS ? MROCE_ACKM_HOLD_MAX_NS : (uint32_t)d;
 }
 
-static void resp_rec_fill(struct mroce_conn *c, uint16_t q, uint64_t now,
-                          uint16_t via, struct mroce_ackm_rec *r)
+/* Path q's acknowledgement as record i of the ACKM payload at pl. */
+static void resp_rec_put(struct mroce_conn *c, uint16_t q, uint64_t now,
+                         uint16_t via, uint8_t *pl, unsigned i)
 {
     struct path_rx *pr = &c->prx[q];
-    *r = (struct mroce_ackm_rec){.path = q,
-                                 .hold_ns = resp_rec_hold(pr, now),
-                                 .sack_high = pr->high,
-                                 .echo_ts = pr->echo_ts,
-                                 .ce_count = pr->ce_count,
-                                 .rx_count = pr->rx_count};
-    memcpy(r->sack, pr->bits, sizeof(r->sack));
+    struct mroce_ackm_rec r = {.path = q,
+                               .hold_ns = resp_rec_hold(pr, now),
+                               .sack_high = pr->high,
+                               .echo_ts = pr->echo_ts,
+                               .ce_count = pr->ce_count,
+                               .rx_count = pr->rx_count};
+    memcpy(r.sack, pr->bits, sizeof(r.sack));
+    mroce_ackm_rec_put(pl, i, &r);
     pr->ack_via = via; /* R-ACK-8 */
     c->ack_pending[q] = 0;
 }
@@ -896,7 +929,7 @@ static unsigned resp_rec_fit(const struct mroce_conn *c, size_t cap)
  * that do not go in the next ACK, which goes at once (rule 2: the bound
  * holds for them too). */
 static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
-                              size_t cap, struct mroce_ackm_rec *recs)
+                              size_t cap, uint8_t *pl)
 {
     unsigned fit = resp_rec_fit(c, cap);
     unsigned n = 0, kept = 0;
@@ -906,7 +939,7 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
             !MROCE_FAULT(c->ctx, ACKM_OWN_RECORD))
             continue;
         if (n < fit)
-            resp_rec_fill(c, q, now, via, &recs[n++]);
+            resp_rec_put(c, q, now, via, pl, n++);
         else
             c->rec_queue[kept++] = q;
     }
@@ -917,16 +950,21 @@ static unsigned resp_rec_take(struct mroce_conn *c, uint64_t now, uint16_t via,
 }
 
 /* R-ACKM-2: the ACK h as an ACKM: its path's own hold and the records
- * of the paths waiting for it. */
-static int resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h,
-                     uint8_t *buf, size_t cap, struct mroce_pkt_meta *meta)
+ * of the paths waiting for it. The payload is written where it goes,
+ * after the ACKM's headers: buf holds the longest packet (eng_ctx_tx),
+ * and resp_rec_fit keeps the ACKM shorter. Out of line, as it was
+ * before it wrote in place: inlined, it made GCC take eng_req_tx out of
+ * eng_ctx_tx_busy (+19 instructions a data packet). */
+static __attribute__((noinline)) int
+resp_ackm(struct mroce_conn *c, uint64_t now, struct mroce_hdr *h, uint8_t *buf,
+          size_t cap, struct mroce_pkt_meta *meta)
 {
-    struct mroce_ackm_rec recs[MROCE_ACKM_MAX_RECS];
-    uint8_t pl[MROCE_ACKM_PRE_LEN + MROCE_ACKM_MAX_RECS * MROCE_ACKM_REC_LEN];
+    uint8_t *pl = buf + MROCE_MTH_LEN + MROCE_AKH_LEN;
     uint16_t via = c->prx[h->path].ack_via;
     uint32_t hold = resp_rec_hold(&c->prx[h->path], now);
-    unsigned n = resp_rec_take(c, now, via, cap, recs);
-    size_t len = mroce_ackm_put(pl, hold, recs, n);
+    unsigned n = resp_rec_take(c, now, via, cap, pl);
+    mroce_ackm_pre_put(pl, n, hold);
+    size_t len = mroce_ackm_len(n);
     h->opcode = MROCE_OP_ACKM;
     c->cnt.tx_ackm_recs += n;
     return resp_emit(c, now, h, via, pl, (uint32_t)len, buf, cap, meta);

@@ -73,7 +73,8 @@ size_t eng_tx_payload(struct mroce_conn *c, uint8_t *buf, size_t hl,
 /* Control packets (ACK, ACKM, NACK, PROBE, CLOSE): sealed in secure
  * modes (an ACKM's records are its payload, R-AEAD-3), else with an ICRC,
  * zero under no_icrc like data (its receivers check none: computing it
- * cost a CRC32C per ACK). */
+ * cost a CRC32C per ACK). The payload may lie in place already, after
+ * the headers in buf (resp_ackm writes it there). */
 int eng_tx_ctl_pl(struct mroce_conn *c, const struct mroce_hdr *h,
                   const uint8_t *pl, uint32_t len, uint8_t *buf, size_t cap)
 {
@@ -85,7 +86,7 @@ int eng_tx_ctl_pl(struct mroce_conn *c, const struct mroce_hdr *h,
         return hl < 0 ? hl : MROCE_WIRE_ENOSPC;
     if (c->aead)
         return (int)eng_seal(c, buf, (size_t)hl, pl, len, NULL);
-    if (len)
+    if (len && pl != buf + hl)
         memcpy(buf + hl, pl, len);
     memset(buf + hl + len, 0, MROCE_ICRC_LEN);
     return hl + (int)len + MROCE_ICRC_LEN;

@@ -1,36 +1,12 @@
 /* ACKM path records (spec section 3.15). */
 #include "wire/ackm.h"
 
-#include <string.h>
-
-#include "wire/be.h"
-
-static uint16_t ackm_hold_units(uint32_t ns)
-{
-    uint32_t u = ns / MROCE_ACKM_HOLD_UNIT_NS;
-    return u > 0xffff ? 0xffff : (uint16_t)u; /* R-ACKM-3: saturates */
-}
-
-static void ackm_rec_put(uint8_t *p, const struct mroce_ackm_rec *r)
-{
-    mroce_be16_put(p, r->path);
-    mroce_be16_put(p + 2, ackm_hold_units(r->hold_ns));
-    mroce_be32_put(p + 4, r->sack_high);
-    mroce_be32_put(p + 8, r->echo_ts);
-    mroce_be16_put(p + 12, r->ce_count);
-    mroce_be16_put(p + 14, r->rx_count);
-    for (int k = 0; k < 4; k++) /* R-HDR-14's layout */
-        mroce_be64_put(p + 16 + 8 * k, r->sack[k]);
-}
-
 size_t mroce_ackm_put(uint8_t *p, uint32_t hold_ns,
                       const struct mroce_ackm_rec *recs, unsigned n)
 {
-    p[0] = (uint8_t)n;
-    p[1] = 0;
-    mroce_be16_put(p + 2, ackm_hold_units(hold_ns));
+    mroce_ackm_pre_put(p, n, hold_ns);
     for (unsigned i = 0; i < n; i++)
-        ackm_rec_put(p + mroce_ackm_len(i), &recs[i]);
+        mroce_ackm_rec_put(p, i, &recs[i]);
     return mroce_ackm_len(n);
 }
 

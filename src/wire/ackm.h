@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire/be.h"
 #include "wire/wire.h"
 
 #define MROCE_ACKM_PRE_LEN 4  /* count, reserved, hold of the MTH path */
@@ -31,6 +32,38 @@ struct mroce_ackm_rec {
 static inline size_t mroce_ackm_len(unsigned n)
 {
     return MROCE_ACKM_PRE_LEN + (size_t)n * MROCE_ACKM_REC_LEN;
+}
+
+/* A hold in the field's units; beyond its range, its maximum (R-ACKM-3:
+ * saturates). */
+static inline uint16_t mroce_ackm_hold_units(uint32_t ns)
+{
+    uint32_t u = ns / MROCE_ACKM_HOLD_UNIT_NS;
+    return u > 0xffff ? 0xffff : (uint16_t)u;
+}
+
+/* The payload's first bytes at p: the count n and the MTH path's hold. */
+static inline void mroce_ackm_pre_put(uint8_t *p, unsigned n, uint32_t hold_ns)
+{
+    p[0] = (uint8_t)n;
+    p[1] = 0;
+    mroce_be16_put(p + 2, mroce_ackm_hold_units(hold_ns));
+}
+
+/* Record r as record i of the payload at p (R-HDR-14's layout). Inline:
+ * a sender that fills r just before writes its fields straight out. */
+static inline void mroce_ackm_rec_put(uint8_t *p, unsigned i,
+                                      const struct mroce_ackm_rec *r)
+{
+    p += mroce_ackm_len(i);
+    mroce_be16_put(p, r->path);
+    mroce_be16_put(p + 2, mroce_ackm_hold_units(r->hold_ns));
+    mroce_be32_put(p + 4, r->sack_high);
+    mroce_be32_put(p + 8, r->echo_ts);
+    mroce_be16_put(p + 12, r->ce_count);
+    mroce_be16_put(p + 14, r->rx_count);
+    for (int k = 0; k < 4; k++)
+        mroce_be64_put(p + 16 + 8 * k, r->sack[k]);
 }
 
 /* Writes the payload (hold of the MTH path, n records) at p, which has

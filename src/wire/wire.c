@@ -211,7 +211,7 @@ int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
         return MROCE_WIRE_EPAYLOAD;
     if ((size_t)hl + payload_len + MROCE_ICRC_LEN > cap)
         return MROCE_WIRE_ENOSPC;
-    if (payload_len)
+    if (payload_len && payload != buf + hl)
         memcpy(buf + hl, payload, payload_len);
     return (int)mroce_wire_seal(buf, (size_t)hl + payload_len);
 }

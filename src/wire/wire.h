@@ -159,8 +159,9 @@ void mroce_wire_patch_data(uint8_t *buf, const struct mroce_wire_pkt *f);
  * the caller guarantees 4 bytes of room. Returns len + 4. */
 size_t mroce_wire_seal(uint8_t *buf, size_t len);
 
-/* Headers + payload copy + trailer in one call. Returns the packet length
- * or a negative mroce_wire_err. */
+/* Headers + payload copy + trailer in one call; the payload may lie in
+ * place already, right after the headers in buf. Returns the packet
+ * length or a negative mroce_wire_err. */
 int mroce_wire_encode(const struct mroce_hdr *h, const uint8_t *payload,
                       uint32_t payload_len, uint8_t *buf, size_t cap);
 
