@@ -374,7 +374,7 @@ static void path_expire(struct mroce_conn *c, uint16_t p, uint64_t now)
         path_rto(c, p, now);
     else if (pt->pto_at <= now)
         path_pto_expired(c, p, now);
-    if (pt->probe_at <= now) { /* sent by the next eng_req_tx */
+    if (pt->probe_at <= now) { /* sent by the next eng_req_ctl_tx */
         pt->probe_at = ENG_NEVER;
         pt->probe_due = true;
         pt->probe_retx = true;
