@@ -21,12 +21,22 @@ static uint32_t ps_words(const struct mroce_conn *c)
     return (c->n_paths + 63) / 64;
 }
 
-/* Room for a full packet (path_room of R-PATH-13 at MTU size). */
+/* ps_room of a path with data in flight: a full packet more fits both
+ * its PSN window and its window. */
+static inline bool ps_room_out(const struct mroce_conn *c,
+                               const struct path_tx *pt)
+{
+    return pt->next_psn - pt->una < c->path_window &&
+           pt->inflight + eng_pkt_charge(c) <= pt->cc.cwnd;
+}
+
+/* Room for a full packet (path_room of R-PATH-13 at MTU size); a path
+ * with nothing out has it whatever its window. */
 static bool ps_room(const struct mroce_conn *c, const struct path_tx *pt)
 {
-    if (pt->next_psn - pt->una >= c->path_window)
-        return false;
-    return !pt->inflight || pt->inflight + eng_pkt_charge(c) <= pt->cc.cwnd;
+    if (!pt->inflight)
+        return pt->next_psn - pt->una < c->path_window;
+    return ps_room_out(c, pt);
 }
 
 /* R-PATH-13: slow when its SRTT is above ENG_SLOW_K x the connection's
@@ -83,11 +93,8 @@ void eng_pset_update(struct mroce_conn *c, uint16_t p)
  * ps_room's case of a path with nothing out does not arise. */
 void eng_pset_sent(struct mroce_conn *c, uint16_t p)
 {
-    const struct path_tx *pt = &c->ptx[p];
     ps_put(c->pset.b[PS_IDLE], p, false);
-    ps_put(c->pset.b[PS_ROOM], p,
-           pt->next_psn - pt->una < c->path_window &&
-               pt->inflight + eng_pkt_charge(c) <= pt->cc.cwnd);
+    ps_put(c->pset.b[PS_ROOM], p, ps_room_out(c, &c->ptx[p]));
 }
 
 /* The connection's RTT floor fell: which paths are slow changes. */

@@ -326,7 +326,7 @@ static bool sched_any(const struct eng_bits *b, uint32_t cap)
 void eng_sched_settle(struct mroce_ctx *ctx)
 {
     struct eng_sched *s = &ctx->sched;
-    if (s->cap && s->cap <= 4096) /* one summary word each: no loop */
+    if (sched_sum_words(s->cap) == 1) /* one summary word each: no loop */
         s->busy = (s->ready.s[0] | s->acks.s[0]) != 0;
     else
         s->busy = sched_any(&s->ready, s->cap) || sched_any(&s->acks, s->cap);
